@@ -1,0 +1,42 @@
+"""Errors that are the user's to fix: shown as one message, without an internal traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PromptevalError(Exception):
+    """A problem in the user's cases, prompts, recordings or provider, with its location."""
+
+    #: The error class the summary counts it under.
+    kind = "error"
+
+    def __init__(self, message: str, path: Path | str | None = None, line: int | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.path is None:
+            return self.message
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        return f"{where}: {self.message}"
+
+
+class TemplateError(PromptevalError):
+    """A prompt names a placeholder the case does not fill."""
+
+    kind = "template"
+
+
+class ApiError(PromptevalError):
+    """The model API answered with an error, or could not be reached."""
+
+    kind = "api_error"
+
+
+class StopRun(ApiError):
+    """An API error that no later call can avoid (spend limit, bad key): the session stops."""
+
+    kind = "api_stop"

@@ -1,0 +1,35 @@
+"""Hooks a project implements in ``conftest.py`` to adapt its own prompt format."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_prompteval.cases import Case
+    from pytest_prompteval.prompts import PromptVersion
+    from pytest_prompteval.request import Request
+
+
+def pytest_prompteval_template_vars(case: Case, prompt: PromptVersion) -> Mapping[str, Any] | None:
+    """Return extra ``{placeholder}`` values for rendering ``prompt`` with ``case``.
+
+    Every implementation is called; their mappings are merged over the built-in variables
+    (the case's top-level fields, its ``input`` fields and the seed's ``arch``, ``language``,
+    ``compiler``, ``compilation_options``), later plugins winning.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_prompteval_build_request(
+    case: Case, prompt: PromptVersion, variables: Mapping[str, Any]
+) -> Request | Mapping[str, Any] | None:
+    """Build the request for ``case`` x ``prompt`` yourself, e.g. with production code.
+
+    Return a :class:`pytest_prompteval.Request`, or the keyword arguments of
+    ``client.messages.create`` (``model``, ``system``, ``messages``, ``max_tokens``, ...), or
+    None to use the default rendering. ``variables`` are the template variables including
+    those from :func:`pytest_prompteval_template_vars`.
+    """

@@ -1,0 +1,149 @@
+"""pytest hooks: options, collection of YAML cases, results on reports, terminal summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval import hookspecs
+from pytest_prompteval.items import RESULT_KEY, SESSION_KEY, CaseFile, CaseItem
+from pytest_prompteval.providers.store import MODES
+from pytest_prompteval.report.summary import format_summary, summarize
+from pytest_prompteval.session import build_session
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("prompteval", "prompt evaluation (pytest-prompteval)")
+    group.addoption(
+        "--prompt",
+        dest="prompteval_prompt",
+        metavar="VERSION",
+        help="collect prompt cases and run them with this prompt version ('all' for every one)",
+    )
+    group.addoption(
+        "--compare",
+        dest="prompteval_compare",
+        action="append",
+        metavar="VERSION",
+        help="also run every case with this prompt version (repeatable)",
+    )
+    group.addoption(
+        "--prompteval-model",
+        metavar="MODEL",
+        help="send every request to this model, whatever the prompt versions say",
+    )
+    group.addoption(
+        "--prompteval-record",
+        choices=MODES,
+        help="none: replay only; new: record what is missing; all: record everything again "
+        "(default: new when ANTHROPIC_API_KEY is set or a python: provider is named, else none)",
+    )
+    group.addoption(
+        "--prompteval-provider",
+        default="anthropic",
+        metavar="SPEC",
+        help="'anthropic' (default), or python:package.module:function to call your own code",
+    )
+    group.addoption(
+        "--prompteval-samples",
+        type=int,
+        default=1,
+        metavar="N",
+        help="independent samples per case and version (a case's samples: overrides)",
+    )
+    group.addoption(
+        "--prompteval-record-note",
+        metavar="TEXT",
+        help="a note written into every recording made in this run",
+    )
+    parser.addini(
+        "prompteval_cases",
+        "case directories, relative to the rootdir",
+        type="linelist",
+        default=["prompt_cases"],
+    )
+    parser.addini("prompteval_prompts", "prompt version directory", default="prompts")
+    parser.addini("prompteval_recordings", "recordings directory", default="prompt_recordings")
+    parser.addini("prompteval_threshold", "score an item needs to pass", default="0.7")
+    parser.addini("prompteval_model", "model for prompt versions that name none")
+    parser.addini("prompteval_scoring", "YAML file extending the automatic scorer's tables")
+    parser.addini("prompteval_prices", "YAML file extending the price table")
+
+
+def _include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:
+    """With no explicit paths on the command line, collect the case directories too."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    given = [Path(a).resolve() for a in config.args]
+    for directory in case_dirs:
+        if directory.is_dir() and not any(g == directory or g in directory.parents for g in given):
+            config.args.append(str(directory))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.option.prompteval_prompt:
+        return
+    ps = build_session(config)
+    config.stash[SESSION_KEY] = ps
+    config.pluginmanager.register(ResultCollector(config), "prompteval-results")
+    _include_case_dirs(config, ps.case_dirs)
+    if hasattr(config, "_json_report"):
+        config.pluginmanager.register(JsonReportMetadata(), "prompteval-json-report")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
+    ps = parent.config.stash.get(SESSION_KEY, None)
+    if ps is not None and ps.owns(file_path):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ResultCollector:
+    """Gathers item results from reports (on the controller under xdist) for the summary."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.results: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == RESULT_KEY and isinstance(value, dict):
+                self.results.append(value)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if hasattr(self.config, "workerinput") or not self.results:
+            return
+        versions = [v.version for v in self.config.stash[SESSION_KEY].versions]
+        terminalreporter.write_sep("=", "prompteval summary")
+        for line in format_summary(summarize(self.results, versions)):
+            terminalreporter.write_line(line)
+
+
+class JsonReportMetadata:
+    """Puts each item's result into pytest-json-report's per-test metadata."""
+
+    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        if call.when == "call" and isinstance(item, CaseItem):
+            return {RESULT_KEY: item.result}
+        return {}
+
+
+@pytest.fixture
+def anthropic_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An Anthropic-compatible server on 127.0.0.1; the SDK in this process is pointed at it."""
+    from pytest_prompteval.testing import AnthropicServer
+
+    with AnthropicServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        yield server

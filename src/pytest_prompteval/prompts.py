@@ -1,0 +1,145 @@
+"""YAML prompt versions → PromptVersion; ``build_request(case)`` → Request.
+
+The format is the seed's: ``name``, ``description``, ``system_prompt``, ``user_prompt``,
+``assistant_prefill`` and ``model_config: {model, max_tokens, temperature, ...}``. Other
+top-level fields are kept in ``raw`` for the project's hooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.cases import Case
+from pytest_prompteval.errors import PromptevalError, TemplateError
+from pytest_prompteval.request import Message, Request
+from pytest_prompteval.templates import MissingVariables, fill, format_value
+from pytest_prompteval.yamlload import MarkedDict, line_of, load_yaml
+
+DEFAULT_MAX_TOKENS = 1024
+TEMPLATE_FIELDS = ("system_prompt", "user_prompt", "assistant_prefill")
+PROMPT_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class PromptVersion:
+    version: str  # the file's stem: what --prompt and --compare name
+    path: Path
+    name: str = ""
+    description: str = ""
+    system_prompt: str | None = None
+    user_prompt: str | None = None
+    assistant_prefill: str | None = None
+    model_config: Mapping[str, Any] = field(default_factory=dict)
+    sha256: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def model(self) -> str | None:
+        model = self.model_config.get("model")
+        return model if isinstance(model, str) else None
+
+    def line_of(self, key: str) -> int | None:
+        return line_of(self.raw, key)
+
+
+def available_versions(prompt_dir: Path) -> dict[str, Path]:
+    if not prompt_dir.is_dir():
+        return {}
+    files = sorted(p for p in prompt_dir.iterdir() if p.suffix in PROMPT_SUFFIXES and p.is_file())
+    return {p.stem: p for p in files}
+
+
+def load_prompt(path: Path) -> PromptVersion:
+    data = load_yaml(path)
+    if not isinstance(data, MarkedDict):
+        raise PromptevalError("expected a mapping with system_prompt, user_prompt, ...", path, 1)
+    for key in (*TEMPLATE_FIELDS, "name", "description"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise PromptevalError(
+                f"field {key!r}: expected a string, got {type(value).__name__}",
+                path,
+                data.line_of(key),
+            )
+    model_config = data.get("model_config") or {}
+    if not isinstance(model_config, Mapping):
+        raise PromptevalError(
+            "field 'model_config': expected a mapping like {model: ..., max_tokens: ...}",
+            path,
+            data.line_of("model_config"),
+        )
+    return PromptVersion(
+        version=path.stem,
+        path=path,
+        name=data.get("name") or path.stem,
+        description=data.get("description") or "",
+        system_prompt=data.get("system_prompt"),
+        user_prompt=data.get("user_prompt"),
+        assistant_prefill=data.get("assistant_prefill"),
+        model_config=model_config,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        raw=data,
+    )
+
+
+def template_variables(case: Case) -> dict[str, Any]:
+    """Variables a prompt can name: the case's top-level fields, its input, the seed's names."""
+    variables: dict[str, Any] = {k: v for k, v in case.raw.items() if k != "input"}
+    variables.update(case.input)
+    seed_names = {
+        "arch": case.input.get("instructionSet"),
+        "language": case.input.get("language"),
+        "compiler": case.input.get("compiler"),
+        "compilation_options": _options(case.input.get("compilationOptions")),
+    }
+    for name, value in seed_names.items():
+        if value is not None:
+            variables.setdefault(name, value)
+    return variables
+
+
+def _options(value: Any) -> str | None:
+    if isinstance(value, list):
+        return " ".join(format_value(v) for v in value)
+    return None if value is None else format_value(value)
+
+
+def render_field(prompt: PromptVersion, key: str, case: Case, variables: Mapping[str, Any]) -> str:
+    """Fill one template field of ``prompt``; a missing placeholder names prompt file and case."""
+    template = getattr(prompt, key, None)
+    if template is None:
+        template = prompt.raw.get(key)
+    if not isinstance(template, str):
+        return ""
+    try:
+        return fill(template, variables)
+    except MissingVariables as exc:
+        names = ", ".join("{" + n + "}" for n in exc.names)
+        raise TemplateError(
+            f"{key} uses {names} but case {case.id!r} ({case.path}:{case.line}) gives no value "
+            "for it; add it to the case (top level or input) or supply it from the "
+            "pytest_prompteval_template_vars hook",
+            prompt.path,
+            prompt.line_of(key),
+        ) from None
+
+
+def build_request(
+    case: Case, prompt: PromptVersion, variables: Mapping[str, Any], default_model: str
+) -> Request:
+    """The default request: system prompt; user prompt + the case input as JSON; prefill."""
+    system = render_field(prompt, "system_prompt", case, variables)
+    user = render_field(prompt, "user_prompt", case, variables)
+    prefill = render_field(prompt, "assistant_prefill", case, variables).rstrip()
+    user_blocks = tuple(b for b in (user, json.dumps(case.input, ensure_ascii=False)) if b)
+    messages = [Message("user", user_blocks)]
+    if prefill:  # the API rejects an assistant turn that ends in white space
+        messages.append(Message("assistant", (prefill,)))
+    params = {k: v for k, v in prompt.model_config.items() if k != "model"}
+    params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    return Request.create(prompt.model or default_model, messages, system or None, **params)

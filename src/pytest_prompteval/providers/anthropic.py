@@ -1,0 +1,104 @@
+"""Claude through the official ``anthropic`` SDK (imported only when a call is really made).
+
+The SDK's own retries and ``retry-after`` handling stay in charge, with one exception: errors
+that no retry can fix (a spend limit, a bad key) are not retried and stop the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from typing import Any
+
+from pytest_prompteval.errors import ApiError, StopRun
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.request import Request
+from pytest_prompteval.response import Response
+
+_HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
+
+
+def _error_message(body: Any, fallback: str) -> str:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    return fallback
+
+
+def is_hopeless(status: int, message: str) -> bool:
+    return status == 401 or (status in (400, 402, 403, 429) and bool(_HOPELESS.search(message)))
+
+
+def _client_class() -> type[Any]:
+    import anthropic
+
+    class Client(anthropic.Anthropic):  # type: ignore[misc]
+        def _should_retry(self, response: Any) -> bool:
+            if response.status_code in (400, 401, 402, 403, 429):
+                try:
+                    body = response.json()
+                except ValueError:
+                    body = None
+                if is_hopeless(response.status_code, _error_message(body, response.text)):
+                    return False
+            return bool(super()._should_retry(response))
+
+    return Client
+
+
+class AnthropicProvider:
+    label = "anthropic"
+
+    def __init__(self, max_retries: int = 2, timeout: float = 600.0):
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def live(self) -> bool:
+        return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = _client_class()(max_retries=self.max_retries, timeout=self.timeout)
+            return self._client
+
+    def complete(self, request: Request, context: CallContext) -> Response:
+        import anthropic
+
+        started = time.perf_counter()
+        try:
+            message = self.client().messages.create(**request.to_api())
+        except anthropic.APIStatusError as exc:
+            text = _error_message(exc.body, exc.message)
+            detail = (
+                f"{type(exc).__name__}: status {exc.status_code}, "
+                f"request_id {exc.request_id or '-'}: {text}"
+            )
+            if is_hopeless(exc.status_code, text):
+                raise StopRun(f"{detail} -- no later call can succeed, stopping the run") from None
+            raise ApiError(detail) from None
+        except anthropic.APIConnectionError as exc:
+            cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+            raise ApiError(
+                f"{type(exc).__name__}: {exc.message}{cause} after {self.max_retries} retries"
+            ) from None
+        latency_ms = (time.perf_counter() - started) * 1000
+        usage = message.usage
+        return Response(
+            text="".join(b.text for b in message.content if getattr(b, "type", "") == "text"),
+            model=message.model,
+            stop_reason=message.stop_reason,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+            latency_ms=round(latency_ms, 1),
+            request_id=getattr(message, "_request_id", None),
+            message_id=message.id,
+        )

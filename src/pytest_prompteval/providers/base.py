@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pytest_prompteval.cases import Case
+    from pytest_prompteval.prompts import PromptVersion
+    from pytest_prompteval.request import Request
+    from pytest_prompteval.response import Response
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Why a request is sent: for providers that run a project's own code path."""
+
+    case: Case
+    prompt: PromptVersion
+    sample: int
+
+
+class Provider(Protocol):
+    #: Written into every recording the provider makes, so a reader knows where it came from.
+    @property
+    def label(self) -> str: ...
+
+    #: Whether the provider can answer now (an API provider without a key cannot).
+    @property
+    def live(self) -> bool: ...
+
+    def complete(self, request: Request, context: CallContext) -> Response: ...

@@ -1,0 +1,60 @@
+"""``--prompteval-provider=python:pkg.module:function``: a project's own code path as provider.
+
+The function is called as ``function(request, case=..., prompt=..., sample=...)`` and returns
+the response text, a Response, or a mapping with Response's fields (``text`` at least).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.request import Request
+from pytest_prompteval.response import Response
+
+PREFIX = "python:"
+
+
+def load_function(spec: str) -> Callable[..., Any]:
+    target = spec.removeprefix(PREFIX)
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise PromptevalError(f"provider {spec!r}: expected python:package.module:function")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PromptevalError(f"provider {spec!r}: cannot import {module_name}: {exc}") from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise PromptevalError(f"provider {spec!r}: {module_name} has no callable {attr!r}")
+    return function  # type: ignore[no-any-return]
+
+
+class CallableProvider:
+    live = True
+
+    def __init__(self, spec: str):
+        self.label = spec
+        self.function = load_function(spec)
+
+    def complete(self, request: Request, context: CallContext) -> Response:
+        started = time.perf_counter()
+        result = self.function(
+            request, case=context.case, prompt=context.prompt, sample=context.sample
+        )
+        latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        if isinstance(result, Response):
+            return result
+        if isinstance(result, str):
+            return Response(text=result, model=request.model, latency_ms=latency_ms)
+        if isinstance(result, Mapping) and isinstance(result.get("text"), str):
+            data = {"model": request.model, "latency_ms": latency_ms, **result}
+            return Response.from_json(data)
+        raise PromptevalError(
+            f"provider {self.label!r} returned {type(result).__name__}; expected the response "
+            "text, a pytest_prompteval.Response or a mapping with 'text'"
+        )

@@ -1,0 +1,106 @@
+"""Record/replay in front of every provider.
+
+Each response is a JSON file named by ``Request.key(sample)``: a hash of the whole request
+and the sample index, so every sample is an independent recording and any change to the
+request (prompt text, model, parameters) misses the old one. Files are written atomically,
+hold no headers or keys, and are byte-identical for identical content, so they are safe to
+commit and diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.providers.base import CallContext, Provider
+from pytest_prompteval.request import Request
+from pytest_prompteval.response import Response
+
+MODES = ("none", "new", "all")
+FORMAT = 1
+
+
+class MissingRecording(PromptevalError):
+    kind = "missing_recording"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    response: Response
+    replayed: bool
+    recording: Path
+
+
+class Store:
+    def __init__(self, root: Path, mode: str, provider: Provider, note: str | None = None):
+        if mode not in MODES:
+            raise PromptevalError(f"record mode {mode!r}: expected one of {', '.join(MODES)}")
+        self.root = root
+        self.mode = mode
+        self.provider = provider
+        self.note = note
+        self._recorded: set[str] = set()  # re-recorded in this process (mode "all")
+        self._lock = threading.Lock()
+
+    def path_for(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def get(self, request: Request, context: CallContext) -> Outcome:
+        key = request.key(context.sample)
+        path = self.path_for(key)
+        fresh = self.mode == "all" and key not in self._recorded
+        if not fresh and path.exists():
+            return Outcome(self.read(path), replayed=key not in self._recorded, recording=path)
+        if self.mode == "none":
+            raise MissingRecording(
+                f"no recording for case {context.case.id!r} with prompt "
+                f"{context.prompt.version!r}, sample {context.sample} ({path}). Replay-only "
+                "mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
+                "--prompteval-record=new to record it"
+            )
+        response = self.provider.complete(request, context)
+        self.write(path, key, request, context.sample, response)
+        with self._lock:
+            self._recorded.add(key)
+        return Outcome(response, replayed=False, recording=path)
+
+    @staticmethod
+    def read(path: Path) -> Response:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return Response.from_json(data["response"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise PromptevalError(
+                f"unreadable recording ({type(exc).__name__}: {exc}); delete it to record again",
+                path,
+            ) from None
+
+    def write(
+        self, path: Path, key: str, request: Request, sample: int, response: Response
+    ) -> None:
+        record: dict[str, Any] = {
+            "format": FORMAT,
+            "key": key,
+            "sample": sample,
+            "origin": self.provider.label,
+            "request": request.to_api(),
+            "response": response.to_json(),
+        }
+        if self.note:
+            record["note"] = self.note
+        text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise

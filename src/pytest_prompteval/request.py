@@ -1,0 +1,107 @@
+"""The request to a model: a plain, hashable value that never touches the network."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_prompteval.errors import PromptevalError
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: tuple[str, ...]  # text blocks
+
+    @property
+    def text(self) -> str:
+        return "".join(self.content)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A Messages API request: model, system prompt, turns and sampling parameters.
+
+    ``params_json`` holds every other API parameter (``max_tokens``, ``temperature``, ...) as
+    canonical JSON, so the value stays hashable and its key stable.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    params_json: str = "{}"
+
+    @classmethod
+    def create(
+        cls,
+        model: str,
+        messages: Iterable[Message],
+        system: str | None = None,
+        **params: Any,
+    ) -> Request:
+        return cls(
+            model=model,
+            messages=tuple(messages),
+            system=system or None,
+            params_json=canonical_json(params),
+        )
+
+    @classmethod
+    def from_api(cls, kwargs: Mapping[str, Any]) -> Request:
+        """Build from ``client.messages.create`` keyword arguments (text content only)."""
+        params = dict(kwargs)
+        model = params.pop("model", None)
+        if not isinstance(model, str) or not model:
+            raise PromptevalError("request has no 'model'")
+        system = params.pop("system", None)
+        if isinstance(system, list):
+            system = "".join(_block_text(b) for b in system)
+        messages = []
+        for turn in params.pop("messages", []):
+            content = turn["content"]
+            blocks = (content,) if isinstance(content, str) else tuple(map(_block_text, content))
+            messages.append(Message(turn["role"], blocks))
+        return cls.create(model, messages, system, **params)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.params_json)
+        return result
+
+    @property
+    def prefill(self) -> str:
+        """The assistant turn the model continues, or '' when the last turn is the user's."""
+        if self.messages and self.messages[-1].role == "assistant":
+            return self.messages[-1].text
+        return ""
+
+    def to_api(self) -> dict[str, Any]:
+        api: dict[str, Any] = {"model": self.model}
+        if self.system:
+            api["system"] = self.system
+        api["messages"] = [
+            {"role": m.role, "content": [{"type": "text", "text": t} for t in m.content]}
+            for m in self.messages
+        ]
+        api.update(self.params)
+        return api
+
+    def key(self, sample: int = 0) -> str:
+        """Stable identity of this request's n-th sample: the recording's name."""
+        payload = canonical_json({"request": self.to_api(), "sample": sample})
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") == "text":
+        return str(block["text"])
+    raise PromptevalError(f"only text content blocks are supported, got {block!r:.80}")

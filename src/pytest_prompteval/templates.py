@@ -1,0 +1,51 @@
+"""Placeholder filling: ``{name}`` from variables, ``{{``/``}}`` literal, values never re-expanded.
+
+Only ``{identifier}`` is a placeholder; any other brace (JSON or C++ in a prompt) is kept as it
+stands, so prompts need no escaping beyond the ``{{``/``}}`` of the seed's format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
+
+
+class MissingVariables(KeyError):
+    def __init__(self, names: list[str]):
+        super().__init__(names)
+        self.names = names
+
+
+def placeholders(template: str) -> list[str]:
+    return [m.group(1) for m in _TOKEN.finditer(template) if m.group(1)]
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(value)
+    if isinstance(value, list | tuple) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def fill(template: str, variables: Mapping[str, Any]) -> str:
+    """One pass over the template; raise MissingVariables listing every unknown placeholder."""
+    missing = [name for name in placeholders(template) if name not in variables]
+    if missing:
+        raise MissingVariables(list(dict.fromkeys(missing)))
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]
+        return format_value(variables[name])
+
+    return _TOKEN.sub(substitute, template)

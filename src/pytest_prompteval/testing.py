@@ -1,0 +1,197 @@
+"""An Anthropic-compatible Messages API server on 127.0.0.1, for tests that need "Claude".
+
+It speaks enough of ``POST /v1/messages`` for the official SDK: scripted answers as a function
+of the request, added latency, injected faults (status codes with ``retry-after``, connection
+resets, malformed bodies) and a log of every request. Use the ``anthropic_server`` fixture, or::
+
+    with AnthropicServer(responder=lambda req: "hello") as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test")
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Answer = str | Mapping[str, Any]
+Responder = Callable[[dict[str, Any]], Answer]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected failure. ``kind`` is ``status``, ``reset`` or ``malformed``."""
+
+    kind: str = "status"
+    status: int = 500
+    error_type: str = "api_error"
+    message: str = "injected fault"
+    retry_after: float | None = 0.01  # seconds; sent as retry-after-ms so tests stay fast
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def overloaded(cls, **kw: Any) -> Fault:
+        return cls(status=529, error_type="overloaded_error", message="Overloaded", **kw)
+
+    @classmethod
+    def rate_limited(cls, **kw: Any) -> Fault:
+        kw.setdefault("message", "Number of request tokens has exceeded your rate limit.")
+        return cls(status=429, error_type="rate_limit_error", **kw)
+
+    @classmethod
+    def spend_limit(cls) -> Fault:
+        return cls(
+            status=429,
+            error_type="rate_limit_error",
+            message="This request would exceed your account's monthly spend limit.",
+        )
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def default_responder(request: dict[str, Any]) -> Answer:
+    last = request["messages"][-1]["content"]
+    text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    return f"Scripted answer to: {text[:200]}"
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class AnthropicServer:
+    def __init__(self, responder: Responder = default_responder, latency: float = 0.0):
+        self.responder = responder
+        self.latency = latency
+        self.requests: list[LoggedRequest] = []
+        self.faults: deque[Fault] = deque()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def inject(self, *faults: Fault) -> None:
+        """Queue faults; each answers one request, in order, before scripted answers resume."""
+        self.faults.extend(faults)
+
+    def start(self) -> AnthropicServer:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> AnthropicServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _message(self, request: dict[str, Any], answer: Answer) -> tuple[dict[str, Any], int]:
+        number = next(self._ids)
+        if isinstance(answer, Mapping):
+            return dict(answer), number
+        prompt = json.dumps(request.get("system", "")) + json.dumps(request.get("messages", []))
+        return {
+            "id": f"msg_test_{number:06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "unknown"),
+            "content": [{"type": "text", "text": answer}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": _tokens(prompt), "output_tokens": _tokens(answer)},
+        }, number
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {}
+                with owner._lock:
+                    owner.requests.append(LoggedRequest(self.path, dict(self.headers), body))
+                    fault = owner.faults.popleft() if owner.faults else None
+                if owner.latency:
+                    time.sleep(owner.latency)
+                if self.path.split("?")[0] != "/v1/messages":
+                    error = {"type": "not_found_error", "message": f"no route {self.path}"}
+                    self._send(404, json.dumps({"type": "error", "error": error}).encode(), {})
+                    return
+                if fault is not None:
+                    self._fault(fault)
+                    return
+                message, number = owner._message(body, owner.responder(body))
+                self._send(200, json.dumps(message).encode(), {"request-id": f"req_{number:06d}"})
+
+            def _fault(self, fault: Fault) -> None:
+                if fault.kind == "reset":
+                    linger = struct.pack("ii", 1, 0)  # RST instead of FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault.kind == "malformed":
+                    self._send(200, b'{"id": "msg_broken", "content": [', {})
+                    return
+                headers = {"request-id": "req_fault", **fault.headers}
+                if fault.retry_after is not None:
+                    headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
+                error = {"type": fault.error_type, "message": fault.message}
+                payload = json.dumps({"type": "error", "error": error}).encode()
+                self._send(fault.status, payload, headers)
+
+        return Handler
+
+
+def serve(
+    responder: Responder = default_responder, latency: float = 0.0
+) -> Iterator[AnthropicServer]:
+    """Generator for fixtures: start a server, yield it, stop it."""
+    with AnthropicServer(responder, latency) as server:
+        yield server
