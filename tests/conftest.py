@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPAT = ROOT.parent / "shared" / "compat" / "explain"
+
+
+@pytest.fixture(params=[[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
+def xdist_args(request: pytest.FixtureRequest) -> list[str]:
+    """Run a pytester session both without xdist and with two workers."""
+    return list(request.param)
+
+
+def copy_compat(pytester: pytest.Pytester, edition: str) -> Path:
+    source = COMPAT / edition
+    if not source.is_dir():
+        pytest.skip(f"compatibility corpus not found at {source}")
+    for child in source.iterdir():
+        target = pytester.path / child.name
+        if child.is_dir():
+            shutil.copytree(child, target)
+        else:
+            shutil.copy(child, target)
+    pytester.makeini("[pytest]\nprompteval_cases = test_cases\n")
+    return pytester.path
+
+
+def copy_example_suite(pytester: pytest.Pytester) -> Path:
+    for name in ("prompt_cases", "prompts", "prompt_recordings", "examples"):
+        shutil.copytree(ROOT / name, pytester.path / name)
+    shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
+    return pytester.path
