@@ -79,8 +79,18 @@ def test_case_fields_and_lines(tmp_path: Path) -> None:
             "cases.yaml:6: duplicate case id 'a': first defined at",
         ),
     ],
-    ids=["yaml", "top", "no-cases", "type", "input", "no-id", "range", "id-chars", "reserved",
-         "duplicate"],
+    ids=[
+        "yaml",
+        "top",
+        "no-cases",
+        "type",
+        "input",
+        "no-id",
+        "range",
+        "id-chars",
+        "reserved",
+        "duplicate",
+    ],
 )
 def test_validation_errors_name_file_line_case_and_field(
     tmp_path: Path, text: str, expected: str

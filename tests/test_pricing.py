@@ -9,9 +9,14 @@ from pytest_prompteval.tables import load_table
 
 def test_longest_prefix_wins_and_all_token_kinds_count() -> None:
     table = PriceTable(load_table("prices"))
-    response = Response(text="", model="claude-opus-4-5-20251101", input_tokens=1_000_000,
-                        output_tokens=100_000, cache_read_tokens=1_000_000,
-                        cache_write_tokens=0)
+    response = Response(
+        text="",
+        model="claude-opus-4-5-20251101",
+        input_tokens=1_000_000,
+        output_tokens=100_000,
+        cache_read_tokens=1_000_000,
+        cache_write_tokens=0,
+    )
     assert table.cost(response) == pytest.approx(5.0 + 2.5 + 0.5)
     assert table.cost(Response(text="", model="claude-opus-4-1", input_tokens=1000)) == 0.015
     assert table.cost(Response(text="", model="some-local-model", input_tokens=1)) is None

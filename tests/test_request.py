@@ -18,8 +18,9 @@ def make(**params: object) -> Request:
 def test_key_is_stable_and_depends_on_everything() -> None:
     base = make(max_tokens=100, temperature=0.0)
     assert base.key() == make(temperature=0.0, max_tokens=100).key()
-    assert base == make(temperature=0.0, max_tokens=100) and hash(base) == hash(make(
-        temperature=0.0, max_tokens=100))
+    assert base == make(temperature=0.0, max_tokens=100) and hash(base) == hash(
+        make(temperature=0.0, max_tokens=100)
+    )
     keys = {
         base.key(),
         base.key(1),
@@ -35,8 +36,10 @@ def test_api_round_trip_and_prefill() -> None:
     assert api["messages"][0]["content"][1] == {"type": "text", "text": '{"code": "x"}'}
     assert Request.from_api(api) == request
     assert request.prefill == "Sure:"
-    assert Request.from_api({"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-                            ).prefill == ""
+    assert (
+        Request.from_api({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).prefill
+        == ""
+    )
 
 
 @given(st.dictionaries(st.text(min_size=1), st.integers() | st.text() | st.none(), max_size=5))

@@ -30,8 +30,15 @@ GOOD = (
 
 def test_topics_patterns_and_keyword_fallback(scorer: AutomaticScorer) -> None:
     result = scorer.score(
-        case(expected_topics=["loop_optimization", "pointer_arithmetic", "early_termination",
-                              "register_pressure"], difficulty="advanced"),
+        case(
+            expected_topics=[
+                "loop_optimization",
+                "pointer_arithmetic",
+                "early_termination",
+                "register_pressure",
+            ],
+            difficulty="advanced",
+        ),
         GOOD,
     )
     assert result.details["missing_topics"] == ["register_pressure"]
@@ -67,10 +74,16 @@ def test_clarity_prefers_moderate_sentences_and_term_density(scorer: AutomaticSc
 
 
 def test_completeness_counts_the_assembly_mnemonics(scorer: AutomaticScorer) -> None:
-    asm = [{"text": "f:"}, {"text": "  imul edi, edi"}, {"text": "  lea eax, [rdi+4]"},
-           {"text": "  ret"}]
-    result = scorer.score(case(input={"asm": asm}, expected_topics=["function_inlining"]),
-                          "The call was inlined: imul squares and lea adds four.")
+    asm = [
+        {"text": "f:"},
+        {"text": "  imul edi, edi"},
+        {"text": "  lea eax, [rdi+4]"},
+        {"text": "  ret"},
+    ]
+    result = scorer.score(
+        case(input={"asm": asm}, expected_topics=["function_inlining"]),
+        "The call was inlined: imul squares and lea adds four.",
+    )
     assert result.details["missing_terms"] == ["ret"]
     assert result.dimensions["completeness"] == pytest.approx((1.0 + 2 / 3) / 2)
 
@@ -81,8 +94,13 @@ def test_consistency_only_with_several_samples_and_weights_renormalised(
     single = scorer.score(case(), GOOD)
     assert "consistency" not in single.dimensions
     dims = single.dimensions
-    weights = {"accuracy": .25, "technical_accuracy": .25, "clarity": .2, "completeness": .15,
-               "length": .1}
+    weights = {
+        "accuracy": 0.25,
+        "technical_accuracy": 0.25,
+        "clarity": 0.2,
+        "completeness": 0.15,
+        "length": 0.1,
+    }
     expected = sum(dims[k] * w for k, w in weights.items()) / sum(weights.values())
     assert single.value == pytest.approx(expected, abs=1e-6)
 
@@ -94,6 +112,8 @@ def test_consistency_only_with_several_samples_and_weights_renormalised(
 
 
 def test_topics_by_audience_from_the_compat_format(scorer: AutomaticScorer) -> None:
-    c = case(audience="beginner",
-             expected_topics_by_audience={"beginner": ["recursion"], "expert": ["pgo"]})
+    c = case(
+        audience="beginner",
+        expected_topics_by_audience={"beginner": ["recursion"], "expert": ["pgo"]},
+    )
     assert scorer.score(c, "A recursive call.").details["missing_topics"] == []

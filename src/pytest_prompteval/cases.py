@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.yamlload import MarkedDict, line_of, load_yaml
 
 # Case ids and marker values end up in node ids and `-m` expressions.
@@ -181,7 +181,7 @@ def load_case_file(path: Path) -> CaseFile:
         case = _CaseReader(path, node, index).read()
         if case.id in seen:
             raise PromptevalError(
-                f"duplicate case id {case.id!r}: first defined at {path}:{seen[case.id]}",
+                f"duplicate case id {case.id!r}: first defined at {display(path, seen[case.id])}",
                 path,
                 case.line,
             )

@@ -5,6 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def display(path: Path | str, line: int | None = None) -> str:
+    """A path as the user typed it: relative to the working directory when inside it."""
+    shown = Path(path)
+    if shown.is_absolute() and shown.is_relative_to(Path.cwd()):
+        shown = shown.relative_to(Path.cwd())
+    return f"{shown}:{line}" if line else str(shown)
+
+
 class PromptevalError(Exception):
     """A problem in the user's cases, prompts, recordings or provider, with its location."""
 
@@ -20,8 +28,7 @@ class PromptevalError(Exception):
     def __str__(self) -> str:
         if self.path is None:
             return self.message
-        where = f"{self.path}:{self.line}" if self.line else str(self.path)
-        return f"{where}: {self.message}"
+        return f"{display(self.path, self.line)}: {self.message}"
 
 
 class TemplateError(PromptevalError):

@@ -9,7 +9,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.cases import Case, load_case_file
-from pytest_prompteval.errors import PromptevalError, StopRun
+from pytest_prompteval.errors import PromptevalError, StopRun, display
 from pytest_prompteval.evaluate import CaseFailed, evaluate, new_result
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.session import PromptevalSession
@@ -29,7 +29,7 @@ class CaseFile(pytest.File):
         ps = self.config.stash[SESSION_KEY]
         case_file = load_case_file(self.path)
         for case in case_file.cases:
-            where = f"{case.path}:{case.line}"
+            where = display(case.path, case.line)
             first = ps.case_ids.setdefault(case.id, where)
             if first != where:
                 raise PromptevalError(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError, TemplateError
+from pytest_prompteval.errors import PromptevalError, TemplateError, display
 from pytest_prompteval.request import Message, Request
 from pytest_prompteval.templates import MissingVariables, fill, format_value
 from pytest_prompteval.yamlload import MarkedDict, line_of, load_yaml
@@ -121,8 +121,8 @@ def render_field(prompt: PromptVersion, key: str, case: Case, variables: Mapping
     except MissingVariables as exc:
         names = ", ".join("{" + n + "}" for n in exc.names)
         raise TemplateError(
-            f"{key} uses {names} but case {case.id!r} ({case.path}:{case.line}) gives no value "
-            "for it; add it to the case (top level or input) or supply it from the "
+            f"{key} uses {names} but case {case.id!r} ({display(case.path, case.line)}) "
+            "gives no value for it; add it to the case (top level or input) or supply it from the "
             "pytest_prompteval_template_vars hook",
             prompt.path,
             prompt.line_of(key),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.pricing import PriceTable
 from pytest_prompteval.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.providers.anthropic import AnthropicProvider
@@ -57,7 +57,7 @@ def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion,
         listing = ", ".join(available) or f"none: no *.yaml files in {prompt_dir}"
         raise pytest.UsageError(
             f"unknown prompt version {', '.join(map(repr, unknown))} (prompt directory "
-            f"{prompt_dir}); available: {listing}"
+            f"{display(prompt_dir)}); available: {listing}"
         )
     try:
         return tuple(load_prompt(available[n]) for n in dict.fromkeys(names))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.request import Request
 from pytest_prompteval.response import Response
@@ -60,8 +60,8 @@ class Store:
         if self.mode == "none":
             raise MissingRecording(
                 f"no recording for case {context.case.id!r} with prompt "
-                f"{context.prompt.version!r}, sample {context.sample} ({path}). Replay-only "
-                "mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
+                f"{context.prompt.version!r}, sample {context.sample} ({display(path)}). "
+                "Replay-only mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
                 "--prompteval-record=new to record it"
             )
         response = self.provider.complete(request, context)
