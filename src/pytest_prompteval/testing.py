@@ -58,6 +58,7 @@ class Fault:
 @dataclass(frozen=True)
 class LoggedRequest:
     path: str
+    #: header names in lower case
     headers: dict[str, str]
     body: dict[str, Any]
 
@@ -155,7 +156,8 @@ class AnthropicServer:
                 except ValueError:
                     body = {}
                 with owner._lock:
-                    owner.requests.append(LoggedRequest(self.path, dict(self.headers), body))
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    owner.requests.append(LoggedRequest(self.path, headers, body))
                     fault = owner.faults.popleft() if owner.faults else None
                 if owner.latency:
                     time.sleep(owner.latency)

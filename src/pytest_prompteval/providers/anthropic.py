@@ -6,6 +6,7 @@ that no retry can fix (a spend limit, a bad key) are not retried and stop the ru
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import threading
@@ -56,7 +57,8 @@ class AnthropicProvider:
         self.max_retries = max_retries
         self.timeout = timeout
         self._client: Any = None
-        self._lock = threading.Lock()
+        self._accepted: frozenset[str] | None = None
+        self._lock = threading.RLock()
 
     @property
     def live(self) -> bool:
@@ -68,12 +70,27 @@ class AnthropicProvider:
                 self._client = _client_class()(max_retries=self.max_retries, timeout=self.timeout)
             return self._client
 
+    def arguments(self, request: Request) -> dict[str, Any]:
+        """``messages.create`` keyword arguments; parameters this SDK version does not name
+        (``temperature`` is gone from recent ones) travel in ``extra_body`` unchanged."""
+        with self._lock:
+            if self._accepted is None:
+                create = self.client().messages.create
+                self._accepted = frozenset(inspect.signature(create).parameters)
+        api = request.to_api()
+        kwargs = {k: v for k, v in api.items() if k in self._accepted}
+        extra = {k: v for k, v in api.items() if k not in self._accepted}
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
     def complete(self, request: Request, context: CallContext) -> Response:
         import anthropic
 
+        kwargs = self.arguments(request)
         started = time.perf_counter()
         try:
-            message = self.client().messages.create(**request.to_api())
+            message = self.client().messages.create(**kwargs)
         except anthropic.APIStatusError as exc:
             text = _error_message(exc.body, exc.message)
             detail = (
@@ -83,6 +100,8 @@ class AnthropicProvider:
             if is_hopeless(exc.status_code, text):
                 raise StopRun(f"{detail} -- no later call can succeed, stopping the run") from None
             raise ApiError(detail) from None
+        except (anthropic.APIResponseValidationError, ValueError) as exc:
+            raise ApiError(f"malformed response body: {type(exc).__name__}: {exc}") from None
         except anthropic.APIConnectionError as exc:
             cause = f" ({exc.__cause__})" if exc.__cause__ else ""
             raise ApiError(
