@@ -22,13 +22,15 @@ def test_example_suite_replays_offline_without_a_key(
     monkeypatch.setattr(socket.socket, "connect", no_network)
     result = pytester.runpytest("--prompt=current", "--compare", "v1_baseline")
     result.assert_outcomes(passed=10)
-    result.stdout.fnmatch_lines([
-        "*prompteval summary*",
-        "version * items * passed * pass rate * score * accuracy*",
-        "current * 5 * 5 * 100.0% *",
-        "v1_baseline * 5 * 5 * 100.0% *",
-        "current: 5/5 replayed from recordings",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*prompteval summary*",
+            "version * items * passed * pass rate * score * accuracy*",
+            "current * 5 * 5 * 100.0% *",
+            "v1_baseline * 5 * 5 * 100.0% *",
+            "current: 5/5 replayed from recordings",
+        ]
+    )
 
 
 def test_json_report_and_summary_are_the_same_under_xdist(
@@ -36,8 +38,11 @@ def test_json_report_and_summary_are_the_same_under_xdist(
 ) -> None:
     copy_example_suite(pytester)
     result = pytester.runpytest(
-        "--prompt=current", "--compare=v1_baseline", "--json-report",
-        "--json-report-file=report.json", *xdist_args,
+        "--prompt=current",
+        "--compare=v1_baseline",
+        "--json-report",
+        "--json-report-file=report.json",
+        *xdist_args,
     )
     result.assert_outcomes(passed=10)
     summary = [line for line in result.outlines if line.startswith(("current", "v1_baseline"))]
@@ -45,12 +50,28 @@ def test_json_report_and_summary_are_the_same_under_xdist(
     tests = {t["nodeid"]: t["metadata"]["prompteval"] for t in report["tests"]}
     assert len(tests) == 10
     first = tests["prompt_cases/basic_optimizations.yaml::sum_loop_001[current]"]
-    for field in ("case_id", "prompt", "sample", "model", "passed", "score", "dimensions",
-                  "missing_topics", "incorrect_claims", "input_tokens", "output_tokens",
-                  "cost_usd", "latency_ms", "scorer", "response"):
+    for field in (
+        "case_id",
+        "prompt",
+        "sample",
+        "model",
+        "passed",
+        "score",
+        "dimensions",
+        "missing_topics",
+        "incorrect_claims",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "scorer",
+        "response",
+    ):
         assert field in first, field
     assert (first["case_id"], first["prompt"], first["model"]) == (
-        "sum_loop_001", "current", "claude-haiku-4-5"
+        "sum_loop_001",
+        "current",
+        "claude-haiku-4-5",
     )
     # Same figures with and without workers: compare against the in-process run.
     if xdist_args:

@@ -12,7 +12,7 @@ from pytest_prompteval.testing import AnthropicServer
 
 from .conftest import copy_compat
 
-CONFTEST = '''
+CONFTEST = """
 import json
 
 from pytest_prompteval import fill_template
@@ -47,7 +47,7 @@ def pytest_prompteval_build_request(case, prompt, variables):
             {"type": "text", "text": json.dumps(dict(case.input))},
         ]}],
     }
-'''
+"""
 
 
 def test_compat_2026_11_runs_through_the_hooks(
@@ -74,7 +74,8 @@ def test_compat_2026_11_runs_through_the_hooks(
         assert "{" not in user, user
     by_case = {r["case_id"]: r for r in results}
     haiku = next(
-        s.body for s in anthropic_server.requests
+        s.body
+        for s in anthropic_server.requests
         if "Explanation type: haiku" in s.body["messages"][0]["content"][0]["text"]
     )
     assert "three-line haiku" in haiku["messages"][0]["content"][0]["text"]
@@ -89,8 +90,7 @@ def test_template_vars_from_several_plugins_merge(pytester: pytest.Pytester) -> 
         "cases:\n- id: c1\n  who: case\n  input: {}\n"
     )
     pytester.makeconftest(
-        "def pytest_prompteval_template_vars(case, prompt):\n"
-        "    return {'greeting': 'hello'}\n"
+        "def pytest_prompteval_template_vars(case, prompt):\n    return {'greeting': 'hello'}\n"
     )
     pytester.makepyfile(
         myapp="def answer(request, *, case, prompt, sample):\n"
