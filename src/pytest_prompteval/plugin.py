@@ -99,6 +99,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(JsonReportMetadata(), "prompteval-json-report")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    ps = config.stash.get(SESSION_KEY, None)
+    if ps is not None:
+        ps.store.provider.close()
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
     ps = parent.config.stash.get(SESSION_KEY, None)
     if ps is not None and ps.owns(file_path):

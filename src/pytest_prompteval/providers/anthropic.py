@@ -70,6 +70,12 @@ class AnthropicProvider:
                 self._client = _client_class()(max_retries=self.max_retries, timeout=self.timeout)
             return self._client
 
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
     def arguments(self, request: Request) -> dict[str, Any]:
         """``messages.create`` keyword arguments; parameters this SDK version does not name
         (``temperature`` is gone from recent ones) travel in ``extra_body`` unchanged."""

@@ -29,3 +29,6 @@ class Provider(Protocol):
     def live(self) -> bool: ...
 
     def complete(self, request: Request, context: CallContext) -> Response: ...
+
+    def close(self) -> None:
+        """Release connections; called once at the end of the session."""

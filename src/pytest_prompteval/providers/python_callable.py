@@ -41,6 +41,9 @@ class CallableProvider:
         self.label = spec
         self.function = load_function(spec)
 
+    def close(self) -> None:
+        pass
+
     def complete(self, request: Request, context: CallContext) -> Response:
         started = time.perf_counter()
         result = self.function(
