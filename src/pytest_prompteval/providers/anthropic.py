@@ -58,6 +58,9 @@ class AnthropicProvider:
         self.timeout = timeout
         self._client: Any = None
         self._accepted: frozenset[str] | None = None
+        # Once a call proves that none can succeed, later ones fail without a request (an
+        # xdist worker goes on running its items after the session is told to stop).
+        self._stopped: StopRun | None = None
         self._lock = threading.RLock()
 
     @property
@@ -93,6 +96,8 @@ class AnthropicProvider:
     def complete(self, request: Request, context: CallContext) -> Response:
         import anthropic
 
+        if self._stopped is not None:
+            raise StopRun(f"not sent, an earlier call failed: {self._stopped.message}")
         kwargs = self.arguments(request)
         started = time.perf_counter()
         try:
@@ -104,7 +109,8 @@ class AnthropicProvider:
                 f"request_id {exc.request_id or '-'}: {text}"
             )
             if is_hopeless(exc.status_code, text):
-                raise StopRun(f"{detail} -- no later call can succeed, stopping the run") from None
+                self._stopped = StopRun(f"{detail} -- no later call can succeed, stopping the run")
+                raise self._stopped from None
             raise ApiError(detail) from None
         except (anthropic.APIResponseValidationError, ValueError) as exc:
             raise ApiError(f"malformed response body: {type(exc).__name__}: {exc}") from None
