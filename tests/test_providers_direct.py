@@ -79,3 +79,22 @@ def test_bad_provider_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:nomodule_xyz:fn")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: provider 'python:nomodule_xyz:fn': cannot import*"])
+
+
+def test_latency_and_usage_are_measured(anthropic_server: AnthropicServer) -> None:
+    anthropic_server.latency = 0.2
+    anthropic_server.responder = lambda request: "four words of text"
+    provider = AnthropicProvider()
+    response = provider.complete(REQUEST, CONTEXT)
+    provider.close()
+    assert response.text == "four words of text"
+    assert response.latency_ms >= 200
+    assert response.input_tokens > 0 and response.output_tokens == len("four words of text") // 4
+    assert response.request_id == "req_000001" and response.message_id == "msg_test_000001"
+
+
+def test_recording_without_a_key_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with pytest.raises(StopRun, match="ANTHROPIC_API_KEY is not set"):
+        AnthropicProvider().complete(REQUEST, CONTEXT)

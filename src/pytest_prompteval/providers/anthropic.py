@@ -98,6 +98,11 @@ class AnthropicProvider:
 
         if self._stopped is not None:
             raise StopRun(f"not sent, an earlier call failed: {self._stopped.message}")
+        if not self.live:
+            raise StopRun(
+                "ANTHROPIC_API_KEY is not set, so nothing can be recorded; set it, or replay "
+                "only with --prompteval-record=none"
+            )
         kwargs = self.arguments(request)
         started = time.perf_counter()
         try:
