@@ -5,6 +5,8 @@ from pytest_prompteval.errors import PromptevalError
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.request import Message, Request
 from pytest_prompteval.response import Response
+from pytest_prompteval.scoring.registry import scorer
+from pytest_prompteval.scoring.score import Score
 from pytest_prompteval.templates import fill as fill_template
 
 __version__ = "0.1.0"
@@ -16,5 +18,7 @@ __all__ = [
     "PromptevalError",
     "Request",
     "Response",
+    "Score",
     "fill_template",
+    "scorer",
 ]

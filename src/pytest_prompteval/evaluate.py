@@ -8,26 +8,42 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pluggy
 
 from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import MissingRecording, Outcome
 from pytest_prompteval.request import Request
+from pytest_prompteval.response import Response
+from pytest_prompteval.scoring.assertions import (
+    Assertion,
+    Checked,
+    Observed,
+    check_simple,
+    combine,
+    custom_score,
+    scored,
+)
+from pytest_prompteval.scoring.automatic import expected_topics
+from pytest_prompteval.scoring.hybrid import judged
+from pytest_prompteval.scoring.judge import JudgeUsage
+from pytest_prompteval.scoring.registry import registered_scorers
+from pytest_prompteval.scoring.score import Score
 from pytest_prompteval.session import PromptevalSession
-
-SCORER = "automatic"
 
 
 class CaseFailed(AssertionError):
     """The response scored under the threshold; the message says why."""
 
 
-def new_result(case: Case, prompt: PromptVersion, sample: int, threshold: float) -> dict[str, Any]:
+def new_result(
+    case: Case, prompt: PromptVersion, sample: int, threshold: float, scorer: str
+) -> dict[str, Any]:
     return {
         "case_id": case.id,
         "file": case.path.name,
@@ -37,7 +53,7 @@ def new_result(case: Case, prompt: PromptVersion, sample: int, threshold: float)
         "category": case.category,
         "difficulty": case.difficulty,
         "quality": case.quality,
-        "scorer": SCORER,
+        "scorer": scorer,
         "threshold": threshold,
         "model": None,
         "passed": False,
@@ -45,6 +61,10 @@ def new_result(case: Case, prompt: PromptVersion, sample: int, threshold: float)
         "dimensions": {},
         "missing_topics": [],
         "incorrect_claims": [],
+        "assertions": [],
+        "automatic_score": None,
+        "judged": False,
+        "judge_score": None,
         "input_tokens": 0,
         "output_tokens": 0,
         "cache_read_tokens": 0,
@@ -99,29 +119,98 @@ def _sample_texts(
     return texts
 
 
-def evaluate(
-    hook: pluggy.HookRelay,
+@dataclass(frozen=True)
+class ItemSpec:
+    case: Case
+    prompt: PromptVersion
+    sample: int
+    samples: int
+    assertions: tuple[Assertion, ...] = ()
+
+
+def _main_score(
     ps: PromptevalSession,
-    case: Case,
-    prompt: PromptVersion,
-    sample: int,
-    samples: int,
+    spec: ItemSpec,
+    text: str,
+    automatic: Score,
+    usage: JudgeUsage,
     result: dict[str, Any],
+) -> Score:
+    """The score that decides pass/fail: automatic, the judge's, or (hybrid) automatic with
+    the judge's verdict recorded beside it on the sampled cases."""
+    if ps.scorer_mode == "automatic":
+        return automatic
+    judge = ps.judge()
+    if ps.scorer_mode == "hybrid" and not judged(spec.case.id, ps.judge_seed, ps.judge_rate):
+        result["judged"] = False
+        return automatic
+    verdict = judge.verdict(spec.case, spec.prompt, text, usage)
+    result.update(
+        judged=True,
+        judge_score=verdict.score.value,
+        judge_dimensions=verdict.score.dimensions,
+        judge_notes=verdict.score.details["notes"],
+        judge_repeats=verdict.repeats,
+        judge_spread=round(verdict.spread, 6),
+        judge_model=verdict.model,
+        judge_template=verdict.template,
+    )
+    return verdict.score if ps.scorer_mode == "claude" else automatic
+
+
+def _check(
+    ps: PromptevalSession,
+    spec: ItemSpec,
+    assertion: Assertion,
+    request: Request,
+    response: Response,
+    result: dict[str, Any],
+    usage: JudgeUsage,
+) -> Checked:
+    seen = Observed(
+        response.text,
+        request.prefill,
+        response.output_tokens,
+        response.latency_ms,
+        result["cost_usd"],
+    )
+    simple = check_simple(assertion, seen)
+    if simple is not None:
+        return simple
+    text = seen.prefill + seen.text if assertion.include_prefill else seen.text
+    if assertion.type == "topics":
+        topics = assertion.value or list(expected_topics(spec.case))
+        covered = [t for t in topics if ps.scorer.covers(t, text)]
+        missing = [t for t in topics if t not in covered]
+        score = len(covered) / len(topics) if topics else 1.0
+        reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
+        return scored(assertion, score, 1.0, reason)
+    if assertion.type == "judge":
+        score, reason = ps.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
+        return scored(assertion, score, result["threshold"], f"judge: {reason}")
+    function = registered_scorers()[assertion.type]
+    value, dims = custom_score(assertion.type, function(spec.case, request, response))
+    detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
+    return scored(assertion, value, result["threshold"], f"scorer {assertion.type}{detail}")
+
+
+def evaluate(
+    hook: pluggy.HookRelay, ps: PromptevalSession, spec: ItemSpec, result: dict[str, Any]
 ) -> None:
     """Fill ``result``; raise PromptevalError for what went wrong, CaseFailed for a low score."""
+    case, prompt = spec.case, spec.prompt
+    usage = JudgeUsage()
     try:
         request = make_request(hook, ps, case, prompt)
         result["model"] = request.model
-        ctx = CallContext(case, prompt, sample)
+        ctx = CallContext(case, prompt, spec.sample)
         outcome = ps.store.get(request, ctx)
         response = outcome.response
         result.update(
             response=response.text,
             prefill=request.prefill,
             replayed=outcome.replayed,
-            recording=outcome.recording.relative_to(ps.rootpath).as_posix()
-            if outcome.recording.is_relative_to(ps.rootpath)
-            else str(outcome.recording),
+            recording=display(outcome.recording),
             input_tokens=response.input_tokens,
             output_tokens=response.output_tokens,
             cache_read_tokens=response.cache_read_tokens,
@@ -131,26 +220,33 @@ def evaluate(
             stop_reason=response.stop_reason,
             request_id=response.request_id,
         )
-        texts = _sample_texts(ps, request, ctx, outcome, samples) if samples > 1 else []
-        score = ps.scorer.score(case, response.text, texts)
+        texts = _sample_texts(ps, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
+        automatic = ps.scorer.score(case, response.text, texts)
+        result["automatic_score"] = automatic.value
+        main = _main_score(ps, spec, response.text, automatic, usage, result)
+        checks = [_check(ps, spec, a, request, response, result, usage) for a in spec.assertions]
     except PromptevalError as exc:
         result.update(error_type=exc.kind, error=str(exc))
         raise
+    finally:
+        result.update(usage.to_json())
     result.update(
-        score=score.value,
-        dimensions=score.dimensions,
-        missing_topics=score.details["missing_topics"],
-        incorrect_claims=score.details["incorrect_claims"],
-        passed=score.value >= result["threshold"],
+        score=round(combine(main.value, checks), 6) if checks else main.value,
+        dimensions=main.dimensions,
+        missing_topics=main.details["missing_topics"],
+        incorrect_claims=main.details["incorrect_claims"],
+        assertions=[c.to_json() for c in checks],
+        passed=main.value >= result["threshold"] and all(c.passed for c in checks),
     )
     if not result["passed"]:
-        raise CaseFailed(failure_message(result))
+        raise CaseFailed(failure_message(result, main.value))
 
 
-def failure_message(result: Mapping[str, Any]) -> str:
+def failure_message(result: Mapping[str, Any], main: float) -> str:
+    verdict = "below" if main < result["threshold"] else "at or above"
     lines = [
-        f"{result['case_id']} [{result['prompt']}]: score {result['score']:.3f} < threshold "
-        f"{result['threshold']:.2f}"
+        f"{result['case_id']} [{result['prompt']}]: {result['scorer']} score {main:.3f} "
+        f"{verdict} threshold {result['threshold']:.2f}"
     ]
     if result["missing_topics"]:
         lines.append("  missing topics: " + ", ".join(result["missing_topics"]))
@@ -158,4 +254,9 @@ def failure_message(result: Mapping[str, Any]) -> str:
         lines.append(f"  incorrect claim: {claim}")
     dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
     lines.append(f"  dimensions: {dims}")
+    if result.get("judge_notes"):
+        lines.append(f"  judge notes: {result['judge_notes']}")
+    for check in result["assertions"]:
+        if not check["passed"]:
+            lines.append(f"  failed assert {check['type']}: {check['reason']}")
     return "\n".join(lines)

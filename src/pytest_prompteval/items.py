@@ -10,9 +10,11 @@ from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.cases import Case, load_case_file
 from pytest_prompteval.errors import PromptevalError, StopRun, display
-from pytest_prompteval.evaluate import CaseFailed, evaluate, new_result
+from pytest_prompteval.evaluate import CaseFailed, ItemSpec, evaluate, new_result
 from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.session import PromptevalSession
+from pytest_prompteval.yamlload import line_of
 
 RESULT_KEY = "prompteval"
 SESSION_KEY = pytest.StashKey[PromptevalSession]()
@@ -40,16 +42,19 @@ class CaseFile(pytest.File):
                     self.config.addinivalue_line("markers", f"{marker}: prompt case label")
                     ps.registered_markers.add(marker)
             samples = case.samples or ps.samples
+            own = parse_assertions(
+                case.raw.get("assert"),
+                (case.path, line_of(case.raw, "assert")),
+                f"case {case.id!r}",
+            )
             for prompt in ps.versions:
+                assertions = (*prompt_assertions(prompt), *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     item = CaseItem.from_parent(
                         self,
                         name=f"{case.id}[{prompt.version}{suffix}]",
-                        case=case,
-                        prompt=prompt,
-                        sample=sample,
-                        samples=samples,
+                        spec=ItemSpec(case, prompt, sample, samples, assertions),
                     )
                     for marker in case.markers:
                         item.add_marker(marker)
@@ -61,24 +66,32 @@ class CaseFile(pytest.File):
         return _short(excinfo) or super().repr_failure(excinfo)
 
 
+def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
+    """A prompt version's own ``assert:`` entries, which apply to every case."""
+    return tuple(
+        parse_assertions(
+            prompt.raw.get("assert"),
+            (prompt.path, prompt.line_of("assert")),
+            f"prompt {prompt.version!r}",
+        )
+    )
+
+
 class CaseItem(pytest.Item):
-    def __init__(
-        self, *, case: Case, prompt: PromptVersion, sample: int, samples: int, **kwargs: Any
-    ):
+    def __init__(self, *, spec: ItemSpec, **kwargs: Any):
         super().__init__(**kwargs)
-        self.case = case
-        self.prompt = prompt
-        self.sample = sample
-        self.samples = samples
+        self.spec = spec
+        self.case: Case = spec.case
+        self.prompt: PromptVersion = spec.prompt
         ps = self.config.stash[SESSION_KEY]
-        threshold = case.threshold if case.threshold is not None else ps.threshold
-        self.result = new_result(case, prompt, sample, threshold)
+        threshold = spec.case.threshold if spec.case.threshold is not None else ps.threshold
+        self.result = new_result(spec.case, spec.prompt, spec.sample, threshold, ps.scorer_mode)
 
     def runtest(self) -> None:
         ps = self.config.stash[SESSION_KEY]
         self.user_properties.append((RESULT_KEY, self.result))
         try:
-            evaluate(self.ihook, ps, self.case, self.prompt, self.sample, self.samples, self.result)
+            evaluate(self.ihook, ps, self.spec, self.result)
         except StopRun as exc:
             self.session.shouldstop = str(exc)
             raise

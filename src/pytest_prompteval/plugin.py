@@ -12,7 +12,8 @@ from pytest_prompteval import hookspecs
 from pytest_prompteval.items import RESULT_KEY, SESSION_KEY, CaseFile, CaseItem
 from pytest_prompteval.providers.store import MODES
 from pytest_prompteval.report.summary import format_summary, summarize
-from pytest_prompteval.session import build_session
+from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
+from pytest_prompteval.session import SCORER_MODES, build_session
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -59,6 +60,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="independent samples per case and version (a case's samples: overrides)",
     )
     group.addoption(
+        "--prompteval-scorer",
+        choices=SCORER_MODES,
+        help="automatic (default), claude (the judge scores every item) or hybrid (automatic "
+        "on every item, the judge on a sample)",
+    )
+    group.addoption(
+        "--reviewer-model",
+        "--prompteval-reviewer-model",
+        dest="prompteval_reviewer_model",
+        metavar="MODEL",
+        help=f"the judge's model (default {DEFAULT_JUDGE_MODEL})",
+    )
+    group.addoption(
+        "--prompteval-review-template",
+        metavar="NAME",
+        help="the review template (rubric) to judge with; a case's review_template: wins",
+    )
+    group.addoption(
+        "--prompteval-judge-rate",
+        type=float,
+        default=0.2,
+        metavar="RATE",
+        help="hybrid: share of cases the judge sees (default 0.2)",
+    )
+    group.addoption(
+        "--prompteval-seed",
+        default="0",
+        metavar="SEED",
+        help="seed of the hybrid sample (the same cases for every prompt version)",
+    )
+    group.addoption(
+        "--prompteval-judge-repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="judge each response N times, to see the judge's own spread",
+    )
+    group.addoption(
         "--prompteval-record-note",
         metavar="TEXT",
         help="a note written into every recording made in this run",
@@ -75,6 +114,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("prompteval_model", "model for prompt versions that name none")
     parser.addini("prompteval_scoring", "YAML file extending the automatic scorer's tables")
     parser.addini("prompteval_prices", "YAML file extending the price table")
+    parser.addini("prompteval_scorer", "automatic, claude or hybrid")
+    parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 
 
 def _include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:

@@ -18,6 +18,8 @@ class Response:
     latency_ms: float = 0.0
     request_id: str | None = None
     message_id: str | None = None
+    #: The input of the first tool call in the answer (structured output), if any.
+    tool_input: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -16,10 +16,12 @@ from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
+from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL, Judge, load_review_templates
 from pytest_prompteval.tables import load_table
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 ALL_VERSIONS = "all"
+SCORER_MODES = ("automatic", "claude", "hybrid")
 
 
 @dataclass
@@ -34,8 +36,29 @@ class PromptevalSession:
     samples: int
     default_model: str
     model_override: str | None
+    scorer_mode: str = "automatic"
+    judge_model: str = DEFAULT_JUDGE_MODEL
+    review_templates: Path | None = None
+    review_template: str | None = None
+    judge_rate: float = 0.2
+    judge_seed: str = "0"
+    judge_repeats: int = 1
     registered_markers: set[str] = field(default_factory=set)
     case_ids: dict[str, str] = field(default_factory=dict)  # id -> "file:line"
+    _judge: Judge | None = None
+
+    def judge(self) -> Judge:
+        """The judge, built on first use so that runs without one never read its rubric."""
+        if self._judge is None:
+            self._judge = Judge(
+                self.store,
+                self.prices,
+                self.judge_model,
+                load_review_templates(self.review_templates),
+                self.review_template,
+                self.judge_repeats,
+            )
+        return self._judge
 
     def owns(self, path: Path) -> bool:
         return path.suffix in (".yaml", ".yml") and any(
@@ -73,14 +96,30 @@ def make_provider(spec: str) -> Provider:
     raise PromptevalError(f"unknown provider {spec!r}: expected 'anthropic' or {PREFIX}module:fn")
 
 
+def prompt_dir(config: pytest.Config) -> Path:
+    return config.rootpath / str(config.getini("prompteval_prompts"))
+
+
 def build_session(config: pytest.Config) -> PromptevalSession:
+    """The run's state; prompt versions only when --prompt names them (the fixture loads its
+    own on demand)."""
     option = config.option
     rootpath = config.rootpath
     case_dirs = tuple(rootpath / d for d in config.getini("prompteval_cases"))
-    versions = resolve_versions(
-        rootpath / config.getini("prompteval_prompts"),
-        [option.prompteval_prompt, *(option.prompteval_compare or [])],
-    )
+    versions: tuple[PromptVersion, ...] = ()
+    if option.prompteval_prompt:
+        versions = resolve_versions(
+            prompt_dir(config), [option.prompteval_prompt, *(option.prompteval_compare or [])]
+        )
+    scorer_mode = option.prompteval_scorer or config.getini("prompteval_scorer") or "automatic"
+    if scorer_mode not in SCORER_MODES:
+        raise pytest.UsageError(
+            f"prompteval_scorer {scorer_mode!r}: expected one of {', '.join(SCORER_MODES)}"
+        )
+    if not 0.0 <= option.prompteval_judge_rate <= 1.0:
+        raise pytest.UsageError("--prompteval-judge-rate: expected a number from 0 to 1")
+    if option.prompteval_judge_repeats < 1 or option.prompteval_samples < 1:
+        raise pytest.UsageError("--prompteval-judge-repeats and --prompteval-samples: >= 1")
     try:
         provider = make_provider(option.prompteval_provider)
         mode = (
@@ -110,4 +149,11 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         samples=option.prompteval_samples,
         default_model=config.getini("prompteval_model") or DEFAULT_MODEL,
         model_override=option.prompteval_model,
+        scorer_mode=scorer_mode,
+        judge_model=option.prompteval_reviewer_model or DEFAULT_JUDGE_MODEL,
+        review_templates=_ini_path(config, "prompteval_review_templates"),
+        review_template=option.prompteval_review_template,
+        judge_rate=option.prompteval_judge_rate,
+        judge_seed=str(option.prompteval_seed),
+        judge_repeats=option.prompteval_judge_repeats,
     )

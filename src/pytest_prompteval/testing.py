@@ -63,6 +63,21 @@ class LoggedRequest:
     body: dict[str, Any]
 
 
+def tool_use(request: dict[str, Any], tool_input: Mapping[str, Any]) -> dict[str, Any]:
+    """A complete message that calls the request's (first) tool with ``tool_input``."""
+    name = request["tools"][0]["name"]
+    return {
+        "id": "msg_tool",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", "unknown"),
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": name, "input": dict(tool_input)}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": _tokens(json.dumps(request)), "output_tokens": 50},
+    }
+
+
 def default_responder(request: dict[str, Any]) -> Answer:
     last = request["messages"][-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)

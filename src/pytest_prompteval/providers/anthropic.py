@@ -126,6 +126,10 @@ class AnthropicProvider:
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000
         usage = message.usage
+        tool_input = next(
+            (dict(b.input) for b in message.content if getattr(b, "type", "") == "tool_use"),
+            None,
+        )
         return Response(
             text="".join(b.text for b in message.content if getattr(b, "type", "") == "text"),
             model=message.model,
@@ -137,4 +141,5 @@ class AnthropicProvider:
             latency_ms=round(latency_ms, 1),
             request_id=getattr(message, "_request_id", None),
             message_id=message.id,
+            tool_input=tool_input,
         )

@@ -17,6 +17,8 @@ class CallContext:
     case: Case
     prompt: PromptVersion
     sample: int
+    #: "generation" for the prompt's own request, "judge" for a verdict on its response.
+    purpose: str = "generation"
 
 
 class Provider(Protocol):

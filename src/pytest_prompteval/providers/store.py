@@ -58,8 +58,9 @@ class Store:
         if not fresh and path.exists():
             return Outcome(self.read(path), replayed=key not in self._recorded, recording=path)
         if self.mode == "none":
+            what = "judge verdict" if context.purpose == "judge" else "recording"
             raise MissingRecording(
-                f"no recording for case {context.case.id!r} with prompt "
+                f"no {what} for case {context.case.id!r} with prompt "
                 f"{context.prompt.version!r}, sample {context.sample} ({display(path)}). "
                 "Replay-only mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
                 "--prompteval-record=new to record it"

@@ -1,0 +1,303 @@
+"""The Claude judge: a rubric from review templates, a verdict through a forced tool call.
+
+The verdict's JSON schema is enforced: a verdict that does not match is asked for once more
+(with the reason), then the item errors with the raw verdict shown. Judge requests go
+through the same Store as generations, so the key covers judge model, rubric and judged
+response: a re-run pays nothing and a changed rubric re-judges.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_prompteval.cases import Case
+from pytest_prompteval.errors import PromptevalError, display
+from pytest_prompteval.pricing import PriceTable
+from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.store import Store
+from pytest_prompteval.request import Message, Request
+from pytest_prompteval.scoring.automatic import expected_topics
+from pytest_prompteval.scoring.score import Score
+from pytest_prompteval.tables import load_table
+from pytest_prompteval.yamlload import line_of
+
+DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
+DEFAULT_TEMPLATE = "default_review"
+VERDICT_TOOL = "submit_verdict"
+JUDGE_MAX_TOKENS = 2048
+
+
+class JudgeError(PromptevalError):
+    kind = "judge_invalid"
+
+
+@dataclass(frozen=True)
+class ReviewTemplate:
+    name: str
+    system_prompt: str
+    dimensions: Mapping[str, tuple[float, str]]  # name -> (weight, description)
+
+
+def load_review_templates(path: Path | None) -> dict[str, ReviewTemplate]:
+    """The shipped templates, or a project's file instead of them."""
+    data = load_table("review_templates") if path is None else _project_templates(path)
+    where = display(path) if path else "the plugin's review_templates.yaml"
+    templates = {}
+    for name, body in data.items():
+        line = line_of(data, name)
+        if not isinstance(body, Mapping) or not isinstance(body.get("system_prompt"), str):
+            raise PromptevalError(f"template {name!r}: expected a system_prompt", where, line)
+        dims = body.get("evaluation_dimensions")
+        if not isinstance(dims, Mapping) or not dims:
+            raise PromptevalError(
+                f"template {name!r}: expected evaluation_dimensions {{name: {{weight, "
+                "description}}}}",
+                where,
+                line_of(body, "evaluation_dimensions") or line,
+            )
+        parsed = {}
+        for dim, spec in dims.items():
+            weight = spec.get("weight") if isinstance(spec, Mapping) else None
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+                raise PromptevalError(
+                    f"template {name!r}, dimension {dim!r}: expected a positive weight",
+                    where,
+                    line_of(dims, dim),
+                )
+            parsed[str(dim)] = (float(weight), str(spec.get("description", "")).strip())
+        templates[str(name)] = ReviewTemplate(str(name), body["system_prompt"].strip(), parsed)
+    return templates
+
+
+def _project_templates(path: Path) -> Any:
+    from pytest_prompteval.yamlload import load_yaml
+
+    data = load_yaml(path)
+    if not isinstance(data, Mapping):
+        raise PromptevalError("expected a mapping of review templates", path, 1)
+    return data
+
+
+def _string_list() -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}}
+
+
+def verdict_schema(template: ReviewTemplate) -> dict[str, Any]:
+    score = {"type": "integer", "minimum": 0, "maximum": 100}
+    return {
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "object",
+                "properties": {d: score for d in template.dimensions},
+                "required": list(template.dimensions),
+                "additionalProperties": False,
+            },
+            "missing_topics": _string_list(),
+            "incorrect_claims": _string_list(),
+            "notes": {"type": "string"},
+        },
+        "required": ["scores", "missing_topics", "incorrect_claims", "notes"],
+    }
+
+
+QUESTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 0, "maximum": 100},
+        "reason": {"type": "string"},
+    },
+    "required": ["score", "reason"],
+}
+
+
+@dataclass
+class JudgeUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    replayed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "judge_input_tokens": self.input_tokens,
+            "judge_output_tokens": self.output_tokens,
+            "judge_cost_usd": round(self.cost_usd, 8),
+            "judge_calls": self.calls,
+        }
+
+
+@dataclass
+class Verdict:
+    score: Score
+    template: str
+    model: str
+    repeats: list[float] = field(default_factory=list)
+
+    @property
+    def spread(self) -> float:
+        return max(self.repeats) - min(self.repeats) if self.repeats else 0.0
+
+
+class Judge:
+    def __init__(
+        self,
+        store: Store,
+        prices: PriceTable,
+        model: str,
+        templates: Mapping[str, ReviewTemplate],
+        template: str | None,
+        repeats: int = 1,
+    ):
+        self.store = store
+        self.prices = prices
+        self.model = model
+        self.templates = templates
+        self.default = template or (
+            DEFAULT_TEMPLATE if DEFAULT_TEMPLATE in templates else next(iter(templates))
+        )
+        if self.default not in templates:
+            raise PromptevalError(
+                f"unknown review template {self.default!r}; known: {', '.join(templates)}"
+            )
+        self.repeats = repeats
+
+    def template_for(self, case: Case) -> ReviewTemplate:
+        name = case.raw.get("review_template") or self.default
+        if name not in self.templates:
+            raise PromptevalError(
+                f"case {case.id!r}: unknown review_template {name!r}; known: "
+                f"{', '.join(self.templates)}",
+                case.path,
+                line_of(case.raw, "review_template"),
+            )
+        return self.templates[name]
+
+    def _request(self, system: str, user: str, schema: dict[str, Any], rejection: str) -> Request:
+        if rejection:
+            system += (
+                f"\n\nYour previous verdict was rejected: {rejection}. Call {VERDICT_TOOL} once, "
+                "with every field the schema requires."
+            )
+        tool = {
+            "name": VERDICT_TOOL,
+            "description": "Submit the verdict. Call this exactly once.",
+            "input_schema": schema,
+        }
+        return Request.create(
+            self.model,
+            [Message("user", (user,))],
+            system,
+            max_tokens=JUDGE_MAX_TOKENS,
+            temperature=0.0,
+            tools=[tool],
+            tool_choice={"type": "tool", "name": VERDICT_TOOL},
+        )
+
+    def call(
+        self,
+        context: CallContext,
+        system: str,
+        user: str,
+        schema: dict[str, Any],
+        usage: JudgeUsage,
+    ) -> dict[str, Any]:
+        """One validated tool input: the first answer, or one retry, or JudgeError."""
+        validator = jsonschema.Draft202012Validator(schema)
+        rejection = ""
+        for _attempt in range(2):
+            request = self._request(system, user, schema, rejection)
+            outcome = self.store.get(request, context)
+            response = outcome.response
+            usage.calls += 1
+            usage.replayed += outcome.replayed
+            usage.input_tokens += response.input_tokens + response.cache_read_tokens
+            usage.output_tokens += response.output_tokens
+            usage.cost_usd += self.prices.cost(response, request.model) or 0.0
+            verdict = response.tool_input
+            if verdict is None:
+                rejection = f"no {VERDICT_TOOL} tool call (the judge wrote text instead)"
+                raw = response.text
+            else:
+                errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
+                if not errors:
+                    return verdict
+                rejection = "; ".join(
+                    f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
+                )[:500]
+                raw = json.dumps(verdict, ensure_ascii=False)
+        raise JudgeError(
+            f"judge verdict for case {context.case.id!r} does not match the schema after one "
+            f"retry: {rejection}\n  verdict: {raw[:2000]}"
+        )
+
+    @staticmethod
+    def _materials(case: Case, text: str) -> str:
+        topics = ", ".join(expected_topics(case)) or "(none given)"
+        return (
+            f"<request>\n{json.dumps(dict(case.input), ensure_ascii=False, indent=1)}\n"
+            f"</request>\n<difficulty>{case.difficulty or 'unspecified'}</difficulty>\n"
+            f"<expected_topics>{topics}</expected_topics>\n<answer>\n{text}\n</answer>"
+        )
+
+    def verdict(self, case: Case, prompt: PromptVersion, text: str, usage: JudgeUsage) -> Verdict:
+        template = self.template_for(case)
+        dims = "\n".join(
+            f"- {name} (weight {weight:g}): {description}"
+            for name, (weight, description) in template.dimensions.items()
+        )
+        system = (
+            f"{template.system_prompt}\n\nScore the answer from 0 to 100 on each dimension:\n"
+            f"{dims}\n\nList the expected topics the answer misses and every incorrect claim "
+            f"it makes (quote it). Submit with the {VERDICT_TOOL} tool."
+        )
+        user = self._materials(case, text)
+        schema = verdict_schema(template)
+        runs = [
+            self.call(CallContext(case, prompt, n, "judge"), system, user, schema, usage)
+            for n in range(self.repeats)
+        ]
+        total = sum(w for w, _ in template.dimensions.values())
+        dimensions = {
+            d: sum(r["scores"][d] for r in runs) / len(runs) / 100 for d in template.dimensions
+        }
+        overalls = [
+            sum(r["scores"][d] / 100 * w for d, (w, _) in template.dimensions.items()) / total
+            for r in runs
+        ]
+        first = runs[0]
+        return Verdict(
+            score=Score(
+                value=round(sum(overalls) / len(overalls), 6),
+                dimensions={k: round(v, 6) for k, v in dimensions.items()},
+                details={
+                    "missing_topics": list(first["missing_topics"]),
+                    "incorrect_claims": list(first["incorrect_claims"]),
+                    "notes": first["notes"],
+                },
+            ),
+            template=template.name,
+            model=self.model,
+            repeats=[round(o, 6) for o in overalls],
+        )
+
+    def ask(
+        self, case: Case, prompt: PromptVersion, text: str, question: str, usage: JudgeUsage
+    ) -> tuple[float, str]:
+        """A one-off rubric question about the answer: score in [0, 1] and the reason."""
+        system = (
+            "You judge one aspect of an answer an AI assistant gave. Answer the question "
+            f"with a score from 0 (not at all) to 100 (fully) and a one-sentence reason, "
+            f"using the {VERDICT_TOOL} tool.\n\nQuestion: {question}"
+        )
+        context = CallContext(case, prompt, 0, "judge")
+        verdict = self.call(context, system, self._materials(case, text), QUESTION_SCHEMA, usage)
+        return verdict["score"] / 100, verdict["reason"]
