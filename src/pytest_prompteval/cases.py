@@ -149,6 +149,13 @@ class _CaseReader:
         )
 
 
+def inline_case(path: Path, line: int, fields: Mapping[str, Any]) -> Case:
+    """A case written in Python (the ``prompteval`` fixture), validated like a YAML one."""
+    node = MarkedDict(fields)
+    node.line, node.key_lines = line, {}
+    return _CaseReader(path, node, 0).read()
+
+
 def load_case_file(path: Path) -> CaseFile:
     """Read and validate one case file; raise PromptevalError at the first problem."""
     data = load_yaml(path)

@@ -158,7 +158,7 @@ def _main_score(
     return verdict.score if ps.scorer_mode == "claude" else automatic
 
 
-def _check(
+def run_check(
     ps: PromptevalSession,
     spec: ItemSpec,
     assertion: Assertion,
@@ -196,8 +196,9 @@ def _check(
 
 def evaluate(
     hook: pluggy.HookRelay, ps: PromptevalSession, spec: ItemSpec, result: dict[str, Any]
-) -> None:
-    """Fill ``result``; raise PromptevalError for what went wrong, CaseFailed for a low score."""
+) -> tuple[Request, Response]:
+    """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
+    what went wrong, keeping in ``result`` what was computed before."""
     case, prompt = spec.case, spec.prompt
     usage = JudgeUsage()
     try:
@@ -224,7 +225,7 @@ def evaluate(
         automatic = ps.scorer.score(case, response.text, texts)
         result["automatic_score"] = automatic.value
         main = _main_score(ps, spec, response.text, automatic, usage, result)
-        checks = [_check(ps, spec, a, request, response, result, usage) for a in spec.assertions]
+        checks = [run_check(ps, spec, a, request, response, result, usage) for a in spec.assertions]
     except PromptevalError as exc:
         result.update(error_type=exc.kind, error=str(exc))
         raise
@@ -237,12 +238,13 @@ def evaluate(
         incorrect_claims=main.details["incorrect_claims"],
         assertions=[c.to_json() for c in checks],
         passed=main.value >= result["threshold"] and all(c.passed for c in checks),
+        main_score=main.value,
     )
-    if not result["passed"]:
-        raise CaseFailed(failure_message(result, main.value))
+    return request, response
 
 
-def failure_message(result: Mapping[str, Any], main: float) -> str:
+def failure_message(result: Mapping[str, Any]) -> str:
+    main = result["main_score"]
     verdict = "below" if main < result["threshold"] else "at or above"
     lines = [
         f"{result['case_id']} [{result['prompt']}]: {result['scorer']} score {main:.3f} "

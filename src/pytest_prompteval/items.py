@@ -10,13 +10,19 @@ from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.cases import Case, load_case_file
 from pytest_prompteval.errors import PromptevalError, StopRun, display
-from pytest_prompteval.evaluate import CaseFailed, ItemSpec, evaluate, new_result
+from pytest_prompteval.evaluate import (
+    CaseFailed,
+    ItemSpec,
+    evaluate,
+    failure_message,
+    new_result,
+)
+from pytest_prompteval.fixture import RESULT_KEY
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.session import PromptevalSession
 from pytest_prompteval.yamlload import line_of
 
-RESULT_KEY = "prompteval"
 SESSION_KEY = pytest.StashKey[PromptevalSession]()
 
 
@@ -92,6 +98,8 @@ class CaseItem(pytest.Item):
         self.user_properties.append((RESULT_KEY, self.result))
         try:
             evaluate(self.ihook, ps, self.spec, self.result)
+            if not self.result["passed"]:
+                raise CaseFailed(failure_message(self.result))
         except StopRun as exc:
             self.session.shouldstop = str(exc)
             raise

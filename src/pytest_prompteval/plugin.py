@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from pytest_prompteval import hookspecs
-from pytest_prompteval.items import RESULT_KEY, SESSION_KEY, CaseFile, CaseItem
+from pytest_prompteval.fixture import RESULT_KEY, Prompteval
+from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
 from pytest_prompteval.providers.store import MODES
 from pytest_prompteval.report.summary import format_summary, summarize
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
-from pytest_prompteval.session import SCORER_MODES, build_session
+from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -183,6 +184,18 @@ class JsonReportMetadata:
         if call.when == "call" and isinstance(item, CaseItem):
             return {RESULT_KEY: item.result}
         return {}
+
+
+@pytest.fixture
+def prompteval(request: pytest.FixtureRequest) -> Prompteval:
+    """Run prompt versions on inline cases and score them, from a Python test:
+    ``r = prompteval.run("current", input={...}); prompteval.check(r, "claude", min_score=0.8)``.
+    """
+    config = request.config
+    if SESSION_KEY not in config.stash:
+        config.stash[SESSION_KEY] = build_session(config)
+    assert isinstance(request.node, pytest.Item)
+    return Prompteval(request.node, config.stash[SESSION_KEY], prompt_dir(config))
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_prompteval.stats import Agreement, agreement
+
 
 @dataclass
 class VersionSummary:
@@ -24,6 +26,13 @@ class VersionSummary:
     unpriced: int = 0
     mean_latency_ms: float | None = None
     replayed: int = 0
+    judged: int = 0
+    judge_input_tokens: int = 0
+    judge_output_tokens: int = 0
+    judge_cost_usd: float = 0.0
+    agreement: Agreement | None = None
+    judge_spread: float | None = None
+    failed_assertions: Counter[str] = field(default_factory=Counter)
 
     @property
     def pass_rate(self) -> float:
@@ -71,6 +80,24 @@ def _summarize_version(version: str, results: list[Mapping[str, Any]]) -> Versio
         if r["latency_ms"] is not None:
             latencies.append(r["latency_ms"])
         summary.replayed += bool(r["replayed"])
+        summary.judged += bool(r.get("judged"))
+        summary.judge_input_tokens += r.get("judge_input_tokens", 0)
+        summary.judge_output_tokens += r.get("judge_output_tokens", 0)
+        summary.judge_cost_usd += r.get("judge_cost_usd", 0.0)
+        for check in r.get("assertions", []):
+            if not check["passed"]:
+                summary.failed_assertions[check["type"]] += 1
+    both = [
+        r for r in results if r.get("judge_score") is not None and r["automatic_score"] is not None
+    ]
+    if both and any(r["scorer"] == "hybrid" for r in both):
+        summary.agreement = agreement(
+            [r["automatic_score"] for r in both],
+            [r["judge_score"] for r in both],
+            [r["threshold"] for r in both],
+        )
+    spreads = [r["judge_spread"] for r in results if len(r.get("judge_repeats") or ()) > 1]
+    summary.judge_spread = _mean(spreads)
     summary.dimensions = {k: statistics.fmean(v) for k, v in dimension_values.items()}
     summary.mean_latency_ms = _mean(latencies)
     return summary
@@ -118,10 +145,29 @@ def format_summary(summaries: Sequence[VersionSummary]) -> list[str]:
         notes = []
         if s.errors:
             notes.append("errors: " + ", ".join(f"{k} {n}" for k, n in s.errors.most_common()))
+        if s.failed_assertions:
+            notes.append(
+                "failed assertions: "
+                + ", ".join(f"{k} {n}" for k, n in s.failed_assertions.most_common())
+            )
+        if s.judged:
+            notes.append(
+                f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
+                f"{s.judge_output_tokens} out tokens, ${s.judge_cost_usd:.4f}"
+            )
+        if s.agreement is not None:
+            a = s.agreement
+            notes.append(
+                f"automatic vs judge on {a.n}: Spearman {_fmt(a.spearman, '{:.2f}')}, "
+                f"mean |diff| {_fmt(a.mean_abs_diff, '{:.3f}')}, "
+                f"pass/fail agree {_fmt(a.pass_agreement, '{:.0%}')}"
+            )
+        if s.judge_spread is not None:
+            notes.append(f"judge spread over repeats: mean {s.judge_spread:.3f}")
         if s.unpriced:
             notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
         notes.append(f"{s.replayed}/{s.items} replayed from recordings")
-        lines.append(f"{s.version}: " + "; ".join(notes))
+        lines.extend(f"{s.version}: {note}" for note in notes)
     return lines
 
 
