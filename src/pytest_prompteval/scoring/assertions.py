@@ -69,10 +69,12 @@ def parse_assertions(entries: Any, where: tuple[Any, int | None], owner: str) ->
             return PromptevalError(f"{owner}, assert[{_i}]: {message}", path, _line)
 
         if isinstance(entry, Mapping) and "type" not in entry:
+            # shorthand: {contains: "x"}; the one key naming a known type is the type
             short = [k for k in entry if k not in OPTIONS]
-            if len(short) == 1:  # shorthand: {contains: "x"}
-                entry = {**entry, "type": short[0], "value": entry[short[0]]}
-                del entry[short[0]]
+            named = [k for k in short if k in known] if len(short) > 1 else short
+            if len(named) == 1:
+                entry = {**entry, "type": named[0], "value": entry[named[0]]}
+                del entry[named[0]]
         if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
             raise fail("expected a mapping with a 'type' (or {type_name: value})")
         extra = [k for k in entry if k not in OPTIONS]

@@ -1,0 +1,193 @@
+"""Every assertion type passing and failing, custom scorers, and assertion errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.testing import AnthropicServer, tool_use
+
+APP = """
+from pytest_prompteval import Response
+
+def answer(request, *, case, prompt, sample):
+    return Response(text=case.raw["answer"], model="claude-haiku-4-5",
+                    output_tokens=case.raw.get("tokens", 10),
+                    input_tokens=case.raw.get("input_tokens", 10),
+                    latency_ms=case.raw.get("latency", 5.0))
+"""
+
+SCHEMA = "{type: object, required: [name], properties: {name: {type: string}}}"
+# (assertion, answer, passes)
+CHECKS: list[tuple[str, str, bool]] = [
+    ("{type: contains, value: loop}", "a loop here", True),
+    ("{type: contains, value: loop}", "nothing", False),
+    ("{not_contains: TODO}", "done", True),
+    ("{not_contains: TODO}", "TODO later", False),
+    ("{icontains: LOOP}", "a Loop", True),
+    ("{icontains: LOOP}", "a lap", False),
+    ("{regex: 'r[a-d]x'}", "uses rax", True),
+    ("{regex: 'r[a-d]x'}", "uses rsi", False),
+    ("{not_regex: '(?i)always'}", "usually", True),
+    ("{not_regex: '(?i)always'}", "Always", False),
+    ("{equals: 'forty two'}", "  forty two\\n", True),
+    ("{equals: 'forty two'}", "forty-two", False),
+    ("{type: is_json}", '{\\"a\\": 1}', True),
+    ("{type: is_json}", "```json\\n[1, 2]\\n```", True),
+    ("{type: is_json}", "{a: 1", False),
+    (f"{{json_schema: {SCHEMA}}}", '{\\"name\\": \\"x\\"}', True),
+    (f"{{json_schema: {SCHEMA}}}", '{\\"name\\": 3}', False),
+    ("{max_length: 5}", "12345", True),
+    ("{max_length: 5}", "123456", False),
+    ("{min_length: 3}", "abc", True),
+    ("{min_length: 3}", "ab", False),
+    ("{max_tokens: 10}", "short", True),
+    ("{max_tokens: 9}", "short", False),
+    ("{max_latency_ms: 100}", "fast", True),
+    ("{max_latency_ms: 1}", "slow", False),
+    ("{max_cost_usd: 0.001}", "cheap", True),
+    ("{max_cost_usd: 0.00001}", "dear", False),
+    (
+        "{type: topics, value: [loop_optimization, vectorization]}",
+        "loop optimization and SIMD vectorization",
+        True,
+    ),
+    ("{type: topics, value: [loop_optimization, vectorization]}", "loop optimization", False),
+    (
+        "{type: topics, value: [loop_optimization, vectorization], threshold: 0.5}",
+        "loop optimization",
+        True,
+    ),
+    ("{type: length_ok, threshold: 0.5}", "just right", True),
+    ("{type: length_ok, threshold: 0.5}", "far too long for the custom scorer", False),
+    ("{type: dims, weight: 2}", "anything", True),
+]
+
+CONFTEST = """
+import pytest_prompteval
+from pytest_prompteval import Score
+
+@pytest_prompteval.scorer("length_ok")
+def length_ok(case, request, response):
+    return 1.0 if len(response.text) <= 12 else 0.2
+
+@pytest_prompteval.scorer("dims")
+def dims(case, request, response):
+    return Score(value=0.9, dimensions={"tone": 0.8, "format": 1.0})
+"""
+
+
+def case_yaml(index: int, assertion: str, answer: str, passes: bool) -> str:
+    return (
+        f'- id: c{index:02d}\n  answer: "{answer}"\n  expect: {str(passes).lower()}\n'
+        f"  threshold: 0\n  input: {{n: {index}}}\n  assert:\n  - {assertion}\n"
+    )
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.makepyfile(myapp=APP)
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester
+
+
+def test_every_assertion_type_passes_and_fails(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    cases = "cases:\n" + "".join(case_yaml(i, *check) for i, check in enumerate(CHECKS))
+    project.mkdir("prompt_cases").joinpath("c.yaml").write_text(cases)
+    result = project.runpytest(
+        "--prompt=v", "--prompteval-provider=python:myapp:answer", "-rA", *xdist_args
+    )
+    outcomes = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED"):
+            if line.startswith(word + " prompt_cases/c.yaml::"):
+                outcomes[line.split("::")[1].split("[")[0]] = word == "PASSED"
+    expected = {f"c{i:02d}": passes for i, (_, _, passes) in enumerate(CHECKS)}
+    assert outcomes == expected
+    result.stdout.fnmatch_lines(["*failed assert contains: expected: contains 'loop'*"])
+    result.stdout.fnmatch_lines(["*failed assert max_cost_usd: expected: cost $0.0000* <= $1e-05"])
+
+
+def test_assertion_results_and_weighted_score(project: pytest.Pytester) -> None:
+    project.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  answer: 'a loop'\n  input: {}\n  threshold: 0\n  assert:\n"
+        "  - {contains: loop, weight: 3}\n  - {type: dims, weight: 2}\n"
+    )
+    reprec = project.inline_run("--prompt=v", "--prompteval-provider=python:myapp:answer")
+    (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
+    result = dict(report.user_properties)["prompteval"]
+    assert [(a["type"], a["passed"], a["score"], a["weight"]) for a in result["assertions"]] == [
+        ("contains", True, 1.0, 3.0),
+        ("dims", True, 0.9, 2.0),
+    ]
+    assert "tone 0.80 format 1.00" in result["assertions"][1]["reason"]
+    main = result["main_score"]
+    assert result["score"] == pytest.approx((main + 3 * 1.0 + 2 * 0.9) / 6, abs=1e-6)
+
+
+def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -> None:
+    project.path.joinpath("prompts", "v.yaml").write_text(
+        "user_prompt: x\nassert:\n- {not_contains: sorry}\n"
+    )
+    project.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: ok\n  answer: fine\n  threshold: 0\n  input: {n: 1}\n"
+        "- id: apologetic\n  answer: I am sorry\n  threshold: 0\n  input: {n: 2}\n"
+    )
+    result = project.runpytest("--prompt=v", "--prompteval-provider=python:myapp:answer")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*failed assert not_contains: expected: does not contain 'sorry'"])
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "{type: lenght_ok}",
+            "*c.yaml:5: case 'c1', assert[[]0[]]: unknown assertion or scorer "
+            "'lenght_ok'; known: contains, dims, equals, *, length_ok, *",
+        ),
+        ("{regex: '('}", "*assert[[]0[]]: regex: invalid regular expression: *"),
+        ("{max_length: many}", "*assert[[]0[]]: max_length: expected a number >= 0"),
+        ("{json_schema: {type: 12}}", "*assert[[]0[]]: json_schema: invalid schema: *"),
+        ("{contains: x, wieght: 2}", "*assert[[]0[]]: unknown option(s) wieght; allowed: *"),
+    ],
+    ids=["typo", "regex", "limit", "schema", "option"],
+)
+def test_bad_assertions_are_collection_errors(
+    project: pytest.Pytester, entry: str, message: str
+) -> None:
+    project.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        f"cases:\n- id: c1\n  input: {{}}\n  assert:\n  - {entry}\n"
+    )
+    result = project.runpytest("--prompt=v")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_judge_assertion_asks_the_question(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" not in request:
+            return "It is a haiku about loops."
+        polite = "polite" in request["system"]
+        return tool_use(request, {"score": 90 if polite else 20, "reason": "as asked"})
+
+    anthropic_server.responder = respond
+    project.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  threshold: 0\n  input: {n: 1}\n  assert:\n"
+        "  - {judge: 'Is the answer polite?'}\n"
+        "- id: c2\n  threshold: 0\n  input: {n: 2}\n  assert:\n"
+        "  - {judge: 'Is it a sonnet?', threshold: 0.5}\n"
+    )
+    result = project.runpytest("--prompt=v", "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*failed assert judge: judge: as asked (score 0.20 < 0.50)*", "PASSED*c1*"]
+    )

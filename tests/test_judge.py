@@ -1,0 +1,283 @@
+"""The Claude judge, hybrid scoring and judge stability, against the loopback server."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.testing import AnthropicServer, Fault, tool_use
+
+CASES = "cases:\n" + "".join(
+    f"- id: case_{i:02d}\n  difficulty: beginner\n  expected_topics: [loop_optimization]\n"
+    f"  input: {{code: 'loop {i}'}}\n"
+    for i in range(8)
+)
+PROMPTS = {
+    "current": "system_prompt: 'Be precise.'\nuser_prompt: Explain.\n",
+    "v1_baseline": "system_prompt: 'Be brief.'\nuser_prompt: Explain.\n",
+}
+
+
+def verdict_for(answer: str) -> dict[str, Any]:
+    good = "loop optimization" in answer
+    score = 90 if good else 30
+    return {
+        "scores": {
+            "correctness": score,
+            "completeness": score - 10,
+            "clarity": 80,
+            "usefulness": 70,
+        },
+        "missing_topics": [] if good else ["loop_optimization"],
+        "incorrect_claims": [],
+        "notes": "good" if good else "misses the loop",
+    }
+
+
+def responder(request: dict[str, Any]) -> Any:
+    if "tools" in request:
+        answer = re.search(
+            r"<answer>\n(.*)\n</answer>", request["messages"][0]["content"][0]["text"], re.DOTALL
+        )
+        assert answer is not None
+        return tool_use(request, verdict_for(answer.group(1)))
+    if request["system"] == "Be precise.":
+        return "The loop optimization unrolls the loop and keeps the sum in a register."
+    code = json.loads(request["messages"][0]["content"][1]["text"])["code"]
+    odd = int(code.split()[-1]) % 2
+    return "The loop optimization is plain here." if odd else "It adds numbers."
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pytest.Pytester:
+    anthropic_server.responder = responder
+    prompts = pytester.mkdir("prompts")
+    for name, text in PROMPTS.items():
+        prompts.joinpath(f"{name}.yaml").write_text(text + "model_config: {model: m-gen}\n")
+    pytester.mkdir("prompt_cases").joinpath("cases.yaml").write_text(CASES)
+    return pytester
+
+
+def results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
+    return [
+        dict(r.user_properties)["prompteval"]
+        for r in reprec.getreports("pytest_runtest_logreport")
+        if r.when == "call"
+    ]
+
+
+def judge_requests(server: AnthropicServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests if "tools" in r.body]
+
+
+def test_claude_scorer_stores_dimensions_and_replays_without_requests(
+    project: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["--prompt=current", "--prompteval-scorer=claude", "-k", "case_00 or case_01"]
+    first = results(project.inline_run(*args))
+    assert len(first) == 2
+    judge = judge_requests(anthropic_server)
+    assert len(judge) == 2
+    assert judge[0]["model"] == "claude-sonnet-4-5" and judge[0]["temperature"] == 0.0
+    assert judge[0]["tool_choice"] == {"type": "tool", "name": "submit_verdict"}
+    schema = judge[0]["tools"][0]["input_schema"]
+    assert schema["properties"]["scores"]["required"] == [
+        "correctness",
+        "completeness",
+        "clarity",
+        "usefulness",
+    ]
+    result = first[0]
+    assert result["scorer"] == "claude" and result["passed"]
+    assert result["dimensions"] == {
+        "correctness": 0.9,
+        "completeness": 0.8,
+        "clarity": 0.8,
+        "usefulness": 0.7,
+    }
+    assert result["score"] == pytest.approx(0.35 * 0.9 + 0.25 * 0.8 + 0.2 * 0.8 + 0.2 * 0.7)
+    assert result["judge_input_tokens"] > 0 and result["judge_output_tokens"] == 50
+    assert result["input_tokens"] != result["judge_input_tokens"]
+
+    anthropic_server.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setattr(socket.socket, "connect", lambda *a: pytest.fail("network used"))
+    again = results(project.inline_run(*args))
+    assert [r["dimensions"] for r in again] == [r["dimensions"] for r in first]
+    assert [r["score"] for r in again] == [r["score"] for r in first]
+
+
+def test_changed_rubric_rejudges_and_reviewer_model_is_used(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    args = ["--prompt=current", "--prompteval-scorer=claude", "-k", "case_00"]
+    project.inline_run(*args)
+    project.inline_run(*args)
+    assert len(judge_requests(anthropic_server)) == 1  # the verdict was replayed
+    project.path.joinpath("rubric.yaml").write_text(
+        "strict:\n  system_prompt: Be strict.\n  evaluation_dimensions:\n"
+        "    correctness: {weight: 1, description: Is it right?}\n"
+    )
+    project.makeini("[pytest]\nprompteval_review_templates = rubric.yaml\n")
+    anthropic_server.responder = lambda r: (
+        tool_use(
+            r,
+            {
+                "scores": {"correctness": 55},
+                "missing_topics": [],
+                "incorrect_claims": [],
+                "notes": "ok",
+            },
+        )
+        if "tools" in r
+        else responder(r)
+    )
+    (result,) = results(project.inline_run(*args, "--reviewer-model", "claude-opus-4-6"))
+    judge = judge_requests(anthropic_server)
+    assert len(judge) == 2 and judge[1]["model"] == "claude-opus-4-6"
+    assert judge[1]["system"].startswith("Be strict.")
+    assert result["dimensions"] == {"correctness": 0.55} and not result["passed"]
+
+
+def test_invalid_verdict_is_retried_once_then_errors_with_the_verdict(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    bad = {"scores": {"correctness": 250}, "notes": 3}
+    anthropic_server.responder = lambda r: tool_use(r, bad) if "tools" in r else responder(r)
+    result = project.runpytest("--prompt=current", "--prompteval-scorer=claude", "-k", "case_00")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "judge verdict for case 'case_00' does not match the schema after one retry: *",
+            '  verdict: {"scores": {"correctness": 250}, "notes": 3}',
+            "*errors: judge_invalid 1*",
+        ]
+    )
+    judge = judge_requests(anthropic_server)
+    assert len(judge) == 2
+    assert "Your previous verdict was rejected" in judge[1]["system"]
+
+
+def test_a_good_retry_is_accepted(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    def flaky(request: dict[str, Any]) -> Any:
+        if "tools" not in request:
+            return responder(request)
+        if "rejected" in request["system"]:
+            return tool_use(request, verdict_for("loop optimization"))
+        return "I think it is fine."  # text instead of the tool call
+
+    anthropic_server.responder = flaky
+    reprec = project.inline_run("--prompt=current", "--prompteval-scorer=claude", "-k", "case_00")
+    reprec.assertoutcome(passed=1)
+    (result,) = results(reprec)
+    assert result["judge_calls"] == 2
+
+
+def test_judge_api_failure_errors_the_item_without_fallback(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    project.inline_run("--prompt=current", "-k", "case_00")  # record the generation only
+    anthropic_server.inject(*[Fault(status=500, message="judge down")] * 3)
+    reprec = project.inline_run("--prompt=current", "--prompteval-scorer=claude", "-k", "case_00")
+    reprec.assertoutcome(failed=1)
+    (result,) = results(reprec)
+    assert result["error_type"] == "api_error" and "judge down" in result["error"]
+    assert result["score"] is None and result["automatic_score"] is not None
+    assert result["response"]  # what was computed before the failure is kept
+
+
+def test_hybrid_judges_the_same_cases_for_every_version(
+    project: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
+) -> None:
+    args = [
+        "--prompt=current",
+        "--compare=v1_baseline",
+        "--prompteval-scorer=hybrid",
+        "--prompteval-judge-rate=0.5",
+        "--prompteval-seed=7",
+    ]
+    result = project.runpytest(*args, "--json-report", "--json-report-file=r.json", *xdist_args)
+    report = json.loads(project.path.joinpath("r.json").read_text())
+    items = [t["metadata"]["prompteval"] for t in report["tests"]]
+    judged = {
+        version: sorted(r["case_id"] for r in items if r["prompt"] == version and r["judged"])
+        for version in ("current", "v1_baseline")
+    }
+    assert judged["current"] == judged["v1_baseline"]
+    assert 0 < len(judged["current"]) < 8
+    # Pass/fail in hybrid mode comes from the automatic score.
+    assert all(r["passed"] == (r["automatic_score"] >= r["threshold"]) for r in items)
+    result.stdout.fnmatch_lines(
+        [
+            f"current: judge: {len(judged['current'])} judged, * tokens, $*",
+            f"current: automatic vs judge on {len(judged['current'])}: Spearman *, mean |diff| *, "
+            "pass/fail agree *%",
+            "v1_baseline: automatic vs judge on *",
+        ]
+    )
+
+
+def test_judge_repeats_report_their_spread(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    scores = iter([90, 70, 80])
+    anthropic_server.responder = lambda r: (
+        tool_use(
+            r,
+            {
+                **verdict_for("loop optimization"),
+                "scores": dict.fromkeys(
+                    ("correctness", "completeness", "clarity", "usefulness"), next(scores)
+                ),
+            },
+        )
+        if "tools" in r
+        else responder(r)
+    )
+    result = project.runpytest(
+        "--prompt=current",
+        "--prompteval-scorer=claude",
+        "--prompteval-judge-repeats=3",
+        "-k",
+        "case_00",
+    )
+    result.assert_outcomes(passed=1)
+    assert len(judge_requests(anthropic_server)) == 3
+    result.stdout.fnmatch_lines(["current: judge spread over repeats: mean 0.200"])
+
+
+def test_prompteval_fixture_from_python_tests(
+    project: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
+) -> None:
+    project.makepyfile(
+        test_inline="""
+        def test_good(prompteval):
+            r = prompteval.run("current", input={"code": "loop 1"}, difficulty="beginner",
+                               expected_topics=["loop_optimization"])
+            assert "loop optimization" in r.text
+            assert prompteval.check(r, "automatic", min_score=0.5) >= 0.5
+            assert prompteval.check(r, "contains", value="register") == 1.0
+            assert prompteval.check(r, "claude", min_score=0.8) > 0.8
+
+        def test_judge_says_no(prompteval):
+            r = prompteval.run("v1_baseline", input={"code": "loop 2"})
+            prompteval.check(r, "claude", min_score=0.8)
+
+        def test_unknown_version(prompteval):
+            prompteval.run("v9", input={})
+        """
+    )
+    result = project.runpytest("test_inline.py", *xdist_args)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*claude score 0.* < 0.80 (judge: misses the loop)*",
+            "*unknown prompt version 'v9'*available: current, v1_baseline*",
+        ]
+    )
