@@ -37,8 +37,8 @@ def test_compat_2025_05_runs_offline_with_errors_by_class(
     result.stdout.fnmatch_lines(
         [
             "*prompteval summary*",
-            "current: errors: template 12",
-            "v1_baseline: errors: missing_recording 12",
+            "current: errors: template 12 (most common: template)",
+            "v1_baseline: errors: missing_recording 12 (most common: missing_recording)",
         ]
     )
 

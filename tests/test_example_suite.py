@@ -25,7 +25,7 @@ def test_example_suite_replays_offline_without_a_key(
     result.stdout.fnmatch_lines(
         [
             "*prompteval summary*",
-            "version * items * passed * pass rate * score * accuracy*",
+            "version * items * passed * pass rate * score * pass@1 * in tok * out tok * cost $*",
             "current * 5 * 5 * 100.0% *",
             "v1_baseline * 5 * 5 * 100.0% *",
             "current: 5/5 replayed from recordings",

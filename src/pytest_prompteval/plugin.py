@@ -12,7 +12,7 @@ from pytest_prompteval import hookspecs
 from pytest_prompteval.fixture import RESULT_KEY, Prompteval
 from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
 from pytest_prompteval.providers.store import MODES
-from pytest_prompteval.report.summary import format_summary, summarize
+from pytest_prompteval.report.collector import RunReport
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
 
@@ -99,6 +99,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="judge each response N times, to see the judge's own spread",
     )
     group.addoption(
+        "--prompteval-pass-k",
+        default="1",
+        metavar="K[,K...]",
+        help="the k of pass@k to report (k <= samples), e.g. 1,10",
+    )
+    group.addoption(
+        "--prompteval-details",
+        action="store_true",
+        help="longer summary: every regression and improvement",
+    )
+    group.addoption(
+        "--prompteval-results",
+        metavar="DIR",
+        help="where each run's results are kept (ini prompteval_results); 'none' keeps none",
+    )
+    group.addoption(
+        "--prompteval-baseline",
+        metavar="FILE",
+        help="compare the --prompt version with a stored run's results",
+    )
+    group.addoption(
+        "--prompteval-fail-under",
+        type=float,
+        metavar="SCORE",
+        help="fail the session when the --prompt version's mean score is under SCORE",
+    )
+    group.addoption(
+        "--prompteval-max-regression",
+        type=float,
+        metavar="DELTA",
+        help="fail the session when the --prompt version scores more than DELTA below the "
+        "baseline or a compared version, on paired cases",
+    )
+    group.addoption(
         "--prompteval-record-note",
         metavar="TEXT",
         help="a note written into every recording made in this run",
@@ -116,6 +150,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("prompteval_scoring", "YAML file extending the automatic scorer's tables")
     parser.addini("prompteval_prices", "YAML file extending the price table")
     parser.addini("prompteval_scorer", "automatic, claude or hybrid")
+    parser.addini("prompteval_results", "run history directory", default="prompt_results")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 
 
@@ -135,10 +170,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     ps = build_session(config)
     config.stash[SESSION_KEY] = ps
-    config.pluginmanager.register(ResultCollector(config), "prompteval-results")
     _include_case_dirs(config, ps.case_dirs)
+    if hasattr(config, "workerinput"):
+        report = None  # an xdist worker: the controller reports
+    else:
+        report = RunReport(config, ps)
+        config.pluginmanager.register(report, "prompteval-report")
     if hasattr(config, "_json_report"):
-        config.pluginmanager.register(JsonReportMetadata(), "prompteval-json-report")
+        config.pluginmanager.register(JsonReportMetadata(report), "prompteval-json-report")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -154,31 +193,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     return None
 
 
-class ResultCollector:
-    """Gathers item results from reports (on the controller under xdist) for the summary."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.results: list[dict[str, Any]] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
-        for key, value in report.user_properties:
-            if key == RESULT_KEY and isinstance(value, dict):
-                self.results.append(value)
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if hasattr(self.config, "workerinput") or not self.results:
-            return
-        versions = [v.version for v in self.config.stash[SESSION_KEY].versions]
-        terminalreporter.write_sep("=", "prompteval summary")
-        for line in format_summary(summarize(self.results, versions)):
-            terminalreporter.write_line(line)
-
-
 class JsonReportMetadata:
-    """Puts each item's result into pytest-json-report's per-test metadata."""
+    """Puts each item's result into pytest-json-report's per-test metadata, and the summary
+    into a ``prompteval`` section of the report."""
+
+    def __init__(self, report: RunReport | None):
+        self.report = report
+
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        if self.report is not None:
+            json_report["prompteval"] = self.report.summary_json()
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         if call.when == "call" and isinstance(item, CaseItem):

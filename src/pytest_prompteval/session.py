@@ -43,6 +43,8 @@ class PromptevalSession:
     judge_rate: float = 0.2
     judge_seed: str = "0"
     judge_repeats: int = 1
+    pass_ks: tuple[int, ...] = (1,)
+    results_dir: Path | None = None
     registered_markers: set[str] = field(default_factory=set)
     case_ids: dict[str, str] = field(default_factory=dict)  # id -> "file:line"
     _judge: Judge | None = None
@@ -121,6 +123,16 @@ def build_session(config: pytest.Config) -> PromptevalSession:
     if option.prompteval_judge_repeats < 1 or option.prompteval_samples < 1:
         raise pytest.UsageError("--prompteval-judge-repeats and --prompteval-samples: >= 1")
     try:
+        pass_ks = tuple(sorted({int(k) for k in option.prompteval_pass_k.split(",")}))
+        if not pass_ks or pass_ks[0] < 1:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(
+            f"--prompteval-pass-k {option.prompteval_pass_k!r}: expected whole numbers >= 1 "
+            "separated by commas, like 1,10"
+        ) from None
+    results = option.prompteval_results or config.getini("prompteval_results")
+    try:
         provider = make_provider(option.prompteval_provider)
         mode = (
             option.prompteval_record
@@ -156,4 +168,6 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         judge_rate=option.prompteval_judge_rate,
         judge_seed=str(option.prompteval_seed),
         judge_repeats=option.prompteval_judge_repeats,
+        pass_ks=pass_ks,
+        results_dir=None if results == "none" else rootpath / results,
     )

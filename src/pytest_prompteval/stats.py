@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,3 +72,82 @@ def agreement(
 def spread(values: Sequence[float]) -> float:
     """Range of repeated measurements of one thing: 0 for a single one."""
     return max(values) - min(values) if values else 0.0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k, 1 - C(n-c, k) / C(n, k), as a product that neither overflows nor
+    loses precision: 1 - prod_{i=n-c+1}^{n} (1 - k / i)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(n - c + 1, n + 1):
+        product *= 1.0 - k / i
+    return 1.0 - product
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def bootstrap_mean_ci(
+    differences: Sequence[float],
+    *,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of paired differences (cases resampled)."""
+    n = len(differences)
+    if n == 0:
+        raise ValueError("bootstrap of no values")
+    rng = random.Random(seed)
+    means = [sum(differences[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples)]
+    tail = (1 - confidence) / 2 * 100
+    return percentile(means, tail), percentile(means, 100 - tail)
+
+
+def binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs: items that pass under one
+    version only. 1.0 when there are none."""
+    discordant = only_first + only_second
+    if discordant == 0:
+        return 1.0
+    return min(1.0, 2 * binomial_cdf(min(only_first, only_second), discordant))
+
+
+def paired_permutation_p(
+    differences: Sequence[float], *, resamples: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided p-value of a mean paired difference by random sign flips (exact when there
+    are few enough pairs to enumerate)."""
+    n = len(differences)
+    if n == 0:
+        return 1.0
+    observed = abs(sum(differences))
+    tolerance = 1e-12 * max(1.0, observed)
+    if n <= 16:
+        hits = total = 0
+        for mask in range(2**n):
+            flipped = sum(-d if mask >> i & 1 else d for i, d in enumerate(differences))
+            hits += abs(flipped) >= observed - tolerance
+            total += 1
+        return hits / total
+    rng = random.Random(seed)
+    hits = sum(
+        abs(sum(d if rng.random() < 0.5 else -d for d in differences)) >= observed - tolerance
+        for _ in range(resamples)
+    )
+    return (hits + 1) / (resamples + 1)

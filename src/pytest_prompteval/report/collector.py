@@ -1,0 +1,227 @@
+"""The controller's side of a run: results from reports, history, summary, comparisons, gates
+and the CI formats. Registered only on the process that prints (never on an xdist worker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval import __version__
+from pytest_prompteval.errors import PromptevalError, display
+from pytest_prompteval.fixture import RESULT_KEY
+from pytest_prompteval.report.compare import Comparison, compare
+from pytest_prompteval.report.summary import VersionSummary, summarize
+from pytest_prompteval.report.terminal import render
+from pytest_prompteval.results import RunHistory, StoredRun, command_line, load_run
+from pytest_prompteval.session import PromptevalSession
+
+JUNIT_FIELDS = (
+    "case_id",
+    "prompt",
+    "sample",
+    "category",
+    "difficulty",
+    "model",
+    "passed",
+    "score",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "error_type",
+)
+
+
+class RunReport:
+    def __init__(self, config: pytest.Config, ps: PromptevalSession):
+        self.config = config
+        self.ps = ps
+        option = config.option
+        self.ks = ps.pass_ks
+        self.details: bool = option.prompteval_details
+        self.results: list[dict[str, Any]] = []
+        self.summaries: list[VersionSummary] = []
+        self.comparisons: list[Comparison] = []
+        self.gate_failures: list[str] = []
+        self.written: list[Path] = []
+        self.baseline: StoredRun | None = None
+        if option.prompteval_baseline:
+            try:
+                self.baseline = load_run(Path(option.prompteval_baseline))
+            except PromptevalError as exc:
+                raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
+        self.history: RunHistory | None = None
+        if ps.results_dir is not None:
+            self.history = RunHistory(
+                ps.results_dir,
+                {
+                    v.version: {
+                        "prompt_file": display(v.path),
+                        "prompt_sha256": v.sha256,
+                        "plugin_version": __version__,
+                        "command_line": command_line(),
+                        "scorer": ps.scorer_mode,
+                        "rootdir": str(config.rootpath),
+                    }
+                    for v in ps.versions
+                },
+            )
+        self.progress_total = 0
+        self.next_progress = 0.1
+
+    # -- collecting ---------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            report.user_properties = _junit_properties(report.user_properties)
+        if report.when != "call" and not (report.when == "setup" and report.skipped):
+            return
+        for key, value in report.user_properties:
+            if key == RESULT_KEY and isinstance(value, dict):
+                self.results.append(value)
+                if self.history is not None:
+                    self.history.add(value)
+                self._progress()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress_total = len(session.items)
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.progress_total = len(ids)
+
+    def _progress(self) -> None:
+        """A line every tenth of a long run that makes calls (a replay needs none)."""
+        total = self.progress_total
+        live = any(r["replayed"] is False for r in self.results)
+        if total < 20 or not live or len(self.results) < total * self.next_progress:
+            return
+        self.next_progress += 0.1
+        tokens = sum(r["input_tokens"] + r["output_tokens"] for r in self.results)
+        cost = sum(r["cost_usd"] or 0.0 for r in self.results)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"prompteval: {len(self.results)}/{total} items, {tokens} tokens, ${cost:.4f}"
+            )
+
+    # -- finishing ----------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        order = [v.version for v in self.ps.versions]
+        self.summaries = summarize(self.results, order, self.ks)
+        by_version: dict[str, list[dict[str, Any]]] = {}
+        for r in self.results:
+            by_version.setdefault(r["prompt"], []).append(r)
+        first = order[0]
+        for other in order[1:]:
+            self.comparisons.append(
+                compare(
+                    by_version.get(first, []), by_version.get(other, []), (first, other), self.ks
+                )
+            )
+        if self.baseline is not None:
+            label = f"baseline {self.baseline.path.name}"
+            self.comparisons.append(
+                compare(self.baseline.results, by_version.get(first, []), (label, first), self.ks)
+            )
+        self._gates(first)
+        if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self._junit_suite_properties()
+        if self.history is not None:
+            partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
+                pytest.ExitCode.INTERRUPTED,
+                pytest.ExitCode.INTERNAL_ERROR,
+            )
+            self.written = self.history.finalize(
+                {s.version: s.to_json() for s in self.summaries}, partial
+            )
+
+    def _gates(self, first: str) -> None:
+        option = self.config.option
+        summary = next((s for s in self.summaries if s.version == first), None)
+        mean = summary.mean_score if summary else None
+        if option.prompteval_fail_under is not None and (
+            mean is None or mean < option.prompteval_fail_under
+        ):
+            shown = "no score" if mean is None else f"{mean:.3f}"
+            self.gate_failures.append(
+                f"mean score of {first} is {shown}, under --prompteval-fail-under "
+                f"{option.prompteval_fail_under}"
+            )
+        limit = option.prompteval_max_regression
+        if limit is None:
+            return
+        for c in self.comparisons:
+            if c.mean_diff is None:
+                continue
+            # first -> compared version: other minus first; baseline file -> first: the reverse
+            drop, reference = (
+                (-c.mean_diff, c.baseline) if c.other == first else (c.mean_diff, c.other)
+            )
+            if drop > limit:
+                self.gate_failures.append(
+                    f"{first} scores {drop:.3f} below {reference} on paired cases, more than "
+                    f"--prompteval-max-regression {limit}"
+                )
+
+    def _junit_suite_properties(self) -> None:
+        try:
+            from _pytest.junitxml import xml_key
+        except ImportError:  # pragma: no cover - pytest moved it
+            return
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        for s in self.summaries:
+            prefix = f"prompteval.{s.version}"
+            xml.add_global_property(f"{prefix}.pass_rate", f"{s.pass_rate:.6f}")
+            xml.add_global_property(f"{prefix}.mean_score", _text(s.mean_score))
+            for k, value in s.pass_at_k.items():
+                xml.add_global_property(f"{prefix}.pass@{k}", _text(value))
+            for group, labels in s.groups.items():
+                for label, (passed, total) in labels.items():
+                    xml.add_global_property(
+                        f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else ""
+                    )
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "versions": {s.version: s.to_json() for s in self.summaries},
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "gate_failures": self.gate_failures,
+            "results_files": [display(p) for p in self.written],
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.results:
+            return
+        for title, lines in render(self.summaries, self.comparisons, self.details):
+            terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
+            for line in lines:
+                terminalreporter.write_line(line)
+        for failure in self.gate_failures:
+            terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
+        for path in self.written:
+            terminalreporter.write_line(f"prompteval results: {display(path)}")
+
+
+def _text(value: float | None) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def _junit_properties(props: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """The result dict as flat ``prompteval.<field>`` properties, for JUnit XML."""
+    flat: list[tuple[str, object]] = []
+    for key, value in props:
+        if key == RESULT_KEY and isinstance(value, dict):
+            flat += [
+                (f"prompteval.{f}", "" if value.get(f) is None else value[f]) for f in JUNIT_FIELDS
+            ]
+        else:
+            flat.append((key, value))
+    return flat

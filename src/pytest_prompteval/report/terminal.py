@@ -1,0 +1,162 @@
+"""The terminal summary: compact tables, one per block."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_prompteval.report.compare import Comparison
+from pytest_prompteval.report.summary import GROUPS, VersionSummary
+
+
+def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
+    ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
+    rows = [
+        [
+            "version",
+            "items",
+            "passed",
+            "pass rate",
+            "score",
+            *(f"pass@{k}" for k in ks),
+            "in tok",
+            "out tok",
+            "cost $",
+            "p50 ms",
+            "p95 ms",
+        ]
+    ]
+    for s in summaries:
+        rows.append(
+            [
+                s.version,
+                str(s.items),
+                str(s.passed),
+                f"{s.pass_rate:.1%}",
+                _fmt(s.mean_score),
+                *(_fmt(s.pass_at_k.get(k)) for k in ks),
+                str(s.input_tokens),
+                str(s.output_tokens),
+                f"{s.cost_usd:.4f}" + ("*" if s.unpriced else ""),
+                _fmt(s.latency_p50_ms, "{:.0f}"),
+                _fmt(s.latency_p95_ms, "{:.0f}"),
+            ]
+        )
+    return table(rows)
+
+
+def dimensions_block(summaries: Sequence[VersionSummary]) -> list[str]:
+    dims = list(dict.fromkeys(d for s in summaries for d in s.dimensions))
+    if not dims:
+        return []
+    rows = [["dimension", *(s.version for s in summaries)]]
+    rows += [[d, *(_fmt(s.dimensions.get(d)) for s in summaries)] for d in dims]
+    return table(rows)
+
+
+def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
+    labels = sorted({label for s in summaries for label in s.groups.get(group, {})})
+    if not labels or labels == ["-"]:
+        return []
+    rows = [[group, *(s.version for s in summaries)]]
+    for label in labels:
+        cells = []
+        for s in summaries:
+            passed, total = s.groups.get(group, {}).get(label, (0, 0))
+            cells.append(f"{passed}/{total} {passed / total:.0%}" if total else "-")
+        rows.append([label, *cells])
+    return table(rows)
+
+
+def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
+    lines: list[str] = []
+    for s in summaries:
+        notes = []
+        if s.errors:
+            most, _ = s.errors.most_common(1)[0]
+            notes.append(
+                "errors: "
+                + ", ".join(f"{k} {n}" for k, n in s.errors.most_common())
+                + f" (most common: {most})"
+            )
+        if s.skipped:
+            notes.append(f"skipped {s.skipped} (cost budget spent)")
+        if s.failed_assertions:
+            notes.append(
+                "failed assertions: "
+                + ", ".join(f"{k} {n}" for k, n in s.failed_assertions.most_common())
+            )
+        if s.judged:
+            notes.append(
+                f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
+                f"{s.judge_output_tokens} out tokens, ${s.judge_cost_usd:.4f}"
+            )
+        if s.agreement is not None:
+            a = s.agreement
+            notes.append(
+                f"automatic vs judge on {a.n}: Spearman {_fmt(a.spearman, '{:.2f}')}, "
+                f"mean |diff| {_fmt(a.mean_abs_diff, '{:.3f}')}, "
+                f"pass/fail agree {_fmt(a.pass_agreement, '{:.0%}')}"
+            )
+        if s.judge_spread is not None:
+            notes.append(f"judge spread over repeats: mean {s.judge_spread:.3f}")
+        if s.unpriced:
+            notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
+        notes.append(f"{s.replayed}/{s.items} replayed from recordings")
+        lines.extend(f"{s.version}: {note}" for note in notes)
+    return lines
+
+
+def comparison_block(comparison: Comparison, details: bool) -> list[str]:
+    c = comparison
+    lines = [c.verdict]
+    if not c.paired:
+        return lines
+    lines.append(
+        f"  {c.paired} paired cases"
+        + (f" ({c.excluded} left out for errors)" if c.excluded else "")
+        + f"; pass/fail: {len(c.regressions)} regressions, {len(c.improvements)} improvements,"
+        f" McNemar exact p={c.mcnemar_p:.2g}"
+    )
+    for k, (diff, (low, high)) in c.pass_at_k.items():
+        lines.append(f"  pass@{k}: {diff:+.3f} [{low:+.3f}, {high:+.3f}]")
+    limit = None if details else 10
+    for label, cases in (("regressions", c.regressions), ("improvements", c.improvements)):
+        if cases:
+            shown = cases[:limit]
+            more = (
+                f" (+{len(cases) - len(shown)} more, --prompteval-details)"
+                if len(cases) > len(shown)
+                else ""
+            )
+            lines.append(f"  {label}: {', '.join(shown)}{more}")
+    return lines
+
+
+def render(
+    summaries: Sequence[VersionSummary], comparisons: Sequence[Comparison], details: bool
+) -> list[tuple[str, list[str]]]:
+    """(title, lines) blocks of the summary."""
+    blocks = [
+        ("prompteval summary", versions_block(summaries)),
+        ("scores by dimension", dimensions_block(summaries)),
+    ]
+    blocks += [(f"accuracy by {g}", group_block(summaries, g)) for g in GROUPS]
+    blocks.append(("notes", notes_block(summaries)))
+    for comparison in comparisons:
+        blocks.append(("comparison", comparison_block(comparison, details)))
+    return [(title, lines) for title, lines in blocks if lines]

@@ -1,0 +1,145 @@
+"""Run history: ``<results dir>/<timestamp>_<version>.json`` per prompt version and run.
+
+While the run goes, every finished item is appended to ``<timestamp>_<version>.jsonl`` (a
+header line, then one result per line, flushed each time), so a run that is killed keeps
+what it finished. At the end the JSON file is written atomically, in the seed's
+``{summary, results}`` shape plus ``meta`` and ``partial``, and the journal removed.
+``load_run`` reads either form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_prompteval.errors import PromptevalError
+
+FORMAT = 1
+
+
+@dataclass
+class StoredRun:
+    path: Path
+    meta: dict[str, Any]
+    results: list[dict[str, Any]]
+    partial: bool
+    summary: dict[str, Any]
+
+    @property
+    def version(self) -> str:
+        return str(self.meta.get("prompt_version", self.path.stem.split("_", 2)[-1]))
+
+
+def _stamp(directory: Path, versions: Sequence[str]) -> str:
+    base = time.strftime("%Y%m%d_%H%M%S")
+    stamp, n = base, 1
+    while any(
+        (directory / f"{stamp}_{v}.{ext}").exists() for v in versions for ext in ("json", "jsonl")
+    ):
+        n += 1
+        stamp = f"{base}-{n}"
+    return stamp
+
+
+class RunHistory:
+    def __init__(self, directory: Path, meta_by_version: Mapping[str, dict[str, Any]]):
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.stamp = _stamp(directory, list(meta_by_version))
+        self.meta = {
+            v: {**m, "format": FORMAT, "started_at": _now(), "prompt_version": v}
+            for v, m in meta_by_version.items()
+        }
+        self.results: dict[str, list[dict[str, Any]]] = {v: [] for v in meta_by_version}
+        self._journals: dict[str, IO[str]] = {}
+        for version, meta in self.meta.items():
+            journal = self.path(version, "jsonl").open("w", encoding="utf-8")
+            journal.write(json.dumps({"header": meta, "partial": True}, sort_keys=True) + "\n")
+            journal.flush()
+            self._journals[version] = journal
+
+    def path(self, version: str, ext: str = "json") -> Path:
+        return self.directory / f"{self.stamp}_{version}.{ext}"
+
+    def add(self, result: dict[str, Any]) -> None:
+        version = result["prompt"]
+        if version not in self._journals:
+            return
+        self.results[version].append(result)
+        journal = self._journals[version]
+        journal.write(json.dumps(result, sort_keys=True, ensure_ascii=False) + "\n")
+        journal.flush()
+
+    def finalize(self, summaries: Mapping[str, dict[str, Any]], partial: bool) -> list[Path]:
+        written = []
+        for version, journal in self._journals.items():
+            journal.close()
+            document = {
+                "meta": {**self.meta[version], "finished_at": _now()},
+                "partial": partial,
+                "summary": summaries.get(version, {}),
+                "results": self.results[version],
+            }
+            target = self.path(version)
+            write_json_atomically(target, document)
+            self.path(version, "jsonl").unlink(missing_ok=True)
+            written.append(target)
+        self._journals.clear()
+        return written
+
+
+def write_json_atomically(target: Path, document: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def load_run(path: Path) -> StoredRun:
+    """A finished run (.json) or the journal of an interrupted one (.jsonl)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PromptevalError(f"cannot read results: {exc}", path) from None
+    if path.suffix == ".jsonl":
+        lines = text.splitlines()
+        try:
+            header = json.loads(lines[0])["header"]
+        except (IndexError, ValueError, KeyError):
+            raise PromptevalError("not a results journal (no header line)", path, 1) from None
+        results = []
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                results.append(json.loads(line))
+            except ValueError:
+                if number == len(lines):  # a line cut short by the kill
+                    break
+                raise PromptevalError("corrupt result line", path, number) from None
+        return StoredRun(path, header, results, True, {})
+    try:
+        data = json.loads(text)
+        return StoredRun(
+            path, data["meta"], data["results"], bool(data.get("partial")), data.get("summary", {})
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PromptevalError(f"not a results file ({type(exc).__name__}: {exc})", path) from None
+
+
+def command_line() -> list[str]:
+    return [Path(sys.argv[0]).name, *sys.argv[1:]]
