@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from _pytest._code.code import TerminalRepr
 
+from pytest_prompteval.budget import BudgetSpent
 from pytest_prompteval.cases import Case, load_case_file
 from pytest_prompteval.errors import PromptevalError, StopRun, display
 from pytest_prompteval.evaluate import (
@@ -103,6 +104,9 @@ class CaseItem(pytest.Item):
         except StopRun as exc:
             self.session.shouldstop = str(exc)
             raise
+        except BudgetSpent as exc:
+            # reported at the case, not at this line
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,16 @@ from typing import Any
 import pytest
 
 from pytest_prompteval import hookspecs
+from pytest_prompteval.budget import Budget
 from pytest_prompteval.fixture import RESULT_KEY, Prompteval
 from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
 from pytest_prompteval.providers.store import MODES
 from pytest_prompteval.report.collector import RunReport
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
+
+BUDGET_KEY = "prompteval_budget_ledger"
+LEDGER_KEY = pytest.StashKey[str]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -115,6 +120,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where each run's results are kept (ini prompteval_results); 'none' keeps none",
     )
     group.addoption(
+        "--prompteval-max-cost",
+        type=float,
+        metavar="USD",
+        help="stop starting new calls once live calls have cost this much; the rest skip",
+    )
+    group.addoption(
+        "--prompteval-html",
+        metavar="FILE",
+        help="write a self-contained HTML report (inline SVG charts) to FILE",
+    )
+    group.addoption(
         "--prompteval-baseline",
         metavar="FILE",
         help="compare the --prompt version with a stored run's results",
@@ -170,6 +186,15 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     ps = build_session(config)
     config.stash[SESSION_KEY] = ps
+    if config.option.prompteval_max_cost is not None:
+        ledger = (
+            getattr(config, "workerinput", {}).get(BUDGET_KEY)
+            or tempfile.mkstemp(prefix="prompteval-budget-")[1]
+        )
+        config.stash[LEDGER_KEY] = ledger
+        ps.store.budget = Budget(config.option.prompteval_max_cost, Path(ledger), ps.prices)
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(ShareBudget(ledger), "prompteval-budget")
     _include_case_dirs(config, ps.case_dirs)
     if hasattr(config, "workerinput"):
         report = None  # an xdist worker: the controller reports
@@ -184,6 +209,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     ps = config.stash.get(SESSION_KEY, None)
     if ps is not None:
         ps.store.provider.close()
+    ledger = config.stash.get(LEDGER_KEY, None)
+    if ledger is not None and not hasattr(config, "workerinput"):
+        Path(ledger).unlink(missing_ok=True)
+
+
+class ShareBudget:
+    """Hands the controller's budget ledger to every xdist worker."""
+
+    def __init__(self, ledger: str):
+        self.ledger = ledger
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[BUDGET_KEY] = self.ledger
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

@@ -85,7 +85,10 @@ class RunHistory:
                 "meta": {**self.meta[version], "finished_at": _now()},
                 "partial": partial,
                 "summary": summaries.get(version, {}),
-                "results": self.results[version],
+                # in case order, not arrival order, so runs with and without xdist compare
+                "results": sorted(
+                    self.results[version], key=lambda r: (r["file"], r["case_id"], r["sample"])
+                ),
             }
             target = self.path(version)
             write_json_atomically(target, document)

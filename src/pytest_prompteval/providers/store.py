@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.budget import Budget
 from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.request import Request
@@ -47,6 +48,7 @@ class Store:
         self.note = note
         self._recorded: set[str] = set()  # re-recorded in this process (mode "all")
         self._lock = threading.Lock()
+        self.budget: Budget | None = None
 
     def path_for(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -65,7 +67,11 @@ class Store:
                 "Replay-only mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
                 "--prompteval-record=new to record it"
             )
+        if self.budget is not None:
+            self.budget.check()
         response = self.provider.complete(request, context)
+        if self.budget is not None:
+            self.budget.charge(response, request.model)
         self.write(path, key, request, context.sample, response)
         with self._lock:
             self._recorded.add(key)

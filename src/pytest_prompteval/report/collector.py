@@ -12,6 +12,7 @@ from pytest_prompteval import __version__
 from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.fixture import RESULT_KEY
 from pytest_prompteval.report.compare import Comparison, compare
+from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
 from pytest_prompteval.results import RunHistory, StoredRun, command_line, load_run
@@ -46,6 +47,7 @@ class RunReport:
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
         self.written: list[Path] = []
+        self.html_written: Path | None = None
         self.baseline: StoredRun | None = None
         if option.prompteval_baseline:
             try:
@@ -132,6 +134,16 @@ class RunReport:
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._junit_suite_properties()
+        html = self.config.option.prompteval_html
+        if html:
+            page = render_html(
+                self.results,
+                self.summaries,
+                self.comparisons,
+                f"prompteval report: {', '.join(order)}",
+            )
+            Path(html).write_text(page, encoding="utf-8")
+            self.html_written = Path(html)
         if self.history is not None:
             partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
                 pytest.ExitCode.INTERRUPTED,
@@ -208,6 +220,8 @@ class RunReport:
             terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
             terminalreporter.write_line(f"prompteval results: {display(path)}")
+        if self.html_written is not None:
+            terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
 
 
 def _text(value: float | None) -> str:

@@ -52,7 +52,9 @@ class VersionSummary:
 
     @property
     def pass_rate(self) -> float:
-        return self.passed / self.items if self.items else 0.0
+        """Over the items that ran: those skipped for the budget do not count."""
+        ran = self.items - self.skipped
+        return self.passed / ran if ran else 0.0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
