@@ -1,0 +1,9 @@
+"""Running generated code: a warm fork server in its own process, one fork per sample.
+
+See ``server.py`` for what is isolated and how, and the README's "Sandbox" section for
+what it does not guarantee.
+"""
+
+from pytest_prompteval.sandbox.client import SampleRun, Sandbox
+
+__all__ = ["SampleRun", "Sandbox"]

@@ -1,0 +1,336 @@
+"""Code-generation cases: extract the code from the answer, run it against the case's tests
+in the sandbox, and score it with the seed's accuracy metrics.
+
+A case is a code case when it has ``entry_point`` (or ``kind: code``). Its fields:
+
+- ``entry_point``: the function under test; ``language``: ``python`` (the only one yet);
+- ``tests``: a list of ``{assert: "f(1) == 2"}``, ``{check: "def check(candidate): ..."}``
+  (HumanEval style) or ``{args: [...], expected: ...}`` entries, each with ``tag: basic``
+  (default) or ``tag: edge``;
+- ``reference``: a correct solution (full code), for exact match, semantic equivalence,
+  property tests and the timeout calibration;
+- ``properties``: ``{args: ["integers(-5, 5)", "lists(integers())"], examples: 100}`` (any
+  of hypothesis' integers, floats, booleans, text, characters, lists, tuples, sets,
+  dictionaries, sampled_from, just, none, one_of) or ``{file: strategies.py}`` defining
+  ``strategies()``: the candidate must give the reference's result on generated inputs;
+- ``timeout``: seconds per sample (default: 10 x the reference's own run time, between
+  1 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.cases import Case
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.sandbox import SampleRun, Sandbox
+from pytest_prompteval.sandbox.client import Limits
+from pytest_prompteval.scoring.score import Score
+from pytest_prompteval.yamlload import line_of
+
+TAGS = ("basic", "edge")
+TEST_KINDS = ("assert", "check", "args")
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+CALIBRATION = (10.0, 1.0)  # timeout = factor x reference time, at least this many seconds
+
+
+@dataclass(frozen=True)
+class CodeSpec:
+    entry_point: str
+    tests: tuple[dict[str, Any], ...]
+    prompt: str = ""
+    reference: str | None = None
+    properties: dict[str, Any] | None = None
+    timeout: float | None = None
+    language: str = "python"
+
+    def job(self, code: str) -> dict[str, Any]:
+        return {
+            "code": code,
+            "entry_point": self.entry_point,
+            "tests": list(self.tests),
+            "reference": self.reference,
+            "properties": self.properties,
+        }
+
+
+def is_code_case(case: Case) -> bool:
+    return "entry_point" in case.raw or case.raw.get("kind") == "code"
+
+
+def parse_code_spec(case: Case) -> CodeSpec:
+    """Validate a code case's fields; errors name file, line, case and field."""
+    raw = case.raw
+
+    def fail(key: str, expected: str, line: int | None = None) -> PromptevalError:
+        return PromptevalError(
+            f"case {case.id!r}, field {key!r}: expected {expected}",
+            case.path,
+            line or line_of(raw, key) or case.line,
+        )
+
+    entry = raw.get("entry_point")
+    if not isinstance(entry, str) or not entry.isidentifier():
+        raise fail("entry_point", "the name of the function under test")
+    language = raw.get("language", "python")
+    if language != "python":
+        raise fail("language", "python (the only language the sandbox runs yet)")
+    tests = raw.get("tests")
+    if not isinstance(tests, list) or not tests:
+        raise fail(
+            "tests", "a list of {assert: ...}, {check: ...} or {args: [...], expected: ...} entries"
+        )
+    parsed = []
+    for i, test in enumerate(tests):
+        line = line_of(test)
+        kinds = [k for k in TEST_KINDS if isinstance(test, Mapping) and k in test]
+        if len(kinds) != 1:
+            raise fail(f"tests[{i}]", "exactly one of assert, check or args", line)
+        kind = kinds[0]
+        if kind == "args" and (not isinstance(test["args"], list) or "expected" not in test):
+            raise fail(f"tests[{i}]", "args: a list of arguments, and expected", line)
+        if kind != "args" and not isinstance(test[kind], str):
+            raise fail(f"tests[{i}]", f"{kind}: Python source text", line)
+        tag = test.get("tag", "basic")
+        if tag not in TAGS:
+            raise fail(f"tests[{i}].tag", "basic or edge", line)
+        parsed.append({**dict(test), "tag": tag})
+    reference = raw.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise fail("reference", "the source of a correct solution")
+    properties = raw.get("properties")
+    if properties is not None:
+        properties = _parse_properties(case, properties, fail)
+    timeout = raw.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise fail("timeout", "seconds, a number > 0")
+    prompt = case.input.get("prompt", "")
+    return CodeSpec(
+        entry_point=entry,
+        tests=tuple(parsed),
+        prompt=prompt if isinstance(prompt, str) else "",
+        reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
+        properties=properties,
+        timeout=timeout,
+    )
+
+
+def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        raise fail("properties", "{args: [strategy, ...], examples: N} or {file: path.py}")
+    if "reference" not in case.raw:
+        raise fail("properties", "a reference solution to compare with (field reference)")
+    if "file" in spec:
+        path = Path(case.path).parent / str(spec["file"])
+        try:
+            return {
+                "file": path.read_text(encoding="utf-8"),
+                "examples": int(spec.get("examples", 100)),
+            }
+        except OSError as exc:
+            raise fail("properties", f"a readable strategies file ({exc})") from None
+    args = spec.get("args")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise fail("properties", "args: a list of strategy expressions like 'integers(0, 9)'")
+    return {"args": list(args), "examples": int(spec.get("examples", 100))}
+
+
+def _full(code: str | None, prompt: str, entry_point: str) -> str | None:
+    """A body-only solution (HumanEval's canonical ones) completes the prompt."""
+    if code is None:
+        return None
+    return code if _defines(code, entry_point) or not prompt else prompt + code
+
+
+def _defines(code: str, entry_point: str) -> bool:
+    return (
+        re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", code, re.M) is not None
+    )
+
+
+def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:
+    """The code in an answer, and which rule found it:
+
+    1. ``fenced``: the first fenced block that defines the entry point, else the first
+       python (or untagged) block;
+    2. ``prefill``: the prefill ended inside code (it contains ``def`` or an open fence):
+       prefill + answer, with a closing fence cut off;
+    3. ``completion``: no definition of the entry point: the answer completes the case's
+       prompt (HumanEval style), so the code is prompt + answer;
+    4. ``whole``: the answer as it stands.
+    Code that does not define the entry point but whose case has a prompt (imports and
+    helpers) gets the prompt in front.
+    """
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(prefill + text)]
+    if blocks:
+        python = [b for lang, b in blocks if lang in ("", "python", "py", "python3")]
+        defining = [b for b in python if _defines(b, spec.entry_point)]
+        code, rule = (defining or python or [blocks[0][1]])[0], "fenced"
+    elif prefill.strip() and ("def " in prefill or prefill.rstrip().endswith(":")):
+        code, rule = prefill + text, "prefill"
+    elif not _defines(text, spec.entry_point) and spec.prompt:
+        code, rule = spec.prompt + text, "completion"
+    else:
+        code, rule = text, "whole"
+    if not _defines(code, spec.entry_point) and spec.prompt and rule != "completion":
+        code = spec.prompt + code
+    return code, rule
+
+
+def _normalised(code: str) -> str | None:
+    try:
+        return ast.unparse(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+@dataclass
+class Metrics:
+    syntax_ok: bool = False
+    compiles: bool = False
+    tests_passed: int = 0
+    tests_total: int = 0
+    basic: tuple[int, int] = (0, 0)
+    edge: tuple[int, int] = (0, 0)
+    exact_match: bool = False
+    semantic_equivalence: bool | None = None
+    error_class: str | None = None
+    first_failure: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def functional(self) -> bool:
+        return self.error_class is None and self.tests_passed == self.tests_total
+
+    @property
+    def partial(self) -> float:
+        """The seed's partial correctness: syntax 0.2, compiles 0.2, basic tests 0.3 x share
+        passed, edge tests 0.3 x share passed (no edge tests: basic tests count 0.6)."""
+        basic = self.basic[0] / self.basic[1] if self.basic[1] else 0.0
+        edge = self.edge[0] / self.edge[1] if self.edge[1] else None
+        score = 0.2 * self.syntax_ok + 0.2 * self.compiles
+        return score + (0.6 * basic if edge is None else 0.3 * basic + 0.3 * edge)
+
+
+def measure(spec: CodeSpec, code: str, run: SampleRun) -> Metrics:
+    m = Metrics(tests_total=len(spec.tests))
+    syntax, load = run.phase("syntax"), run.phase("load")
+    m.syntax_ok = bool(syntax and syntax["ok"])
+    m.compiles = bool(load and load["ok"])
+    results = run.tests
+    tally = {"basic": [0, 0], "edge": [0, 0]}
+    first_basic = first_edge = None
+    for i, test in enumerate(spec.tests):
+        event = results.get(i)
+        passed = bool(event and event["passed"])
+        tally[test["tag"]][0] += passed
+        tally[test["tag"]][1] += 1
+        m.tests_passed += passed
+        if event and not passed:
+            failure = (event.get("kind"), f"test {i} ({test['tag']}): {event.get('message')}")
+            if test["tag"] == "basic" and first_basic is None:
+                first_basic = failure
+            elif test["tag"] == "edge" and first_edge is None:
+                first_edge = failure
+    m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
+    prop = run.property_check
+    if prop is not None and not prop["passed"] and first_edge is None:
+        first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
+    if spec.reference is not None:
+        normal = _normalised(code)
+        m.exact_match = normal is not None and normal == _normalised(spec.reference)
+        compared = [e["same_as_reference"] for e in results.values() if "same_as_reference" in e]
+        if prop is not None:
+            compared.append(bool(prop["passed"]))
+        m.semantic_equivalence = all(compared) if compared else None
+    m.error_class, m.first_failure = _classify(run, syntax, load, first_basic, first_edge)
+    if m.error_class is None and m.tests_passed < m.tests_total:
+        m.error_class, m.first_failure = "runtime", "the sample ended before all tests ran"
+    return m
+
+
+def _classify(
+    run: SampleRun, syntax: Any, load: Any, basic: Any, edge: Any
+) -> tuple[str | None, str | None]:
+    if run.crashed:
+        return "runtime", run.crashed
+    if syntax is not None and not syntax["ok"]:
+        return "syntax", f"SyntaxError: {syntax['message']}"
+    if run.timed_out or run.signal == 24:  # SIGXCPU: the CPU-time limit
+        return "timeout", f"no answer within {run.seconds:.1f} s"
+    if load is not None and not load["ok"]:
+        kind = "resource_limit" if load["kind"] == "resource" else "runtime"
+        return kind, f"loading the code: {load['message']}"
+    if syntax is None or load is None or run.signal is not None:
+        why = f"killed by signal {run.signal}" if run.signal else "no result"
+        return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
+    for failure in (basic, edge):
+        if failure is not None:
+            kind, message = failure
+            if kind == "resource":
+                return "resource_limit", message
+            if kind == "error":
+                return "runtime", message
+            return ("logic" if failure is basic else "edge_case"), message
+    return None, None
+
+
+class CodeScorer:
+    def __init__(self, default_timeout: float = 3.0, memory_mb: int = 512):
+        self.sandbox = Sandbox()
+        self.default_timeout = default_timeout
+        self.memory_mb = memory_mb
+        self._timeouts: dict[tuple[str, str], float] = {}
+
+    def timeout_for(self, case: Case, spec: CodeSpec) -> float:
+        """The case's timeout, else calibrated once from the reference's own run time."""
+        if spec.timeout is not None:
+            return float(spec.timeout)
+        key = (str(case.path), case.id)
+        if key not in self._timeouts:
+            timeout = self.default_timeout
+            if spec.reference is not None:
+                run = self.sandbox.run(
+                    spec.job(spec.reference), Limits(self.default_timeout, self.memory_mb)
+                )
+                done = run.done
+                if done is not None:
+                    factor, floor = CALIBRATION
+                    timeout = min(self.default_timeout, max(floor, factor * done["seconds"]))
+            self._timeouts[key] = timeout
+        return self._timeouts[key]
+
+    def score(self, case: Case, spec: CodeSpec, text: str, prefill: str) -> tuple[Score, Metrics]:
+        code, rule = extract_code(text, prefill, spec)
+        limits = Limits(self.timeout_for(case, spec), self.memory_mb)
+        run = self.sandbox.run(spec.job(code), limits)
+        m = measure(spec, code, run)
+        dimensions = {
+            "functional_correctness": float(m.functional),
+            "test_pass_rate": m.tests_passed / m.tests_total if m.tests_total else 0.0,
+            "partial_correctness": m.partial,
+            "exact_match": float(m.exact_match),
+        }
+        if m.semantic_equivalence is not None:
+            dimensions["semantic_equivalence"] = float(m.semantic_equivalence)
+        m.details = {
+            "code": code,
+            "extraction": rule,
+            "timeout_s": limits.timeout,
+            "run_seconds": round(run.seconds, 4),
+        }
+        return Score(
+            value=round(m.partial, 6),
+            dimensions=dimensions,
+            details={"missing_topics": [], "incorrect_claims": []},
+        ), m
+
+    def close(self) -> None:
+        self.sandbox.close()
