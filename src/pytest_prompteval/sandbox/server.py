@@ -186,7 +186,11 @@ def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> No
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, limits["timeout"])
     buffer, status, exited_at = bytearray(), None, 0.0
-    while len(buffer) < 4 * 1024 * 1024:
+    while True:
+        if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            break
         ready, _, _ = select.select([events_r], [], [], 0.05)
         if ready:
             chunk = os.read(events_r, 65536)
@@ -200,11 +204,9 @@ def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> No
                 status, exited_at = code, time.monotonic()
         elif time.monotonic() - exited_at > 0.1:
             break  # a descendant that escaped still holds the pipe
-    signal.setitimer(signal.ITIMER_REAL, 0)
     if status is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(pid, 0)  # the timer still guards this wait
+    signal.setitimer(signal.ITIMER_REAL, 0)
     if not own_pids:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
