@@ -89,8 +89,15 @@ class _Literal(str):
     """Multi-line text written as a YAML block, readable in the case file."""
 
 
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
 def _literal(dumper: yaml.SafeDumper, text: _Literal) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
+
+
+_Dumper.add_representer(_Literal, _literal)
 
 
 def _block(text: str) -> str:
@@ -126,9 +133,7 @@ def humaneval_cases() -> dict[str, Any]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     data = humaneval_cases()
-    dumper = yaml.SafeDumper
-    dumper.add_representer(_Literal, _literal)
-    text = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+    text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(f"wrote {len(data['cases'])} cases to {args.output}")

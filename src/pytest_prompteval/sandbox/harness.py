@@ -113,6 +113,7 @@ def _strategies(spec: dict[str, Any]) -> Any:
 
 def _properties(job: dict[str, Any], candidate: Any, reference: Any, out: IO[str]) -> None:
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
 
     spec = job["properties"]
     strategies = _strategies(spec)
@@ -124,12 +125,12 @@ def _properties(job: dict[str, Any], candidate: Any, reference: Any, out: IO[str
         derandomize=True,
         suppress_health_check=list(HealthCheck),
     )
-    @given(*strategies)
-    def same_as_reference(*args: Any) -> None:
+    @given(st.tuples(*strategies))
+    def same_as_reference(args: tuple[Any, ...]) -> None:
         expected = reference(*copy.deepcopy(args))
         actual = candidate(*copy.deepcopy(args))
         assert normalise(actual) == normalise(expected), (
-            f"{job['entry_point']}(*{args!r}) returned {actual!r}, the reference {expected!r}"
+            f"{job['entry_point']}(*{list(args)!r}) returned {actual!r}, the reference {expected!r}"
         )
 
     try:

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import json
 import math
 import os
+import pkgutil
 import resource
 import select
 import shutil
@@ -76,6 +78,14 @@ PRELOAD = [
     "types",
     "typing",
     "unicodedata",
+    "socket",
+    "encodings.idna",
+    "encodings.latin_1",
+    "encodings.utf_16",
+    "encodings.utf_32",
+    "encodings.unicode_escape",
+    "encodings.raw_unicode_escape",
+    "encodings.cp1252",
 ]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -264,6 +274,62 @@ def handle(job: dict[str, Any]) -> dict[str, Any]:
         }
 
 
+_warmed = False
+
+
+def _warm_hypothesis() -> None:
+    """Import hypothesis, and exercise it (generate, fail, shrink) once, in the server: a
+    sample running as nobody cannot import the modules it would load lazily."""
+    global _warmed
+    if _warmed:
+        return
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(
+        max_examples=60,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        st.tuples(
+            st.integers(),
+            st.floats(),
+            st.text(),
+            st.lists(st.booleans()),
+            st.dictionaries(st.text(), st.none()),
+            st.sampled_from([1, 2]),
+        )
+    )
+    def fails_late(values: tuple[Any, ...]) -> None:
+        assert values[0] < 10
+
+    @settings(max_examples=30, database=None, deadline=None, derandomize=True)
+    @given(st.lists(st.integers()))
+    def passes(values: list[int]) -> None:
+        assert len(values) >= 0
+
+    with (
+        open(os.devnull, "w") as null,
+        contextlib.redirect_stdout(null),
+        contextlib.redirect_stderr(null),
+    ):
+        passes()
+        with contextlib.suppress(AssertionError):
+            fails_late()
+    import hypothesis
+
+    for module in pkgutil.walk_packages(hypothesis.__path__, "hypothesis."):
+        if not module.name.startswith("hypothesis.extra"):
+            with contextlib.suppress(Exception):
+                importlib.import_module(module.name)
+    if "numpy" in sys.modules:  # then hypothesis seeds numpy's generator on every run
+        importlib.import_module("numpy.random")
+    _warmed = True
+
+
 def main() -> None:
     for module in PRELOAD:
         __import__(module)
@@ -272,7 +338,7 @@ def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
         if job.get("properties"):
-            import hypothesis.strategies  # noqa: F401 - forked samples inherit it
+            _warm_hypothesis()
         print(json.dumps(handle(job), default=repr), flush=True)
 
 

