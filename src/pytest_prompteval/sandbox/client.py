@@ -69,12 +69,16 @@ class Sandbox:
         self._process: subprocess.Popen[str] | None = None
         self._home: str | None = None
         self._lock = threading.Lock()
+        self._hypothesis = False
         self.info: dict[str, Any] = {}
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self, hypothesis: bool) -> subprocess.Popen[str]:
         self._home = tempfile.mkdtemp(prefix="prompteval-sandbox-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+        if hypothesis:  # property tests: the server imports and warms hypothesis up front
+            env["PROMPTEVAL_SANDBOX_HYPOTHESIS"] = "1"
+        self._hypothesis = hypothesis
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "pytest_prompteval.sandbox.server"],
             stdin=subprocess.PIPE,
@@ -100,15 +104,17 @@ class Sandbox:
 
     def run(self, job: dict[str, Any], limits: Limits) -> SampleRun:
         with self._lock:
+            if job.get("properties") and not self._hypothesis:
+                self._stop()  # restart with hypothesis loaded
             if self._process is None or self._process.poll() is not None:
-                self._process = self._start()
+                self._process = self._start(self._hypothesis or bool(job.get("properties")))
             process = self._process
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write(json.dumps({**job, "limits": limits.to_json()}) + "\n")
             process.stdin.flush()
             line = self._readline(process.stdout, limits.timeout + 15)
             if not line:
-                self.close()
+                self._stop()
                 return SampleRun(crashed="the code sandbox stopped answering; restarted")
         data = json.loads(line)
         return SampleRun(
@@ -121,6 +127,10 @@ class Sandbox:
         )
 
     def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         if self._process is not None:
             self._process.kill()
             self._process.wait()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import linecache
+import os
 import time
 import traceback
 from typing import IO, Any
@@ -45,7 +46,12 @@ def normalise(value: Any) -> Any:
     return value
 
 
+_SAMPLE_PID = 0
+
+
 def _emit(out: IO[str], event: dict[str, Any]) -> None:
+    if os.getpid() != _SAMPLE_PID:
+        return  # a process the candidate forked runs on through the harness: not its voice
     out.write(json.dumps(event, default=repr) + "\n")
     out.flush()
 
@@ -143,6 +149,8 @@ def _properties(job: dict[str, Any], candidate: Any, reference: Any, out: IO[str
 
 
 def run(job: dict[str, Any], out: IO[str]) -> None:
+    global _SAMPLE_PID
+    _SAMPLE_PID = os.getpid()
     code, entry_point = job["code"], job["entry_point"]
     try:
         compiled = _compile(code, CANDIDATE)

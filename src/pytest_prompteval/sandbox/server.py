@@ -28,7 +28,6 @@ import importlib
 import json
 import math
 import os
-import pkgutil
 import resource
 import select
 import shutil
@@ -119,8 +118,7 @@ def _vm_size() -> int:
 def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None:
     """The grandchild: limits, then the harness. Never returns."""
     try:
-        if not ROOT:
-            os.setsid()
+        os.setsid()
         workdir = os.path.join(
             "/tmp" if limits["fs_private"] else os.getcwd(), f"job-{os.getpid()}"
         )
@@ -158,7 +156,7 @@ def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None
 
 
 def _sweep(marker: str) -> None:
-    """Kill every process whose environment carries this job's marker (non-root fallback)."""
+    """Kill every process whose environment carries this job's marker (no PID namespace)."""
     needle = f"{MARKER}={marker}".encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         if int(pid) == os.getpid():
@@ -171,19 +169,29 @@ def _sweep(marker: str) -> None:
             continue
 
 
-def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> None:
-    """The child: its own PID and mount namespaces (as root), the timer, the events."""
-    own_pids = _unshare(CLONE_NEWPID)
-    fs_private = _private_tmp()
+def _clear_tmp() -> None:
+    """Empty the private /tmp, /var/tmp and /dev/shm between jobs."""
+    for directory in ("/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
+
+def run_job(job: dict[str, Any], isolation: dict[str, bool]) -> dict[str, Any]:
+    """Fork the sample, time it, collect its events, and leave nothing of it behind."""
+    limits = {**job["limits"], "fs_private": isolation["fs_private"]}
     marker = f"{os.getpid()}-{time.monotonic_ns()}"
-    os.environ[MARKER] = marker
     events_r, events_w = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(events_r)
-        os.close(report_fd)
-        _sample(job, events_w, {**limits, "fs_private": fs_private})
+        os.environ[MARKER] = marker
+        _sample(job, events_w, limits)
     os.close(events_w)
     timed_out = False
 
@@ -195,7 +203,7 @@ def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> No
 
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, limits["timeout"])
-    buffer, status, exited_at = bytearray(), None, 0.0
+    buffer, status = bytearray(), None
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
             with contextlib.suppress(ProcessLookupError):
@@ -207,23 +215,21 @@ def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> No
             if not chunk:
                 break
             buffer += chunk
-            continue
-        if status is None:
+        elif status is None:
             done, code = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status, exited_at = code, time.monotonic()
-        elif time.monotonic() - exited_at > 0.1:
-            break  # a descendant that escaped still holds the pipe
+            if done:  # the sample ended but a descendant holds the pipe: end them all
+                status = code
+                _kill_descendants(pid, marker, isolation)
+    os.close(events_r)
     if status is None:
         _, status = os.waitpid(pid, 0)  # the timer still guards this wait
     signal.setitimer(signal.ITIMER_REAL, 0)
-    if not own_pids:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-        _sweep(marker)
-    if not fs_private:
+    _kill_descendants(pid, marker, isolation)
+    if isolation["fs_private"]:
+        _clear_tmp()
+    else:
         shutil.rmtree(os.path.join(os.getcwd(), f"job-{pid}"), ignore_errors=True)
-    report = {
+    return {
         "events": [
             json.loads(line)
             for line in bytes(buffer).decode(errors="replace").splitlines()
@@ -233,56 +239,56 @@ def _job_init(job: dict[str, Any], report_fd: int, limits: dict[str, Any]) -> No
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "seconds": time.monotonic() - started,
-        "fs_private": fs_private,
     }
-    os.write(report_fd, json.dumps(report, default=repr).encode())
 
 
-def handle(job: dict[str, Any]) -> dict[str, Any]:
-    limits = job["limits"]
-    report_r, report_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(report_r)
-        try:
-            _job_init(job, report_w, limits)
-        finally:
-            os._exit(0)
-    os.close(report_w)
-    chunks = []
-    deadline = time.monotonic() + limits["timeout"] + 5
-    while True:
-        ready, _, _ = select.select([report_r], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:  # the job init itself hangs: end it (and, as root, its namespace)
-            os.kill(pid, signal.SIGKILL)
-            break
-        chunk = os.read(report_r, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(report_r)
-    os.waitpid(pid, 0)
-    try:
-        return dict(json.loads(b"".join(chunks)))
-    except ValueError:
-        return {
-            "events": [],
-            "timed_out": False,
-            "signal": None,
-            "exit_code": None,
-            "crashed": "the sandbox's job process died without a report",
-        }
+def _kill_descendants(pid: int, marker: str, isolation: dict[str, bool]) -> None:
+    if isolation["own_pids"]:
+        # PID 1 of its namespace: kill(-1) reaches every other process in it, setsid or not.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        while True:  # reap what was re-parented to us
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+    else:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        _sweep(marker)
 
 
-_warmed = False
+def _isolate() -> dict[str, bool]:
+    """As root: own network, mount and PID namespaces for the server and all it forks.
+    The process that called this waits for the namespace's first process, which goes on
+    as the server (PID 1 there) and returns."""
+    network = _unshare(CLONE_NEWNET)
+    own_pids = _unshare(CLONE_NEWPID)
+    if own_pids:
+        child = os.fork()
+        if child:
+            _, status = os.waitpid(child, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the outer process
+    return {"network_isolated": network, "own_pids": own_pids, "fs_private": _private_tmp()}
+
+
+# Modules hypothesis imports only on some paths (targeting, shrinking, reporting).
+LAZY_HYPOTHESIS = (
+    "hypothesis.internal.conjecture.optimiser",
+    "hypothesis.internal.conjecture.shrinker",
+    "hypothesis.internal.conjecture.pareto",
+    "hypothesis.internal.conjecture.shrinking",
+    "hypothesis.internal.scrutineer",
+    "hypothesis.internal.reflection",
+    "hypothesis.internal.escalation",
+    "hypothesis.extra._patching",
+)
 
 
 def _warm_hypothesis() -> None:
     """Import hypothesis, and exercise it (generate, fail, shrink) once, in the server: a
     sample running as nobody cannot import the modules it would load lazily."""
-    global _warmed
-    if _warmed:
-        return
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -319,27 +325,23 @@ def _warm_hypothesis() -> None:
         passes()
         with contextlib.suppress(AssertionError):
             fails_late()
-    import hypothesis
-
-    for module in pkgutil.walk_packages(hypothesis.__path__, "hypothesis."):
-        if not module.name.startswith("hypothesis.extra"):
-            with contextlib.suppress(Exception):
-                importlib.import_module(module.name)
+    for name in LAZY_HYPOTHESIS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     if "numpy" in sys.modules:  # then hypothesis seeds numpy's generator on every run
         importlib.import_module("numpy.random")
-    _warmed = True
 
 
 def main() -> None:
     for module in PRELOAD:
         __import__(module)
-    network = _unshare(CLONE_NEWNET)
-    print(json.dumps({"ready": True, "root": ROOT, "network_isolated": network}), flush=True)
+    # Before the private /tmp hides anything installed there (a venv under /tmp, say).
+    if os.environ.get("PROMPTEVAL_SANDBOX_HYPOTHESIS"):
+        _warm_hypothesis()
+    isolation = _isolate()
+    print(json.dumps({"ready": True, "root": ROOT, **isolation}), flush=True)
     for line in sys.stdin:
-        job = json.loads(line)
-        if job.get("properties"):
-            _warm_hypothesis()
-        print(json.dumps(handle(job), default=repr), flush=True)
+        print(json.dumps(run_job(json.loads(line), isolation), default=repr), flush=True)
 
 
 if __name__ == "__main__":

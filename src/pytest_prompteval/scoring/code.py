@@ -14,7 +14,7 @@ A case is a code case when it has ``entry_point`` (or ``kind: code``). Its field
   dictionaries, sampled_from, just, none, one_of) or ``{file: strategies.py}`` defining
   ``strategies()``: the candidate must give the reference's result on generated inputs;
 - ``timeout``: seconds per sample (default: 10 x the reference's own run time, between
-  1 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
+  0.5 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pytest_prompteval.yamlload import line_of
 TAGS = ("basic", "edge")
 TEST_KINDS = ("assert", "check", "args")
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-CALIBRATION = (10.0, 1.0)  # timeout = factor x reference time, at least this many seconds
+CALIBRATION = (10.0, 0.5)  # timeout = factor x reference time, at least this many seconds
 
 
 @dataclass(frozen=True)
