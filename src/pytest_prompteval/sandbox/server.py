@@ -1,23 +1,21 @@
 """The sandbox's fork server: ``python -I -m pytest_prompteval.sandbox.server``.
 
-It starts once per pytest process, imports what generated code usually needs, then reads one
-JSON job per line on stdin and answers one JSON line on stdout. Each job runs in a
-grandchild of the server:
-
-    server ── job init (timer, collects events) ── sample (runs harness.run)
+It starts once per pytest process, imports what generated code usually needs (and, for
+property tests, hypothesis), then reads one JSON job per line on stdin and answers one JSON
+line on stdout. Each job is one fork of the server: the sample, which runs ``harness.run``.
 
 What isolates a sample:
 - a sanitised environment (set by the client: no API keys), no stdin, a fresh working
   directory, stdout and stderr into a file whose size is capped (RLIMIT_FSIZE);
 - RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files;
-- a wall-clock timer in the job init that SIGKILLs the sample;
-- as root (when the kernel allows): a network namespace with no interfaces up (made once,
-  for the server and all it forks); per job a PID namespace whose init is the sample, so
-  that when it dies the kernel kills every process it started, ``setsid`` or not; a mount
-  namespace with fresh tmpfs on /tmp, /var/tmp and /dev/shm; and the sample runs as
-  ``nobody``, so it can neither signal the server nor write where nobody may not;
-- otherwise: its own session, killed as a process group, and a sweep of /proc for any
-  process that still carries the job's marker in its environment.
+- a wall-clock timer that SIGKILLs the sample;
+- as root (when the kernel allows): the server runs as PID 1 of its own PID namespace, in
+  its own network namespace (no interface up) and mount namespace (fresh tmpfs on /tmp,
+  /var/tmp and /dev/shm, emptied after every job). After each sample, kill(-1) from PID 1
+  ends every process the sample started, ``setsid`` or not. The sample runs as ``nobody``:
+  it can neither signal the server nor write where nobody may not;
+- otherwise: the sample's own session, killed as a process group, and a sweep of /proc
+  for any process that still carries the job's marker in its environment.
 """
 
 from __future__ import annotations
