@@ -289,3 +289,49 @@ def answer(request, *, case, prompt, sample):
             "runtime_wrong: code failures: runtime 164 (most common: runtime)",
         ]
     )
+
+
+MUTATION_CASES = """
+cases:
+- id: weak_tests
+  entry_point: fee
+  input: {}
+  reference: |
+    def fee(amount, rate):
+        if amount <= 0:
+            return 0
+        return amount * rate // 100 + 1
+  tests:
+  - {args: [100, 0], expected: 1}
+- id: strong_tests
+  entry_point: fee
+  input: {}
+  reference: |
+    def fee(amount, rate):
+        if amount <= 0:
+            return 0
+        return amount * rate // 100 + 1
+  tests:
+  - {args: [0, 10], expected: 0}
+  - {args: [-5, 10], expected: 0}
+  - {args: [1, 10], expected: 1}
+  - {args: [250, 10], expected: 26}
+  - {args: [1000, 7], expected: 71}
+  - {args: [40, 50], expected: 21}
+"""
+
+
+def test_mutation_testing_flags_weak_tests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "prompt_cases"
+    directory.mkdir()
+    (directory / "c.yaml").write_text(MUTATION_CASES)
+    code = main(["check-cases", "--mutation", "--cases", str(directory), "--json"])
+    out = capsys.readouterr().out
+    reports = {r["case"]: r for r in json.loads(out[out.index("[") :])}
+    assert code == 1  # one case is flagged
+    assert reports["strong_tests"]["score"] >= 0.85
+    assert reports["weak_tests"]["score"] < 0.6
+    assert reports["weak_tests"]["mutants"] == reports["strong_tests"]["mutants"] >= 6
+    assert any("LtE -> Lt" in s for s in reports["weak_tests"]["survivors"])

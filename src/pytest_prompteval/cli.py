@@ -140,6 +140,65 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_cases(args: argparse.Namespace) -> int:
+    """Validate every case file; with --mutation, mutation-test the code cases' tests."""
+    from pytest_prompteval.scoring.code import CodeScorer, is_code_case, parse_code_spec
+    from pytest_prompteval.scoring.mutation import mutation_test
+
+    cases = [c for path in _case_files(args.cases) for c in load_case_file(path).cases]
+    code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
+    print(f"{len(cases)} cases valid ({len(code_cases)} code cases)")
+    if not args.mutation:
+        return 0
+    scorer = CodeScorer()
+    reports = []
+    try:
+        for case, spec in code_cases:
+            if spec.reference is None:
+                print(f"  {case.id}: no reference solution, not mutation-tested")
+                continue
+            reports.append(mutation_test(case, spec, scorer))
+    finally:
+        scorer.close()
+    weak = [r for r in reports if r.score < args.min_score]
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "case": r.case,
+                        "mutants": r.mutants,
+                        "killed": r.killed,
+                        "score": r.score,
+                        "survivors": r.survivors,
+                    }
+                    for r in reports
+                ],
+                indent=2,
+            )
+        )
+    else:
+        _print_table(
+            [["case", "mutants", "killed", "score", ""]]
+            + [
+                [
+                    r.case,
+                    str(r.mutants),
+                    str(r.killed),
+                    f"{r.score:.2f}",
+                    "WEAK TESTS" if r in weak else "",
+                ]
+                for r in reports
+            ]
+        )
+        for r in weak:
+            print(
+                f"{r.case}: tests miss {len(r.survivors)} mutants, e.g. "
+                + "; ".join(r.survivors[:3])
+            )
+    return 1 if weak else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -160,6 +219,27 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("dataset", choices=["humaneval"])
     importing.add_argument("-o", "--output", type=Path, default=Path("prompt_cases/humaneval.yaml"))
     importing.set_defaults(run=cmd_import)
+    checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
+    checking.add_argument(
+        "--cases",
+        type=Path,
+        action="append",
+        help="case directory (repeatable; default prompt_cases)",
+    )
+    checking.add_argument(
+        "--mutation",
+        action="store_true",
+        help="run each code case's tests against mutants of its reference",
+    )
+    checking.add_argument(
+        "--min-score",
+        type=float,
+        default=0.6,
+        help="flag cases whose tests kill fewer mutants (default 0.6); "
+        "exit status 1 when any is flagged",
+    )
+    checking.add_argument("--json", action="store_true", help="machine-readable output")
+    checking.set_defaults(run=cmd_check_cases)
     return parser
 
 
