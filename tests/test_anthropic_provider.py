@@ -123,7 +123,7 @@ def test_spend_limit_is_not_retried_and_stops_the_run(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.inject(Fault.spend_limit())
-    result = project.runpytest("--prompt=current")
+    result = project.runpytest("--prompt=current", "--prompteval-concurrency=1")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

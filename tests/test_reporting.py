@@ -143,6 +143,7 @@ def test_a_killed_run_keeps_every_finished_item(pytester: pytest.Pytester) -> No
             "no:cacheprovider",
             "--prompt=v",
             "--prompteval-provider=python:slowapp:answer",
+            "--prompteval-concurrency=1",
         ],
         cwd=pytester.path,
         env=env,
@@ -300,6 +301,7 @@ def test_cost_budget_stops_new_calls_and_skips_the_rest(
         "--prompt=v",
         "--prompteval-provider=python:pricedapp:answer",
         "--prompteval-max-cost=0.025",
+        "--prompteval-concurrency=1",  # with calls sent ahead, all in flight may go over
         "-rs",
         *xdist_args,
     )

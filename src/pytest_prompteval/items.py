@@ -19,6 +19,7 @@ from pytest_prompteval.evaluate import (
     new_result,
 )
 from pytest_prompteval.fixture import RESULT_KEY
+from pytest_prompteval.lookahead import Lookahead
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
@@ -26,6 +27,7 @@ from pytest_prompteval.session import PromptevalSession
 from pytest_prompteval.yamlload import line_of
 
 SESSION_KEY = pytest.StashKey[PromptevalSession]()
+LOOKAHEAD_KEY = pytest.StashKey[Lookahead]()
 
 
 def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
@@ -99,6 +101,10 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         ps = self.config.stash[SESSION_KEY]
         self.user_properties.append((RESULT_KEY, self.result))
+        if ps.concurrency > 1:
+            if LOOKAHEAD_KEY not in self.session.stash:
+                self.session.stash[LOOKAHEAD_KEY] = Lookahead(self.session, ps, ps.concurrency)
+            self.session.stash[LOOKAHEAD_KEY].ahead(self)
         try:
             evaluate(self.ihook, ps, self.spec, self.result)
             if not self.result["passed"]:

@@ -120,6 +120,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where each run's results are kept (ini prompteval_results); 'none' keeps none",
     )
     group.addoption(
+        "--prompteval-concurrency",
+        type=int,
+        metavar="N",
+        help="model calls in flight at once, sent ahead of the items (default 8; 1: none)",
+    )
+    group.addoption(
         "--prompteval-code-pass",
         choices=("all", "threshold"),
         help="code cases: a sample passes when all its tests pass (all, the default) or when "
@@ -177,6 +183,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "prompteval_code_timeout", "code cases: seconds a sample may run at most", default="3"
     )
     parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
+    parser.addini("prompteval_concurrency", "model calls in flight at once", default="8")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 
 
@@ -213,6 +220,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(report, "prompteval-report")
     if hasattr(config, "_json_report"):
         config.pluginmanager.register(JsonReportMetadata(report), "prompteval-json-report")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    ps = session.config.stash.get(SESSION_KEY, None)
+    if ps is not None:
+        ps.store.stop()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -46,6 +46,7 @@ class PromptevalSession:
     judge_repeats: int = 1
     pass_ks: tuple[int, ...] = (1,)
     results_dir: Path | None = None
+    concurrency: int = 8
     code_timeout: float = 3.0
     code_pass: str = "all"
     _code: CodeScorer | None = None
@@ -56,6 +57,7 @@ class PromptevalSession:
         return self._code
 
     def close(self) -> None:
+        self.store.stop()
         self.store.provider.close()
         if self._code is not None:
             self._code.close()
@@ -184,6 +186,9 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         judge_seed=str(option.prompteval_seed),
         judge_repeats=option.prompteval_judge_repeats,
         pass_ks=pass_ks,
+        concurrency=max(
+            1, option.prompteval_concurrency or int(config.getini("prompteval_concurrency"))
+        ),
         code_timeout=float(config.getini("prompteval_code_timeout")),
         code_pass=option.prompteval_code_pass or config.getini("prompteval_code_pass") or "all",
         results_dir=None if results == "none" else rootpath / results,

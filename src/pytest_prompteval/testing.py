@@ -93,6 +93,8 @@ class AnthropicServer:
         self.responder = responder
         self.latency = latency
         self.requests: list[LoggedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests it was answering at one time
         self.faults: deque[Fault] = deque()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -174,6 +176,15 @@ class AnthropicServer:
                     headers = {k.lower(): v for k, v in self.headers.items()}
                     owner.requests.append(LoggedRequest(self.path, headers, body))
                     fault = owner.faults.popleft() if owner.faults else None
+                    owner.in_flight += 1
+                    owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                try:
+                    self._answer(body, fault)
+                finally:
+                    with owner._lock:
+                        owner.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any], fault: Fault | None) -> None:
                 if owner.latency:
                     time.sleep(owner.latency)
                 if self.path.split("?")[0] != "/v1/messages":

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,46 @@ class Store:
         self._recorded: set[str] = set()  # re-recorded in this process (mode "all")
         self._lock = threading.Lock()
         self.budget: Budget | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._inflight: dict[str, Future[Outcome]] = {}
 
     def path_for(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
+    def start_pool(self, concurrency: int) -> None:
+        """Let ``prefetch`` send up to ``concurrency`` calls at once, ahead of the items."""
+        if concurrency > 1 and self.mode != "none" and self._pool is None:
+            self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="prompteval-call")
+
+    def prefetch(self, request: Request, context: CallContext) -> None:
+        """Start the call for this sample in the background, if it is one to make."""
+        if self._pool is None:
+            return
+        key = request.key(context.sample)
+        path = self.path_for(key)
+        with self._lock:
+            if key in self._inflight or key in self._recorded:
+                return
+            if self.mode != "all" and path.exists():
+                return  # a replay needs no head start
+            self._inflight[key] = self._pool.submit(self._fetch, request, context)
+
+    def stop(self) -> None:
+        """Start no more calls (``-x``, a stop, the end): drop what has not started."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
     def get(self, request: Request, context: CallContext) -> Outcome:
+        key = request.key(context.sample)
+        with self._lock:
+            future = self._inflight.pop(key, None)
+        if future is not None and not future.cancelled():
+            result: Outcome = future.result()  # its error, if any, is this item's error
+            return result
+        return self._fetch(request, context)
+
+    def _fetch(self, request: Request, context: CallContext) -> Outcome:
         key = request.key(context.sample)
         path = self.path_for(key)
         fresh = self.mode == "all" and key not in self._recorded

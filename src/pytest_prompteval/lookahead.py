@@ -1,0 +1,64 @@
+"""Calls sent ahead of the items that consume them: model calls wait on the network, so a
+process keeps up to ``--prompteval-concurrency`` of them in flight while items still report
+one by one, in pytest's order.
+
+Which items come next: the rest of ``session.items`` without xdist; under xdist, the
+indices waiting in this worker's queue (xdist hands each worker its share in advance).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.evaluate import make_request
+from pytest_prompteval.providers.base import CallContext
+
+if TYPE_CHECKING:
+    from pytest_prompteval.items import CaseItem
+    from pytest_prompteval.session import PromptevalSession
+
+
+class Lookahead:
+    def __init__(self, session: pytest.Session, ps: PromptevalSession, concurrency: int):
+        self.session = session
+        self.ps = ps
+        self.window = 2 * concurrency
+        self.submitted: set[str] = set()
+        self.positions = {item.nodeid: i for i, item in enumerate(session.items)}
+        self.worker = next(
+            (
+                p
+                for p in session.config.pluginmanager.get_plugins()
+                if type(p).__name__ == "WorkerInteractor"
+            ),
+            None,
+        )
+        ps.store.start_pool(concurrency)
+
+    def _upcoming(self, item: pytest.Item) -> list[Any]:
+        if self.worker is not None:
+            with self.worker.torun.lock() as queue:
+                indices = [i for i in list(queue)[: self.window] if isinstance(i, int)]
+            return [self.session.items[i] for i in indices]
+        start = self.positions.get(item.nodeid, -1) + 1
+        return list(self.session.items[start : start + self.window])
+
+    def ahead(self, item: CaseItem) -> None:
+        if self.session.shouldstop or self.session.shouldfail:
+            self.ps.store.stop()  # -x or a stop: no new calls
+            return
+        from pytest_prompteval.items import CaseItem
+
+        for other in self._upcoming(item):
+            if not isinstance(other, CaseItem) or other.nodeid in self.submitted:
+                continue
+            self.submitted.add(other.nodeid)
+            try:
+                request = make_request(other.ihook, self.ps, other.case, other.prompt)
+            except PromptevalError:
+                continue  # the item reports it when it runs
+            context = CallContext(other.case, other.prompt, other.spec.sample)
+            self.ps.store.prefetch(request, context)

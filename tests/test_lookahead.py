@@ -1,0 +1,64 @@
+"""Calls sent ahead of the items: several in flight, items still report in order, -x stops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.testing import AnthropicServer
+
+GOOD = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pytest.Pytester:
+    anthropic_server.latency = 0.1
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        "user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: c{i:02d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
+            for i in range(12)
+        )
+    )
+    return pytester
+
+
+def answer_all(request: dict[str, Any]) -> str:
+    return GOOD
+
+
+def test_calls_go_ahead_of_items_in_order(
+    project: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
+) -> None:
+    anthropic_server.responder = answer_all
+    result = project.runpytest("--prompt=v", "--prompteval-concurrency=4", "-v", *xdist_args)
+    result.assert_outcomes(passed=12)
+    assert len(anthropic_server.requests) == 12  # each call once, prefetched or not
+    # Up to 4 ahead, plus the item's own call, per process.
+    processes = 2 if xdist_args else 1
+    assert 2 <= anthropic_server.max_in_flight <= 5 * processes
+    if not xdist_args:
+        passed = [line.split(" ")[0] for line in result.outlines if " PASSED" in line]
+        assert passed == [f"prompt_cases/c.yaml::c{i:02d}[v]" for i in range(12)]
+
+
+def test_concurrency_1_sends_one_at_a_time(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = answer_all
+    project.runpytest("--prompt=v", "--prompteval-concurrency=1").assert_outcomes(passed=12)
+    assert anthropic_server.max_in_flight == 1
+
+
+def test_exitfirst_stops_new_calls(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = lambda request: "Nothing relevant."  # every item fails
+    result = project.runpytest("--prompt=v", "--prompteval-concurrency=4", "-x")
+    result.assert_outcomes(failed=1)
+    # The first item's call and at most the 2 x 4 looked ahead: never the whole suite.
+    assert len(anthropic_server.requests) <= 1 + 8 < 12
