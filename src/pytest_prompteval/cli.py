@@ -199,6 +199,30 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     return 1 if weak else 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join shard results into one run per prompt version."""
+    from pytest_prompteval.results import write_json_atomically
+    from pytest_prompteval.sharding import load_runs, merge_runs
+
+    runs = load_runs(args.files)
+    ks = sorted(
+        {int(k.split("@")[1]) for run in runs for k in run.summary.get("pass_at_k", {})} or {1}
+    )
+    merged = merge_runs(runs, ks)
+    args.output.mkdir(parents=True, exist_ok=True)
+    for version, document in merged.items():
+        target = args.output / f"merged_{version}.json"
+        write_json_atomically(target, document)
+        s = document["summary"]
+        figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
+        print(
+            f"{target}: {s['items']} items from {len(document['meta']['merged_from'])} "
+            f"files, pass rate {s['pass_rate']:.1%}, {figures}"
+            + (" (partial)" if document["partial"] else "")
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -240,6 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)
+    merging = commands.add_parser("merge", help="join the results of shards into one run")
+    merging.add_argument("files", type=Path, nargs="+", help="results files (.json/.jsonl)")
+    merging.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("prompt_results"),
+        help="directory for merged_<version>.json (default prompt_results)",
+    )
+    merging.set_defaults(run=cmd_merge)
     return parser
 
 

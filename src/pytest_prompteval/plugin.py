@@ -17,6 +17,7 @@ from pytest_prompteval.providers.store import MODES
 from pytest_prompteval.report.collector import RunReport
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
+from pytest_prompteval.sharding import parse_shard, shard_of
 
 BUDGET_KEY = "prompteval_budget_ledger"
 LEDGER_KEY = pytest.StashKey[str]()
@@ -124,6 +125,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         metavar="N",
         help="model calls in flight at once, sent ahead of the items (default 8; 1: none)",
+    )
+    group.addoption(
+        "--prompteval-shard",
+        metavar="I/N",
+        help="run the I-th of N stable shards of the cases (every version and sample of a "
+        "case in the same shard); join the results with 'prompteval merge'",
     )
     group.addoption(
         "--prompteval-code-pass",
@@ -245,6 +252,23 @@ class ShareBudget:
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[BUDGET_KEY] = self.ledger
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    shard = config.option.prompteval_shard
+    if shard is None or SESSION_KEY not in config.stash:
+        return
+    index, count = parse_shard(shard)
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        mine = not isinstance(item, CaseItem) or shard_of(item.nodeid, count) == index
+        (keep if mine else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

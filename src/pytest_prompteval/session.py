@@ -18,6 +18,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL, Judge, load_review_templates
+from pytest_prompteval.sharding import parse_shard
 from pytest_prompteval.tables import load_table
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -139,6 +140,8 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         raise pytest.UsageError("--prompteval-judge-rate: expected a number from 0 to 1")
     if option.prompteval_judge_repeats < 1 or option.prompteval_samples < 1:
         raise pytest.UsageError("--prompteval-judge-repeats and --prompteval-samples: >= 1")
+    if option.prompteval_shard is not None:
+        parse_shard(option.prompteval_shard)  # a bad value is a usage error up front
     try:
         pass_ks = tuple(sorted({int(k) for k in option.prompteval_pass_k.split(",")}))
         if not pass_ks or pass_ks[0] < 1:

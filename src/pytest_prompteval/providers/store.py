@@ -81,13 +81,38 @@ class Store:
             self._pool = None
 
     def get(self, request: Request, context: CallContext) -> Outcome:
+        """The sample's response: from a call already in flight for it (started ahead, or
+        by another thread asking for the same sample), else fetched here."""
         key = request.key(context.sample)
         with self._lock:
-            future = self._inflight.pop(key, None)
-        if future is not None and not future.cancelled():
-            result: Outcome = future.result()  # its error, if any, is this item's error
-            return result
-        return self._fetch(request, context)
+            future = self._inflight.get(key)
+            mine = future is None or future.cancelled()
+            if mine:
+                future = Future()
+                future.set_running_or_notify_cancel()
+                self._inflight[key] = future
+        assert future is not None
+        if not mine:
+            try:
+                result: Outcome = future.result()  # its error, if any, is this item's error
+                return result
+            finally:
+                self._forget(key, future)
+        try:
+            outcome = self._fetch(request, context)
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        else:
+            future.set_result(outcome)
+            return outcome
+        finally:
+            self._forget(key, future)
+
+    def _forget(self, key: str, future: Future[Outcome]) -> None:
+        with self._lock:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
 
     def _fetch(self, request: Request, context: CallContext) -> Outcome:
         key = request.key(context.sample)

@@ -102,7 +102,7 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
     return _mean(values)
 
 
-def summarize_version(version: str, results: list[Result], ks: Sequence[int]) -> VersionSummary:
+def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
     s = VersionSummary(version=version, items=len(results))
     scores = [r["score"] for r in results if r["score"] is not None]
     s.scored = len(scores)
