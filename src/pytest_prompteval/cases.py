@@ -7,7 +7,11 @@ templates, hooks and results; they are never rejected.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,6 +158,31 @@ def inline_case(path: Path, line: int, fields: Mapping[str, Any]) -> Case:
     node = MarkedDict(fields)
     node.line, node.key_lines = line, {}
     return _CaseReader(path, node, 0).read()
+
+
+def load_case_file_cached(path: Path, cache_dir: Path | None) -> CaseFile:
+    """``load_case_file`` through a pickle cache keyed by the file's path, size, mtime and the
+    plugin version: YAML construction is most of a large suite's collection time."""
+    if cache_dir is None:
+        return load_case_file(path)
+    from pytest_prompteval import __version__
+
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{__version__}"
+    entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")
+    try:
+        with entry.open("rb") as handle:
+            cached = pickle.load(handle)
+        if isinstance(cached, CaseFile):
+            return cached
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    case_file = load_case_file(path)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
+    with os.fdopen(fd, "wb") as handle:
+        pickle.dump(case_file, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, entry)
+    return case_file
 
 
 def load_case_file(path: Path) -> CaseFile:

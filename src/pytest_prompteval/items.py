@@ -9,7 +9,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.budget import BudgetSpent
-from pytest_prompteval.cases import Case, load_case_file
+from pytest_prompteval.cases import Case, load_case_file_cached
 from pytest_prompteval.errors import PromptevalError, StopRun, display
 from pytest_prompteval.evaluate import (
     CaseFailed,
@@ -39,9 +39,12 @@ def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         ps = self.config.stash[SESSION_KEY]
-        case_file = load_case_file(self.path)
+        store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
+        cache = store.mkdir("prompteval-cases") if store is not None else None
+        case_file = load_case_file_cached(self.path, cache)
+        shown = display(self.path)
         for case in case_file.cases:
-            where = display(case.path, case.line)
+            where = f"{shown}:{case.line}"
             first = ps.case_ids.setdefault(case.id, where)
             if first != where:
                 raise PromptevalError(

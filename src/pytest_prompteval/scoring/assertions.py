@@ -10,8 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from pytest_prompteval.errors import PromptevalError
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
@@ -122,6 +120,8 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
     ):
         raise fail(f"{kind}: expected a number >= 0")
     if kind == "json_schema":
+        import jsonschema  # slow to import: only for suites that use it
+
         if not isinstance(value, Mapping):
             raise fail("json_schema: expected a JSON schema (a mapping)")
         try:
@@ -196,6 +196,8 @@ def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
         if kind == "is_json":
             passed, reason = True, "is JSON"
         else:
+            import jsonschema
+
             errors = list(jsonschema.Draft202012Validator(dict(value)).iter_errors(document))
             passed = not errors
             reason = "matches the schema" if passed else f"schema: {errors[0].message}"

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_prompteval.cases import Case
 from pytest_prompteval.errors import PromptevalError, display
 from pytest_prompteval.pricing import PriceTable
@@ -211,6 +209,8 @@ class Judge:
         usage: JudgeUsage,
     ) -> dict[str, Any]:
         """One validated tool input: the first answer, or one retry, or JudgeError."""
+        import jsonschema  # slow to import: only when a judge runs
+
         validator = jsonschema.Draft202012Validator(schema)
         rejection = ""
         for _attempt in range(2):
