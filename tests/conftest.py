@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 # pytester drops the modules an in-process run imported first; importing the SDK here once
 # saves about 2 s in every in-process run that makes a call.
@@ -16,6 +17,15 @@ COMPAT = ROOT.parent / "shared" / "compat" / "explain"
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     """Run a pytester session both without xdist and with two workers."""
     return list(request.param)
+
+
+def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
+    """The ``prompteval`` result of every item an in-process run reported."""
+    return [
+        dict(report.user_properties)["prompteval"]
+        for report in reprec.getreports("pytest_runtest_logreport")
+        if report.when == "call"
+    ]
 
 
 def copy_compat(pytester: pytest.Pytester, edition: str) -> Path:

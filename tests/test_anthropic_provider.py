@@ -10,6 +10,8 @@ import pytest
 
 from pytest_prompteval.testing import AnthropicServer, Fault
 
+from .conftest import item_results
+
 PROMPT = (
     "system_prompt: 'You explain {arch} assembly.'\n"
     "user_prompt: 'Explain the {arch} assembly output.'\n"
@@ -45,12 +47,7 @@ def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pyt
 
 
 def results(reprec: pytest.HookRecorder) -> dict[str, dict[str, Any]]:
-    found = {}
-    for report in reprec.getreports("pytest_runtest_logreport"):
-        if report.when == "call":
-            result = dict(report.user_properties)["prompteval"]
-            found[result["case_id"]] = result
-    return found
+    return {r["case_id"]: r for r in item_results(reprec)}
 
 
 def test_record_then_replay_offline_gives_identical_scores(

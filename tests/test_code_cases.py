@@ -17,6 +17,8 @@ from pytest_prompteval.errors import PromptevalError
 from pytest_prompteval.scoring.code import CodeSpec, extract_code, parse_code_spec
 from pytest_prompteval.stats import pass_at_k
 
+from .conftest import item_results
+
 CASES = """
 cases:
 - id: clamp_001
@@ -76,12 +78,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def results(reprec: pytest.HookRecorder) -> dict[str, dict[str, Any]]:
-    found = {}
-    for report in reprec.getreports("pytest_runtest_logreport"):
-        if report.when == "call":
-            result = dict(report.user_properties)["prompteval"]
-            found[result["prompt"]] = result
-    return found
+    return {r["prompt"]: r for r in item_results(reprec)}
 
 
 def test_metrics_and_error_classes(project: pytest.Pytester) -> None:

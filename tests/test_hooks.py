@@ -4,13 +4,11 @@ builds itself from its nested ``model:`` block."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_prompteval.testing import AnthropicServer
 
-from .conftest import copy_compat
+from .conftest import copy_compat, item_results
 
 CONFTEST = """
 import json
@@ -56,11 +54,7 @@ def test_compat_2026_11_runs_through_the_hooks(
     copy_compat(pytester, "2026-11")
     pytester.makeconftest(CONFTEST)
     reprec = pytester.inline_run("--prompt=current")
-    results: list[dict[str, Any]] = [
-        dict(r.user_properties)["prompteval"]
-        for r in reprec.getreports("pytest_runtest_logreport")
-        if r.when == "call"
-    ]
+    results = item_results(reprec)
     assert len(results) == 21
     assert [r["error"] for r in results if r["error"]] == []
     assert len(anthropic_server.requests) == 21

@@ -11,6 +11,8 @@ import pytest
 
 from pytest_prompteval.testing import AnthropicServer, Fault, tool_use
 
+from .conftest import item_results
+
 CASES = "cases:\n" + "".join(
     f"- id: case_{i:02d}\n  difficulty: beginner\n  expected_topics: [loop_optimization]\n"
     f"  input: {{code: 'loop {i}'}}\n"
@@ -63,11 +65,7 @@ def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pyt
 
 
 def results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
-    return [
-        dict(r.user_properties)["prompteval"]
-        for r in reprec.getreports("pytest_runtest_logreport")
-        if r.when == "call"
-    ]
+    return item_results(reprec)
 
 
 def judge_requests(server: AnthropicServer) -> list[dict[str, Any]]:

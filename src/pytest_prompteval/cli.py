@@ -223,17 +223,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("list", help="cases per file, and the prompt versions")
-    listing.add_argument(
+def _add_cases_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--cases",
         type=Path,
         action="append",
         help="case directory (repeatable; default prompt_cases)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="cases per file, and the prompt versions")
+    _add_cases_option(listing)
     listing.add_argument(
         "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
     )
@@ -244,12 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("-o", "--output", type=Path, default=Path("prompt_cases/humaneval.yaml"))
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
-    checking.add_argument(
-        "--cases",
-        type=Path,
-        action="append",
-        help="case directory (repeatable; default prompt_cases)",
-    )
+    _add_cases_option(checking)
     checking.add_argument(
         "--mutation",
         action="store_true",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from pytest_prompteval.report.compare import Comparison
@@ -82,31 +83,23 @@ def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
     return table(rows)
 
 
+def _counts(label: str, counter: Counter[str], most_common: bool = True) -> str:
+    text = f"{label}: " + ", ".join(f"{k} {n}" for k, n in counter.most_common())
+    return text + (f" (most common: {counter.most_common(1)[0][0]})" if most_common else "")
+
+
 def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
     lines: list[str] = []
     for s in summaries:
         notes = []
         if s.errors:
-            most, _ = s.errors.most_common(1)[0]
-            notes.append(
-                "errors: "
-                + ", ".join(f"{k} {n}" for k, n in s.errors.most_common())
-                + f" (most common: {most})"
-            )
+            notes.append(_counts("errors", s.errors))
         if s.code_failures:
-            most, _ = s.code_failures.most_common(1)[0]
-            notes.append(
-                "code failures: "
-                + ", ".join(f"{k} {n}" for k, n in s.code_failures.most_common())
-                + f" (most common: {most})"
-            )
+            notes.append(_counts("code failures", s.code_failures))
         if s.skipped:
             notes.append(f"skipped {s.skipped} (cost budget spent)")
         if s.failed_assertions:
-            notes.append(
-                "failed assertions: "
-                + ", ".join(f"{k} {n}" for k, n in s.failed_assertions.most_common())
-            )
+            notes.append(_counts("failed assertions", s.failed_assertions, most_common=False))
         if s.judged:
             notes.append(
                 f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
