@@ -223,6 +223,35 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from pytest_prompteval.workflows.analyze import analyze, render_html, render_text
+
+    report = analyze(args.results, args.window)
+    if not report["versions"]:
+        print(f"no stored runs in {args.results}")
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print("\n".join(render_text(report, args.window)))
+    if args.html:
+        args.html.write_text(render_html(report), encoding="utf-8")
+        print(f"wrote {args.html}")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from pytest_prompteval.scoring.judge import load_review_templates
+    from pytest_prompteval.workflows.review import SEED_DIMENSIONS, run_review
+
+    dimensions = SEED_DIMENSIONS
+    if args.rubric:
+        template = load_review_templates(args.review_templates)[args.rubric]
+        dimensions = tuple((name, weight) for name, (weight, _) in template.dimensions.items())
+    run_review(args.results, sys.stdin, sys.stdout, dimensions, args.reviewer)
+    return 0
+
+
 def _add_cases_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cases",
@@ -273,6 +302,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory for merged_<version>.json (default prompt_results)",
     )
     merging.set_defaults(run=cmd_merge)
+    analyzing = commands.add_parser("analyze", help="trends, best version and regressions")
+    analyzing.add_argument("--results", type=Path, default=Path("prompt_results"))
+    analyzing.add_argument("--window", type=int, default=5, help="runs in the windowed rate")
+    analyzing.add_argument("--html", type=Path, help="also write a page with a trend chart")
+    analyzing.add_argument("--json", action="store_true", help="machine-readable output")
+    analyzing.set_defaults(run=cmd_analyze)
+    reviewing = commands.add_parser("review", help="rate results by hand, resumably")
+    reviewing.add_argument("results", type=Path, help="a results file (.json or .jsonl)")
+    reviewing.add_argument(
+        "--rubric",
+        metavar="TEMPLATE",
+        help="rate a review template's dimensions instead of the seed's",
+    )
+    reviewing.add_argument(
+        "--review-templates", type=Path, help="the review templates file (default: the plugin's)"
+    )
+    reviewing.add_argument("--reviewer", default="", help="your name, kept with each rating")
+    reviewing.set_defaults(run=cmd_review)
     return parser
 
 

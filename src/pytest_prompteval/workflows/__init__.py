@@ -1,0 +1,1 @@
+"""The companion commands' work: analyze stored runs, human review, prompt improvement."""

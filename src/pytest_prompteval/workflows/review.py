@@ -1,0 +1,130 @@
+"""``prompteval review RESULTS``: human review in the terminal.
+
+For each result not reviewed yet it shows the case, the answer and the automatic scores,
+asks a 1-5 rating per dimension and a comment, and saves ``<results>.review.json`` after
+every answer, so a review can stop (``q``) and resume any time. Dimensions: the seed's human
+evaluation (correctness 0.4, completeness 0.3, edge-case handling 0.3; code quality is
+rated but not weighted), or a review template's rubric with its weights.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_prompteval.results import load_run, write_json_atomically
+
+SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
+    ("correctness", 0.4),
+    ("completeness", 0.3),
+    ("edge_case_handling", 0.3),
+    ("code_quality", 0.0),
+)
+Key = tuple[str, str, int]
+
+
+def review_path(results: Path) -> Path:
+    return results.with_name(results.name + ".review.json")
+
+
+def load_reviews(results: Path) -> dict[Key, dict[str, Any]]:
+    path = review_path(results)
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {(r["file"], r["case_id"], r["sample"]): r for r in data["reviews"]}
+
+
+def _save(results: Path, reviews: dict[Key, dict[str, Any]]) -> None:
+    ordered = [reviews[k] for k in sorted(reviews)]
+    write_json_atomically(review_path(results), {"results": results.name, "reviews": ordered})
+
+
+def human_score(ratings: dict[str, int], dimensions: Sequence[tuple[str, float]]) -> float:
+    total = sum(w for _, w in dimensions)
+    return sum(ratings[name] * w for name, w in dimensions) / 5 / total
+
+
+def _ask(prompt: str, stdin: IO[str], out: IO[str]) -> str | None:
+    out.write(prompt)
+    out.flush()
+    line = stdin.readline()
+    return None if line == "" else line.strip()
+
+
+def run_review(
+    results: Path,
+    stdin: IO[str],
+    out: IO[str],
+    dimensions: Sequence[tuple[str, float]] = SEED_DIMENSIONS,
+    reviewer: str = "",
+) -> int:
+    """Review what is left; return how many results were reviewed in this session."""
+    run = load_run(results)
+    reviews = load_reviews(results)
+    todo = [
+        r
+        for r in run.results
+        if (r["file"], r["case_id"], r["sample"]) not in reviews and r["response"]
+    ]
+    out.write(
+        f"{len(todo)} of {len(run.results)} results to review "
+        f"({len(reviews)} reviewed before). q quits, s skips a result.\n"
+    )
+    done = 0
+    for number, result in enumerate(todo, start=1):
+        key = (result["file"], result["case_id"], result["sample"])
+        dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
+        out.write(
+            f"\n[{number}/{len(todo)}] {result['case_id']} [{result['prompt']}] "
+            f"score {result['score']}  {'PASS' if result['passed'] else 'FAIL'}\n  {dims}\n"
+            + (
+                f"  missing topics: {', '.join(result['missing_topics'])}\n"
+                if result["missing_topics"]
+                else ""
+            )
+            + f"--- answer ---\n{result['response']}\n--------------\n"
+        )
+        ratings: dict[str, int] = {}
+        for name, _ in dimensions:
+            while True:
+                answer = _ask(f"{name} (1-5): ", stdin, out)
+                if answer is None or answer == "q":
+                    out.write(f"stopped; {done} reviewed now, saved.\n")
+                    return done
+                if answer == "s":
+                    break
+                if answer.isdigit() and 1 <= int(answer) <= 5:
+                    ratings[name] = int(answer)
+                    break
+                out.write("  a whole number from 1 to 5, s to skip, q to quit\n")
+            if answer == "s":
+                break
+        if len(ratings) < len(dimensions):
+            reviews[key] = {
+                "file": key[0],
+                "case_id": key[1],
+                "sample": key[2],
+                "prompt": result["prompt"],
+                "skipped": True,
+            }
+            _save(results, reviews)
+            continue
+        comment = _ask("comment (optional): ", stdin, out) or ""
+        reviews[key] = {
+            "file": key[0],
+            "case_id": key[1],
+            "sample": key[2],
+            "prompt": result["prompt"],
+            "ratings": ratings,
+            "comment": comment,
+            "reviewer": reviewer,
+            "human_score": round(human_score(ratings, dimensions), 6),
+            "automatic_score": result.get("automatic_score", result["score"]),
+        }
+        _save(results, reviews)
+        done += 1
+    out.write(f"\nall reviewed; {done} in this session.\n")
+    return done

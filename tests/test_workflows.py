@@ -1,0 +1,118 @@
+"""Companion workflows: analyze stored runs (a partial one too) and human review by stdin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import copy_example_suite
+
+
+def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_prompteval.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def history(pytester: pytest.Pytester) -> Path:
+    """Two runs of each example version, and the journal of an interrupted third one."""
+    copy_example_suite(pytester)
+    for _ in range(2):
+        pytester.runpytest("--prompt=current", "--compare=v1_baseline").assert_outcomes(passed=10)
+    results = pytester.path / "prompt_results"
+    (first,) = sorted(results.glob("*_current.json"))[:1]
+    lines = json.loads(first.read_text())
+    journal = results / "29991231_235959_current.jsonl"
+    header = {**lines["meta"], "started_at": "2999-12-31T23:59:59"}
+    journal.write_text(
+        json.dumps({"header": header, "partial": True})
+        + "\n"
+        + "".join(json.dumps(r) + "\n" for r in lines["results"][:2])
+        + '{"cut short'
+    )
+    return results
+
+
+def test_analyze_reports_trends_best_version_and_partial_runs(
+    pytester: pytest.Pytester, history: Path
+) -> None:
+    done = prompteval(pytester.path, "analyze", "--html", "trend.html")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == [
+        "version",
+        "runs",
+        "latest",
+        "score",
+        "latest",
+        "pass",
+        "pass",
+        "(last",
+        "5)",
+        "trend",
+    ]
+    current = next(line.split() for line in lines if line.startswith("current"))
+    assert current[:2] == ["current", "3"]
+    assert "best version (latest run's mean score): current" in lines
+    assert any("29991231_235959_current.jsonl is partial" in line for line in lines)
+    page = pytester.path.joinpath("trend.html").read_text()
+    assert "<svg" in page and "<script" not in page and page.count("<polyline") == 2
+    data = json.loads(prompteval(pytester.path, "analyze", "--json").stdout)
+    assert data["versions"]["v1_baseline"]["trend_per_run"] == 0.0
+    assert len(data["versions"]["current"]["runs"]) == 3
+
+
+def test_review_by_scripted_input_resumes_and_feeds_analyze(
+    pytester: pytest.Pytester, history: Path
+) -> None:
+    results = sorted(history.glob("*_v1_baseline.json"))[-1]
+    # Rate the first result fully, skip the second, then quit.
+    first = prompteval(
+        pytester.path,
+        "review",
+        str(results),
+        "--reviewer",
+        "ana",
+        stdin="4\n5\n3\n2\nclear enough\ns\nq\n",
+    )
+    assert first.returncode == 0, first.stderr
+    assert "5 of 5 results to review (0 reviewed before)" in first.stdout
+    assert "--- answer ---" in first.stdout and "stopped; 1 reviewed now, saved." in first.stdout
+    saved = json.loads(results.with_name(results.name + ".review.json").read_text())
+    rated, skipped = saved["reviews"][0], saved["reviews"][1]
+    assert rated["ratings"] == {
+        "correctness": 4,
+        "completeness": 5,
+        "edge_case_handling": 3,
+        "code_quality": 2,
+    }
+    assert rated["human_score"] == pytest.approx((4 * 0.4 + 5 * 0.3 + 3 * 0.3) / 5)
+    assert rated["comment"] == "clear enough" and rated["reviewer"] == "ana"
+    assert skipped["skipped"] is True
+    # Resuming asks only for what is left; a bad rating is asked again.
+    again = prompteval(
+        pytester.path,
+        "review",
+        str(results),
+        stdin="9\n2\n2\n2\n2\n\n1\n1\n1\n1\n\n5\n5\n5\n5\nfine\n",
+    )
+    assert "3 of 5 results to review (2 reviewed before)" in again.stdout
+    assert "a whole number from 1 to 5" in again.stdout
+    assert "all reviewed; 3 in this session." in again.stdout
+    analysis = prompteval(pytester.path, "analyze").stdout
+    assert "v1_baseline: 4 human reviews; human vs automatic Spearman" in analysis
+
+
+def test_analyze_without_runs(tmp_path: Path) -> None:
+    done = prompteval(tmp_path, "analyze")
+    assert done.returncode == 1 and "no stored runs in prompt_results" in done.stdout
