@@ -157,7 +157,7 @@ def test_invalid_verdict_is_retried_once_then_errors_with_the_verdict(
     )
     judge = judge_requests(anthropic_server)
     assert len(judge) == 2
-    assert "Your previous verdict was rejected" in judge[1]["system"]
+    assert "Your previous answer was rejected" in judge[1]["system"]
 
 
 def test_a_good_retry_is_accepted(

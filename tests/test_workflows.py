@@ -6,8 +6,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from pytest_prompteval.testing import tool_use
 
 from .conftest import copy_example_suite
 
@@ -116,3 +119,50 @@ def test_review_by_scripted_input_resumes_and_feeds_analyze(
 def test_analyze_without_runs(tmp_path: Path) -> None:
     done = prompteval(tmp_path, "analyze")
     assert done.returncode == 1 and "no stored runs in prompt_results" in done.stdout
+
+
+def test_improve_against_the_loopback_server(
+    pytester: pytest.Pytester, history: Path, anthropic_server: Any
+) -> None:
+    answer = {
+        "suggestions": [
+            {
+                "issue": "misses early exits",
+                "current_text": "Explain the assembly",
+                "suggested_text": "Name every early exit",
+                "rationale": "missing topic",
+                "priority": "medium",
+            },
+            {
+                "issue": "overconfident claims",
+                "current_text": "You are an expert",
+                "suggested_text": "Use qualified language",
+                "rationale": "incorrect claims",
+                "priority": "high",
+            },
+        ],
+        "expected_impact": "0.81 -> 0.88",
+        "improved_system_prompt": "You are an expert in {arch}. Use qualified language.",
+        "improved_user_prompt": "Explain the {arch} assembly output.",
+    }
+    anthropic_server.responder = lambda request: tool_use(request, answer)
+    done = prompteval(
+        pytester.path, "improve", "--prompt", "v1_baseline", "--create-improved", "--output", "v2"
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("[high] overconfident claims") < out.index("[medium] misses early exits")
+    assert "Expected impact: 0.81 -> 0.88" in out
+    (request,) = [r.body for r in anthropic_server.requests]
+    assert request["tool_choice"]["type"] == "tool"
+    assert "failure_patterns" in request["messages"][0]["content"][0]["text"]
+    assert "constant_folding" in request["messages"][0]["content"][0]["text"]  # a missed topic
+    improved = pytester.path / "prompts" / "v2.yaml"
+    assert "Use qualified language" in improved.read_text()
+    # The new version runs as any other (its request is new: no recording, so it fails
+    # offline with the message saying how to record it), and is never overwritten.
+    again = prompteval(
+        pytester.path, "improve", "--prompt", "v1_baseline", "--create-improved", "--output", "v2"
+    )
+    assert again.returncode == 2 and "exists already" in again.stderr
+    assert len(anthropic_server.requests) == 1  # the second run replayed the recording

@@ -252,6 +252,37 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_improve(args: argparse.Namespace) -> int:
+    from pytest_prompteval.pricing import PriceTable
+    from pytest_prompteval.providers.store import Store
+    from pytest_prompteval.session import make_provider
+    from pytest_prompteval.tables import load_table
+    from pytest_prompteval.workflows import improve
+
+    prompt = improve.load_version(args.prompts, args.prompt)
+    run = improve.latest_run(args.results, args.prompt)
+    provider = make_provider(args.provider)
+    mode = args.record or ("new" if provider.live else "none")
+    store = Store(args.recordings, mode, provider)
+    try:
+        answer, patterns, usage = improve.suggest(
+            prompt, run, store, PriceTable(load_table("prices")), args.model
+        )
+    finally:
+        provider.close()
+    print("\n".join(improve.render(answer, patterns)))
+    print(
+        f"({usage.input_tokens} in / {usage.output_tokens} out tokens, "
+        f"${usage.cost_usd:.4f}, from {run.path.name})"
+    )
+    if args.create_improved:
+        if not args.output:
+            raise PromptevalError("--create-improved needs --output NAME")
+        path = improve.write_improved(prompt, answer, args.prompts / f"{args.output}.yaml")
+        print(f"wrote {path}; try it: pytest --prompt={args.output} --compare {args.prompt}")
+    return 0
+
+
 def _add_cases_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cases",
@@ -320,6 +351,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reviewing.add_argument("--reviewer", default="", help="your name, kept with each rating")
     reviewing.set_defaults(run=cmd_review)
+    improving = commands.add_parser("improve", help="ask Claude how to improve a prompt")
+    improving.add_argument("--prompt", required=True, help="the prompt version")
+    improving.add_argument("--prompts", type=Path, default=Path("prompts"))
+    improving.add_argument("--results", type=Path, default=Path("prompt_results"))
+    improving.add_argument("--recordings", type=Path, default=Path("prompt_recordings"))
+    improving.add_argument("--model", default="claude-sonnet-4-5")
+    improving.add_argument(
+        "--provider", default="anthropic", help="anthropic, or python:package.module:function"
+    )
+    improving.add_argument("--record", choices=("none", "new", "all"))
+    improving.add_argument(
+        "--create-improved",
+        action="store_true",
+        help="also write the improved prompt as a new version",
+    )
+    improving.add_argument("--output", help="the new version's name (never overwritten)")
+    improving.set_defaults(run=cmd_improve)
     return parser
 
 

@@ -145,6 +145,73 @@ class Verdict:
         return max(self.repeats) - min(self.repeats) if self.repeats else 0.0
 
 
+def _tool_request(
+    model: str, system: str, user: str, schema: dict[str, Any], rejection: str
+) -> Request:
+    if rejection:
+        system += (
+            f"\n\nYour previous answer was rejected: {rejection}. Call {VERDICT_TOOL} once, "
+            "with every field the schema requires."
+        )
+    tool = {
+        "name": VERDICT_TOOL,
+        "description": "Submit the answer. Call this exactly once.",
+        "input_schema": schema,
+    }
+    return Request.create(
+        model,
+        [Message("user", (user,))],
+        system,
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=0.0,
+        tools=[tool],
+        tool_choice={"type": "tool", "name": VERDICT_TOOL},
+    )
+
+
+def structured_call(
+    store: Store,
+    prices: PriceTable,
+    model: str,
+    context: CallContext,
+    system: str,
+    user: str,
+    schema: dict[str, Any],
+    usage: JudgeUsage,
+) -> dict[str, Any]:
+    """A forced tool call whose input must match ``schema``: the first answer, or one retry
+    told what was wrong, or JudgeError with the raw answer shown."""
+    import jsonschema  # slow to import: only when a judge runs
+
+    validator = jsonschema.Draft202012Validator(schema)
+    rejection = ""
+    for _attempt in range(2):
+        request = _tool_request(model, system, user, schema, rejection)
+        outcome = store.get(request, context)
+        response = outcome.response
+        usage.calls += 1
+        usage.replayed += outcome.replayed
+        usage.input_tokens += response.input_tokens + response.cache_read_tokens
+        usage.output_tokens += response.output_tokens
+        usage.cost_usd += prices.cost(response, request.model) or 0.0
+        verdict = response.tool_input
+        if verdict is None:
+            rejection = f"no {VERDICT_TOOL} tool call (the answer was text instead)"
+            raw = response.text
+        else:
+            errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
+            if not errors:
+                return verdict
+            rejection = "; ".join(
+                f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
+            )[:500]
+            raw = json.dumps(verdict, ensure_ascii=False)
+    raise JudgeError(
+        f"judge verdict for case {context.case.id!r} does not match the schema after one "
+        f"retry: {rejection}\n  verdict: {raw[:2000]}"
+    )
+
+
 class Judge:
     def __init__(
         self,
@@ -179,27 +246,6 @@ class Judge:
             )
         return self.templates[name]
 
-    def _request(self, system: str, user: str, schema: dict[str, Any], rejection: str) -> Request:
-        if rejection:
-            system += (
-                f"\n\nYour previous verdict was rejected: {rejection}. Call {VERDICT_TOOL} once, "
-                "with every field the schema requires."
-            )
-        tool = {
-            "name": VERDICT_TOOL,
-            "description": "Submit the verdict. Call this exactly once.",
-            "input_schema": schema,
-        }
-        return Request.create(
-            self.model,
-            [Message("user", (user,))],
-            system,
-            max_tokens=JUDGE_MAX_TOKENS,
-            temperature=0.0,
-            tools=[tool],
-            tool_choice={"type": "tool", "name": VERDICT_TOOL},
-        )
-
     def call(
         self,
         context: CallContext,
@@ -208,35 +254,8 @@ class Judge:
         schema: dict[str, Any],
         usage: JudgeUsage,
     ) -> dict[str, Any]:
-        """One validated tool input: the first answer, or one retry, or JudgeError."""
-        import jsonschema  # slow to import: only when a judge runs
-
-        validator = jsonschema.Draft202012Validator(schema)
-        rejection = ""
-        for _attempt in range(2):
-            request = self._request(system, user, schema, rejection)
-            outcome = self.store.get(request, context)
-            response = outcome.response
-            usage.calls += 1
-            usage.replayed += outcome.replayed
-            usage.input_tokens += response.input_tokens + response.cache_read_tokens
-            usage.output_tokens += response.output_tokens
-            usage.cost_usd += self.prices.cost(response, request.model) or 0.0
-            verdict = response.tool_input
-            if verdict is None:
-                rejection = f"no {VERDICT_TOOL} tool call (the judge wrote text instead)"
-                raw = response.text
-            else:
-                errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
-                if not errors:
-                    return verdict
-                rejection = "; ".join(
-                    f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
-                )[:500]
-                raw = json.dumps(verdict, ensure_ascii=False)
-        raise JudgeError(
-            f"judge verdict for case {context.case.id!r} does not match the schema after one "
-            f"retry: {rejection}\n  verdict: {raw[:2000]}"
+        return structured_call(
+            self.store, self.prices, self.model, context, system, user, schema, usage
         )
 
     @staticmethod

@@ -1,0 +1,177 @@
+"""``prompteval improve --prompt VERSION``: ask Claude how to improve a prompt version.
+
+Reads the latest stored run of the version, sums up its failure patterns (missing topics,
+incorrect claims, failing assertions, error classes, judge notes, the worst cases), sends
+them with the prompt file to Claude through the same provider and recordings as the tests
+(so a re-run with the same inputs pays nothing), and returns prioritised suggestions and an
+improved system and user prompt, through a forced tool call with a JSON schema.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_prompteval.cases import Case
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.pricing import PriceTable
+from pytest_prompteval.prompts import PromptVersion, load_prompt
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.store import Store
+from pytest_prompteval.results import StoredRun, load_run
+from pytest_prompteval.scoring.judge import JudgeUsage, structured_call
+
+PRIORITIES = ("high", "medium", "low")
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "suggestions": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "issue": {"type": "string"},
+                    "current_text": {"type": "string"},
+                    "suggested_text": {"type": "string"},
+                    "rationale": {"type": "string"},
+                    "priority": {"enum": list(PRIORITIES)},
+                },
+                "required": ["issue", "current_text", "suggested_text", "rationale", "priority"],
+            },
+        },
+        "expected_impact": {"type": "string"},
+        "improved_system_prompt": {"type": "string"},
+        "improved_user_prompt": {"type": "string"},
+    },
+    "required": [
+        "suggestions",
+        "expected_impact",
+        "improved_system_prompt",
+        "improved_user_prompt",
+    ],
+}
+SYSTEM = (
+    "You are an expert prompt engineer. You get a prompt version used with Claude and the "
+    "failure patterns its test suite found. Propose concrete, prioritised edits that fix "
+    "the patterns without breaking what works, quoting the current text you would change. "
+    "Keep every {placeholder} the prompt uses. Submit with the tool."
+)
+
+
+def latest_run(results: Path, version: str) -> StoredRun:
+    candidates = sorted(
+        p for p in results.glob(f"*_{version}.json*") if p.suffix in (".json", ".jsonl")
+    )
+    if not candidates:
+        raise PromptevalError(f"no stored run of {version!r} in {results}; run the suite first")
+    return load_run(candidates[-1])
+
+
+def failure_patterns(run: StoredRun) -> dict[str, Any]:
+    results = run.results
+    scores = [r["score"] for r in results if r["score"] is not None]
+    missing = Counter(t for r in results for t in r["missing_topics"])
+    claims = Counter(c for r in results for c in r["incorrect_claims"])
+    assertions = Counter(
+        a["type"] for r in results for a in r.get("assertions", []) if not a["passed"]
+    )
+    classes = Counter(
+        r.get("error_class") or r["error_type"]
+        for r in results
+        if r.get("error_class") or r["error_type"]
+    )
+    worst = sorted((r for r in results if r["score"] is not None), key=lambda r: r["score"])
+    return {
+        "items": len(results),
+        "passed": sum(bool(r["passed"]) for r in results),
+        "mean_score": statistics.fmean(scores) if scores else None,
+        "missing_topics": dict(missing.most_common(15)),
+        "incorrect_claims": dict(claims.most_common(10)),
+        "failed_assertions": dict(assertions.most_common()),
+        "error_classes": dict(classes.most_common()),
+        "judge_notes": [r["judge_notes"] for r in results if r.get("judge_notes")][:10],
+        "worst_cases": [
+            {
+                "case_id": r["case_id"],
+                "score": r["score"],
+                "missing_topics": r["missing_topics"],
+                "answer_start": (r["response"] or "")[:400],
+            }
+            for r in worst[:5]
+        ],
+    }
+
+
+def suggest(
+    prompt: PromptVersion, run: StoredRun, store: Store, prices: PriceTable, model: str
+) -> tuple[dict[str, Any], dict[str, Any], JudgeUsage]:
+    patterns = failure_patterns(run)
+    user = (
+        f'<prompt_file name="{prompt.path.name}">\n{prompt.path.read_text()}\n</prompt_file>\n'
+        f"<failure_patterns>\n{json.dumps(patterns, indent=1)}\n</failure_patterns>"
+    )
+    context = CallContext(
+        Case(id=f"improve-{prompt.version}", input={}, path=prompt.path, line=1), prompt, 0, "judge"
+    )
+    usage = JudgeUsage()
+    answer = structured_call(store, prices, model, context, SYSTEM, user, SCHEMA, usage)
+    answer["suggestions"].sort(key=lambda s: PRIORITIES.index(s["priority"]))
+    return answer, patterns, usage
+
+
+def render(answer: dict[str, Any], patterns: dict[str, Any]) -> list[str]:
+    mean = patterns["mean_score"]
+    lines = [
+        "=== PROMPT IMPROVEMENT SUGGESTIONS ===",
+        f"Average score: {'-' if mean is None else f'{mean:.2f}'} "
+        f"({patterns['passed']}/{patterns['items']} passed)",
+        "",
+    ]
+    for s in answer["suggestions"]:
+        lines += [
+            f"[{s['priority']}] {s['issue']}",
+            f"  current:   {s['current_text']!r}",
+            f"  suggested: {s['suggested_text']!r}",
+            f"  rationale: {s['rationale']}",
+            "",
+        ]
+    lines.append(f"Expected impact: {answer['expected_impact']}")
+    return lines
+
+
+def write_improved(prompt: PromptVersion, answer: dict[str, Any], output: Path) -> Path:
+    """A new prompt version file; an existing file is never overwritten."""
+    if output.exists():
+        raise PromptevalError("exists already; pick another --output name", output)
+    data = dict(prompt.raw)
+    data.update(
+        name=f"{prompt.name} (improved)",
+        description=f"Made by prompteval improve from {prompt.version}",
+        system_prompt=answer["improved_system_prompt"],
+        user_prompt=answer["improved_user_prompt"],
+    )
+    text = yaml.safe_dump(_plain(data), sort_keys=False, allow_unicode=True, width=100)
+    with output.open("x", encoding="utf-8") as handle:  # "x": never overwrite
+        handle.write(text)
+    return output
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_version(prompts: Path, version: str) -> PromptVersion:
+    for suffix in (".yaml", ".yml"):
+        if (prompts / f"{version}{suffix}").exists():
+            return load_prompt(prompts / f"{version}{suffix}")
+    raise PromptevalError(f"no prompt version {version!r} in {prompts}")
