@@ -35,6 +35,7 @@ from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import JudgeUsage
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
+from pytest_prompteval.scoring.strategies import apply, parse_strategy
 from pytest_prompteval.session import PromptevalSession
 
 
@@ -77,6 +78,7 @@ def new_result(
         "error_type": None,
         "error": None,
         "error_class": None,
+        "attempts": 1,
     }
 
 
@@ -217,6 +219,21 @@ def _code_score(
     return score
 
 
+def _add_attempts(
+    ps: PromptevalSession, result: dict[str, Any], responses: list[Response], model: str, final: str
+) -> None:
+    """A strategy's item costs every attempt it made."""
+    costs = [ps.prices.cost(r, model) for r in responses]
+    result.update(
+        attempts=len(responses),
+        response=final,
+        input_tokens=sum(r.input_tokens for r in responses),
+        output_tokens=sum(r.output_tokens for r in responses),
+        cost_usd=None if None in costs else round(sum(c or 0.0 for c in costs), 8),
+        latency_ms=round(sum(r.latency_ms for r in responses), 1),
+    )
+
+
 def _main_passes(ps: PromptevalSession, main: Score, result: Mapping[str, Any]) -> bool:
     """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
     reaches the threshold); anything else: the score reaches the threshold."""
@@ -253,7 +270,14 @@ def evaluate(
             request_id=response.request_id,
         )
         if spec.code is not None:
-            main = _code_score(ps, spec.code, case, response.text, request.prefill, result)
+            text, prefill = response.text, request.prefill
+            strategy = parse_strategy(prompt)
+            if strategy is not None:
+                text, prefill, responses = apply(
+                    strategy, ps.store, ps.code_scorer(), case, spec.code, request, ctx, response
+                )
+                _add_attempts(ps, result, responses, request.model, text)
+            main = _code_score(ps, spec.code, case, text, prefill, result)
         else:
             texts = (
                 _sample_texts(ps, request, ctx, outcome, spec.samples) if spec.samples > 1 else []

@@ -23,6 +23,7 @@ from pytest_prompteval.lookahead import Lookahead
 from pytest_prompteval.prompts import PromptVersion
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
+from pytest_prompteval.scoring.strategies import parse_strategy
 from pytest_prompteval.session import PromptevalSession
 from pytest_prompteval.yamlload import line_of
 
@@ -62,6 +63,7 @@ class CaseFile(pytest.File):
                 f"case {case.id!r}",
             )
             for prompt in ps.versions:
+                prompt_strategy_checked(prompt)
                 assertions = (*prompt_assertions(prompt), *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
@@ -78,6 +80,10 @@ class CaseFile(pytest.File):
         self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> str | TerminalRepr:
         return _short(excinfo) or super().repr_failure(excinfo)
+
+
+def prompt_strategy_checked(prompt: PromptVersion) -> None:
+    parse_strategy(prompt)  # a bad strategy is a collection error naming the prompt file
 
 
 def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:

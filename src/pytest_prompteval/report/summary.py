@@ -50,6 +50,7 @@ class VersionSummary:
     judge_spread: float | None = None
     failed_assertions: Counter[str] = field(default_factory=Counter)
     code_failures: Counter[str] = field(default_factory=Counter)
+    attempts: int = 0
 
     @property
     def pass_rate(self) -> float:
@@ -135,6 +136,7 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.judge_input_tokens += r.get("judge_input_tokens", 0)
         s.judge_output_tokens += r.get("judge_output_tokens", 0)
         s.judge_cost_usd += r.get("judge_cost_usd", 0.0)
+        s.attempts += r.get("attempts", 1)
         if r.get("error_class"):
             s.code_failures[r["error_class"]] += 1
         for check in r.get("assertions", []):

@@ -88,6 +88,17 @@ def _counts(label: str, counter: Counter[str], most_common: bool = True) -> str:
     return text + (f" (most common: {counter.most_common(1)[0][0]})" if most_common else "")
 
 
+def _per_solved(s: VersionSummary) -> str:
+    """What one solved case cost: to set a strategy's accuracy against its price."""
+    if not s.passed:
+        return "per solved case: - (none solved)"
+    tokens = (s.input_tokens + s.output_tokens) / s.passed
+    return (
+        f"per solved case: {s.attempts / s.passed:.1f} attempts, {tokens:.0f} tokens, "
+        f"${s.cost_usd / s.passed:.4f}"
+    )
+
+
 def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
     lines: list[str] = []
     for s in summaries:
@@ -96,6 +107,8 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             notes.append(_counts("errors", s.errors))
         if s.code_failures:
             notes.append(_counts("code failures", s.code_failures))
+        if s.code_failures or s.attempts > s.items:
+            notes.append(_per_solved(s))
         if s.skipped:
             notes.append(f"skipped {s.skipped} (cost budget spent)")
         if s.failed_assertions:

@@ -1,0 +1,133 @@
+"""Accuracy strategies a prompt version can declare for code cases (seed 003), evaluated like
+any version so their accuracy and cost sit beside the plain ones in the summary:
+
+- ``strategy: {name: self_verify, attempts: 3}``: run the case's visible (basic) tests on
+  the answer; on failure, send the conversation back with the failures, up to N attempts;
+- ``strategy: {name: refine, attempts: 3}``: iterative refinement: a fresh request with the
+  current code and the failed tests, "fix the code to pass all tests";
+- ``strategy: {name: best_of_n, n: 5}``: n independent answers, keep the one that passes
+  the most visible tests.
+
+Every attempt is its own recorded call; the item's tokens and cost are the sum of them.
+The final answer is scored against all the tests, edge ones included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_prompteval.cases import Case
+from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.store import Store
+from pytest_prompteval.request import Message, Request
+from pytest_prompteval.response import Response
+from pytest_prompteval.sandbox.client import Limits
+from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, Metrics, extract_code, measure
+
+NAMES = ("self_verify", "refine", "best_of_n")
+EXTRA_SAMPLES = 10_000  # best_of_n's extra draws use sample keys far from the items' own
+
+
+def parse_strategy(prompt: PromptVersion) -> dict[str, Any] | None:
+    spec = prompt.raw.get("strategy")
+    if spec is None:
+        return None
+    line = prompt.line_of("strategy")
+    if not isinstance(spec, Mapping) or spec.get("name") not in NAMES:
+        raise PromptevalError(
+            f"field 'strategy': expected {{name: one of {', '.join(NAMES)}, attempts: N}}}}",
+            prompt.path,
+            line,
+        )
+    count = spec.get("n" if spec["name"] == "best_of_n" else "attempts", 3)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 20:
+        raise PromptevalError("field 'strategy': expected a count from 1 to 20", prompt.path, line)
+    return {"name": spec["name"], "count": count}
+
+
+def _visible(spec: CodeSpec) -> CodeSpec:
+    basic = tuple(t for t in spec.tests if t["tag"] == "basic")
+    return dataclasses.replace(spec, tests=basic or spec.tests, properties=None)
+
+
+def _check(
+    scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
+) -> tuple[str, Metrics]:
+    code, _ = extract_code(text, prefill, spec)
+    run = scorer.sandbox.run(
+        spec.job(code), Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
+    )
+    return code, measure(spec, code, run)
+
+
+def _failures(metrics: Metrics, spec: CodeSpec) -> str:
+    return (
+        f"{metrics.tests_passed} of {len(spec.tests)} tests passed. First failure: "
+        f"{metrics.first_failure}"
+    )
+
+
+def apply(
+    strategy: Mapping[str, Any],
+    store: Store,
+    scorer: CodeScorer,
+    case: Case,
+    spec: CodeSpec,
+    request: Request,
+    context: CallContext,
+    first: Response,
+) -> tuple[str, str, list[Response]]:
+    """(final answer, its prefill, every response the strategy got)."""
+    visible = _visible(spec)
+    responses = [first]
+    if strategy["name"] == "best_of_n":
+        for j in range(1, strategy["count"]):
+            sample = EXTRA_SAMPLES + context.sample * strategy["count"] + j
+            responses.append(
+                store.get(request, dataclasses.replace(context, sample=sample)).response
+            )
+        tallies = [
+            _check(scorer, case, visible, r.text, request.prefill)[1].tests_passed
+            for r in responses
+        ]
+        best = responses[tallies.index(max(tallies))]
+        return best.text, request.prefill, responses
+    text, prefill = first.text, request.prefill
+    for _attempt in range(1, strategy["count"]):
+        code, metrics = _check(scorer, case, visible, text, prefill)
+        if metrics.functional:
+            break
+        if strategy["name"] == "self_verify":
+            turns = list(request.messages)
+            if turns and turns[-1].role == "assistant":
+                turns = turns[:-1]
+            turns += [
+                Message("assistant", (prefill + text,)),
+                Message(
+                    "user",
+                    (
+                        f"Your solution failed its tests. {_failures(metrics, visible)}\n"
+                        "Write the corrected complete solution.",
+                    ),
+                ),
+            ]
+        else:
+            turns = [
+                Message(
+                    "user",
+                    (
+                        f"Current code:\n```python\n{code}\n```\nFailed tests: "
+                        f"{_failures(metrics, visible)}\nFix the code to pass all tests. "
+                        "Answer with the complete code in one ```python block.",
+                    ),
+                )
+            ]
+        retry = dataclasses.replace(request, messages=tuple(turns))
+        response = store.get(retry, context).response
+        responses.append(response)
+        text, prefill = response.text, ""
+    return text, prefill, responses

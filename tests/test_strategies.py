@@ -1,0 +1,95 @@
+"""Strategy versions beside a plain one: accuracy, attempts and cost per solved case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import item_results
+
+CASES = """
+cases:
+- id: clamp_001
+  entry_point: clamp
+  input: {task: "Write clamp(x, low, high)."}
+  tests:
+  - {args: [5, 0, 10], expected: 5}
+  - {args: [-3, 0, 10], expected: 0}
+  - {args: [11, 0, 10], expected: 10, tag: edge}
+"""
+
+APP = """
+from pytest_prompteval import Response
+
+WRONG = "```python\\ndef clamp(x, low, high):\\n    return x\\n```"
+RIGHT = "```python\\ndef clamp(x, low, high):\\n    return max(low, min(x, high))\\n```"
+
+def answer(request, *, case, prompt, sample):
+    text = " ".join(block for m in request.messages for block in m.content)
+    if prompt.version == "best_of_3":
+        reply = RIGHT if sample % 3 == 2 else WRONG  # only the third draw is right
+    else:
+        reply = RIGHT if "failed" in text or "Failed tests" in text else WRONG
+    return Response(text=reply, model="claude-haiku-4-5", input_tokens=100, output_tokens=50)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    prompts = pytester.mkdir("prompts")
+    base = "user_prompt: '{task}'\\nmodel_config: {model: claude-haiku-4-5}\\n"
+    prompts.joinpath("plain.yaml").write_text("system_prompt: Plain.\n" + base.replace("\\n", "\n"))
+    for name, strategy in (
+        ("verify", "{name: self_verify, attempts: 3}"),
+        ("refine", "{name: refine, attempts: 2}"),
+        ("best_of_3", "{name: best_of_n, n: 3}"),
+    ):
+        prompts.joinpath(f"{name}.yaml").write_text(
+            f"system_prompt: 'Strategy {name}.'\n"
+            + base.replace("\\n", "\n")
+            + f"strategy: {strategy}\n"
+        )
+    pytester.mkdir("prompt_cases").joinpath("code.yaml").write_text(CASES)
+    pytester.makepyfile(stratapp=APP)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester
+
+
+def test_strategies_beside_a_plain_version(project: pytest.Pytester) -> None:
+    args = [
+        "--prompt=plain",
+        "--compare=verify",
+        "--compare=refine",
+        "--compare=best_of_3",
+        "--prompteval-provider=python:stratapp:answer",
+    ]
+    reprec = project.inline_run(*args)
+    by_version: dict[str, dict[str, Any]] = {r["prompt"]: r for r in item_results(reprec)}
+    assert not by_version["plain"]["passed"] and by_version["plain"]["attempts"] == 1
+    for version, attempts in (("verify", 2), ("refine", 2), ("best_of_3", 3)):
+        result = by_version[version]
+        assert result["passed"], version
+        assert result["attempts"] == attempts
+        assert (result["input_tokens"], result["output_tokens"]) == (100 * attempts, 50 * attempts)
+    result = project.runpytest(*args, "--prompteval-record=none")
+    result.stdout.fnmatch_lines(
+        [
+            "plain: per solved case: - (none solved)",
+            "verify: per solved case: 2.0 attempts, 300 tokens, $0.0007",
+            "best_of_3: per solved case: 3.0 attempts, 450 tokens, $0.001*",
+        ]
+    )
+
+
+def test_bad_strategy_is_a_collection_error(project: pytest.Pytester) -> None:
+    project.path.joinpath("prompts", "verify.yaml").write_text(
+        "user_prompt: x\nstrategy: {name: vote, attempts: 3}\n"
+    )
+    result = project.runpytest("--prompt=verify")
+    result.stdout.fnmatch_lines(
+        [
+            "*prompts/verify.yaml:2: field 'strategy': expected {name: one of self_verify, "
+            "refine, best_of_n, attempts: N}*"
+        ]
+    )
