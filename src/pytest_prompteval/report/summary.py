@@ -33,6 +33,11 @@ class VersionSummary:
     mean_score: float | None = None
     dimensions: dict[str, float] = field(default_factory=dict)
     pass_at_k: dict[int, float | None] = field(default_factory=dict)
+    #: pass@k averaged over the cases of each category / difficulty / quality label
+    group_pass_at_k: dict[str, dict[str, dict[int, float | None]]] = field(default_factory=dict)
+    #: pass@k of each case ("file::case_id")
+    case_pass_at_k: dict[str, dict[int, float]] = field(default_factory=dict)
+    max_samples: int = 1
     groups: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
@@ -62,6 +67,14 @@ class VersionSummary:
         data = asdict(self)
         data["pass_rate"] = self.pass_rate
         data["pass_at_k"] = {f"pass@{k}": v for k, v in self.pass_at_k.items()}
+        data["group_pass_at_k"] = {
+            g: {label: {f"pass@{k}": v for k, v in ks.items()} for label, ks in labels.items()}
+            for g, labels in self.group_pass_at_k.items()
+        }
+        data["case_pass_at_k"] = {
+            case: {f"pass@{k}": v for k, v in ks.items()}
+            for case, ks in self.case_pass_at_k.items()
+        }
         data["groups"] = {
             g: {name: {"passed": p, "total": t} for name, (p, t) in values.items()}
             for g, values in self.groups.items()
@@ -150,6 +163,20 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.latency_p95_ms = percentile(latencies, 95)
     counts = per_case_counts(results)
     s.pass_at_k = {k: mean_pass_at_k(counts, k) for k in ks}
+    s.max_samples = max((n for n, _ in counts.values()), default=1)
+    s.case_pass_at_k = {
+        f"{f}::{c}": {k: pass_at_k(n, passed, k) for k in ks if n >= k}
+        for (f, c), (n, passed) in counts.items()
+    }
+    labels = {case_key(r): r for r in results}
+    for group in GROUPS:
+        by_label: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+        for key, value in counts.items():
+            by_label.setdefault(labels[key].get(group) or "-", {})[key] = value
+        s.group_pass_at_k[group] = {
+            label: {k: mean_pass_at_k(cases, k) for k in ks}
+            for label, cases in sorted(by_label.items())
+        }
     both = [
         r for r in results if r.get("judge_score") is not None and r["automatic_score"] is not None
     ]

@@ -78,7 +78,11 @@ def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
         cells = []
         for s in summaries:
             passed, total = s.groups.get(group, {}).get(label, (0, 0))
-            cells.append(f"{passed}/{total} {passed / total:.0%}" if total else "-")
+            cell = f"{passed}/{total} {passed / total:.0%}" if total else "-"
+            if total and s.max_samples > 1:  # with samples, pass@k says more than the rate
+                ks = s.group_pass_at_k.get(group, {}).get(label, {})
+                cell += "".join(f" p@{k} {v:.2f}" for k, v in ks.items() if v is not None)
+            cells.append(cell)
         rows.append([label, *cells])
     return table(rows)
 
