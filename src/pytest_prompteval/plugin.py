@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,14 +14,16 @@ from pytest_prompteval import hookspecs
 from pytest_prompteval.budget import Budget
 from pytest_prompteval.fixture import RESULT_KEY, Prompteval
 from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
+from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.store import MODES
+from pytest_prompteval.ratelimit import RateGate
 from pytest_prompteval.report.collector import RunReport
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
 from pytest_prompteval.sharding import parse_shard, shard_of
 
-BUDGET_KEY = "prompteval_budget_ledger"
-LEDGER_KEY = pytest.StashKey[str]()
+RUN_DIR_KEY = "prompteval_run_dir"
+RUN_DIR = pytest.StashKey[str]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -210,15 +213,19 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     ps = build_session(config)
     config.stash[SESSION_KEY] = ps
+    # State the run's processes share (budget, rate-limit pauses) lives in one directory,
+    # made by the controller and handed to each xdist worker.
+    run_dir = getattr(config, "workerinput", {}).get(RUN_DIR_KEY) or tempfile.mkdtemp(
+        prefix="prompteval-run-"
+    )
+    config.stash[RUN_DIR] = run_dir
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(ShareRunDir(run_dir), "prompteval-run-dir")
     if config.option.prompteval_max_cost is not None:
-        ledger = (
-            getattr(config, "workerinput", {}).get(BUDGET_KEY)
-            or tempfile.mkstemp(prefix="prompteval-budget-")[1]
-        )
-        config.stash[LEDGER_KEY] = ledger
-        ps.store.budget = Budget(config.option.prompteval_max_cost, Path(ledger), ps.prices)
-        if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(ShareBudget(ledger), "prompteval-budget")
+        ledger = Path(run_dir) / "budget"
+        ps.store.budget = Budget(config.option.prompteval_max_cost, ledger, ps.prices)
+    if isinstance(ps.store.provider, AnthropicProvider):
+        ps.store.provider.gate = RateGate(ps.concurrency, Path(run_dir) / "ratelimit.json")
     _include_case_dirs(config, ps.case_dirs)
     if hasattr(config, "workerinput"):
         report = None  # an xdist worker: the controller reports
@@ -239,19 +246,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     ps = config.stash.get(SESSION_KEY, None)
     if ps is not None:
         ps.close()
-    ledger = config.stash.get(LEDGER_KEY, None)
-    if ledger is not None and not hasattr(config, "workerinput"):
-        Path(ledger).unlink(missing_ok=True)
+    run_dir = config.stash.get(RUN_DIR, None)
+    if run_dir is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
-class ShareBudget:
-    """Hands the controller's budget ledger to every xdist worker."""
+class ShareRunDir:
+    """Hands the controller's run directory to every xdist worker."""
 
-    def __init__(self, ledger: str):
-        self.ledger = ledger
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[BUDGET_KEY] = self.ledger
+        node.workerinput[RUN_DIR_KEY] = self.run_dir
 
 
 def pytest_collection_modifyitems(

@@ -61,6 +61,7 @@ class LoggedRequest:
     #: header names in lower case
     headers: dict[str, str]
     body: dict[str, Any]
+    received_at: float = 0.0  # time.monotonic()
 
 
 def tool_use(request: dict[str, Any], tool_input: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,6 +94,9 @@ class AnthropicServer:
         self.responder = responder
         self.latency = latency
         self.requests: list[LoggedRequest] = []
+        #: extra headers on successful answers, e.g. anthropic-ratelimit-* (a function of
+        #: the answer's number, from 1, or None)
+        self.response_headers: Callable[[int], Mapping[str, str]] | None = None
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests it was answering at one time
         self.faults: deque[Fault] = deque()
@@ -174,7 +178,7 @@ class AnthropicServer:
                     body = {}
                 with owner._lock:
                     headers = {k.lower(): v for k, v in self.headers.items()}
-                    owner.requests.append(LoggedRequest(self.path, headers, body))
+                    owner.requests.append(LoggedRequest(self.path, headers, body, time.monotonic()))
                     fault = owner.faults.popleft() if owner.faults else None
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
@@ -195,7 +199,10 @@ class AnthropicServer:
                     self._fault(fault)
                     return
                 message, number = owner._message(body, owner.responder(body))
-                self._send(200, json.dumps(message).encode(), {"request-id": f"req_{number:06d}"})
+                headers = {"request-id": f"req_{number:06d}"}
+                if owner.response_headers is not None:
+                    headers.update(owner.response_headers(number))
+                self._send(200, json.dumps(message).encode(), headers)
 
             def _fault(self, fault: Fault) -> None:
                 if fault.kind == "reset":

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_prompteval.errors import ApiError, StopRun
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.ratelimit import LIMITED, RateGate
 from pytest_prompteval.request import Request
 from pytest_prompteval.response import Response
 
@@ -33,11 +34,13 @@ def is_hopeless(status: int, message: str) -> bool:
     return status == 401 or (status in (400, 402, 403, 429) and bool(_HOPELESS.search(message)))
 
 
-def _client_class() -> type[Any]:
+def _client_class(gate: RateGate | None) -> type[Any]:
     import anthropic
 
     class Client(anthropic.Anthropic):  # type: ignore[misc]
         def _should_retry(self, response: Any) -> bool:
+            if gate is not None and response.status_code in LIMITED:
+                gate.limited(response.headers)  # every 429/529, retried or not
             if response.status_code in (400, 401, 402, 403, 429):
                 try:
                     body = response.json()
@@ -57,6 +60,7 @@ class AnthropicProvider:
         self.max_retries = max_retries
         self.timeout = timeout
         self._client: Any = None
+        self.gate: RateGate | None = None  # set by the session: shared rate-limit handling
         self._accepted: frozenset[str] | None = None
         # Once a call proves that none can succeed, later ones fail without a request (an
         # xdist worker goes on running its items after the session is told to stop).
@@ -70,7 +74,9 @@ class AnthropicProvider:
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                self._client = _client_class()(max_retries=self.max_retries, timeout=self.timeout)
+                self._client = _client_class(self.gate)(
+                    max_retries=self.max_retries, timeout=self.timeout
+                )
             return self._client
 
     def close(self) -> None:
@@ -104,9 +110,14 @@ class AnthropicProvider:
                 "only with --prompteval-record=none"
             )
         kwargs = self.arguments(request)
+        if self.gate is not None:
+            self.gate.acquire()
         started = time.perf_counter()
         try:
-            message = self.client().messages.create(**kwargs)
+            raw = self.client().messages.with_raw_response.create(**kwargs)
+            message = raw.parse()
+            if self.gate is not None:
+                self.gate.succeeded(raw.headers)
         except anthropic.APIStatusError as exc:
             text = _error_message(exc.body, exc.message)
             detail = (
@@ -124,6 +135,9 @@ class AnthropicProvider:
             raise ApiError(
                 f"{type(exc).__name__}: {exc.message}{cause} after {self.max_retries} retries"
             ) from None
+        finally:
+            if self.gate is not None:
+                self.gate.release()
         latency_ms = (time.perf_counter() - started) * 1000
         usage = message.usage
         tool_input = next(
