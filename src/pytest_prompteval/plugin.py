@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_prompteval import hookspecs
+from pytest_prompteval.batch import send_session_batch
 from pytest_prompteval.budget import Budget
 from pytest_prompteval.fixture import RESULT_KEY, Prompteval
 from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
@@ -136,6 +137,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "case in the same shard); join the results with 'prompteval merge'",
     )
     group.addoption(
+        "--prompteval-batch",
+        action="store_true",
+        help="send the run's calls as one Message Batch (half price) before the items run",
+    )
+    group.addoption(
+        "--prompteval-batch-poll",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="first wait between batch status checks (doubles up to a minute)",
+    )
+    group.addoption(
         "--prompteval-code-pass",
         choices=("all", "threshold"),
         help="code cases: a sample passes when all its tests pass (all, the default) or when "
@@ -259,6 +272,14 @@ class ShareRunDir:
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[RUN_DIR_KEY] = self.run_dir
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    ps = session.config.stash.get(SESSION_KEY, None)
+    option = session.config.option
+    if ps is not None and option.prompteval_batch and not option.collectonly:
+        send_session_batch(session, ps)
 
 
 def pytest_collection_modifyitems(

@@ -27,4 +27,6 @@ class PriceTable:
             + response.cache_write_tokens * float(prices.get("cache_write", 0))
             + response.cache_read_tokens * float(prices.get("cache_read", 0))
         )
+        if response.batch:
+            total /= 2
         return round(total / 1_000_000, 8)

@@ -20,6 +20,8 @@ class Response:
     message_id: str | None = None
     #: The input of the first tool call in the answer (structured output), if any.
     tool_input: dict[str, Any] | None = None
+    #: Answered through the Message Batches API (billed at half price).
+    batch: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -140,6 +140,10 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         raise pytest.UsageError("--prompteval-judge-rate: expected a number from 0 to 1")
     if option.prompteval_judge_repeats < 1 or option.prompteval_samples < 1:
         raise pytest.UsageError("--prompteval-judge-repeats and --prompteval-samples: >= 1")
+    if option.prompteval_batch and getattr(option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompteval-batch sends one batch per run: use it without -n (xdist)"
+        )
     if option.prompteval_shard is not None:
         parse_shard(option.prompteval_shard)  # a bad value is a usage error up front
     try:

@@ -97,6 +97,12 @@ class AnthropicServer:
         #: extra headers on successful answers, e.g. anthropic-ratelimit-* (a function of
         #: the answer's number, from 1, or None)
         self.response_headers: Callable[[int], Mapping[str, str]] | None = None
+        #: Message Batches: answered after this many status checks; results by custom_id
+        #: to report as errored or expired instead of answering them
+        self.batch_polls_to_end = 1
+        self.batch_errored: set[str] = set()
+        self.batch_expired: set[str] = set()
+        self.batches: dict[str, dict[str, Any]] = {}
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests it was answering at one time
         self.faults: deque[Fault] = deque()
@@ -151,6 +157,93 @@ class AnthropicServer:
             "usage": {"input_tokens": _tokens(prompt), "output_tokens": _tokens(answer)},
         }, number
 
+    def _batch_object(self, batch: dict[str, Any]) -> dict[str, Any]:
+        total = len(batch["requests"])
+        ended = batch["status"] == "ended"
+        counts = {
+            "processing": 0 if ended else total,
+            "succeeded": 0,
+            "errored": 0,
+            "canceled": 0,
+            "expired": 0,
+        }
+        if ended:
+            for line in batch["results"]:
+                kind = line["result"]["type"]
+                counts[kind] += 1
+        return {
+            "id": batch["id"],
+            "type": "message_batch",
+            "processing_status": batch["status"],
+            "request_counts": counts,
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.url}/v1/messages/batches/{batch['id']}/results"
+            if ended
+            else None,
+        }
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        results = []
+        for entry in batch["requests"]:
+            custom_id, params = entry["custom_id"], entry["params"]
+            if batch["canceled"]:
+                result: dict[str, Any] = {"type": "canceled"}
+            elif custom_id in self.batch_expired:
+                result = {"type": "expired"}
+            elif custom_id in self.batch_errored:
+                result = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {
+                            "type": "invalid_request_error",
+                            "message": "injected batch error",
+                        },
+                    },
+                }
+            else:
+                message, _ = self._message(params, self.responder(params))
+                result = {"type": "succeeded", "message": message}
+            results.append({"custom_id": custom_id, "result": result})
+        batch.update(status="ended", results=results)
+
+    def _batch(
+        self, method: str, parts: list[str], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any] | str]:
+        """POST /v1/messages/batches, GET .../{id}, GET .../{id}/results, POST .../cancel."""
+        with self._lock:
+            if method == "POST" and not parts:
+                batch_id = f"msgbatch_test_{len(self.batches) + 1:04d}"
+                self.batches[batch_id] = {
+                    "id": batch_id,
+                    "requests": body["requests"],
+                    "status": "in_progress",
+                    "polls": 0,
+                    "canceled": False,
+                    "results": [],
+                }
+                return 200, self._batch_object(self.batches[batch_id])
+            batch = self.batches.get(parts[0]) if parts else None
+            if batch is None:
+                return 404, {
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": "no such batch"},
+                }
+            if method == "POST" and parts[1:] == ["cancel"]:
+                batch["canceled"] = True
+                self._finish(batch)
+                return 200, self._batch_object(batch)
+            if parts[1:] == ["results"]:
+                return 200, "".join(json.dumps(line) + "\n" for line in batch["results"])
+            batch["polls"] += 1
+            if batch["status"] != "ended" and batch["polls"] >= self.batch_polls_to_end:
+                self._finish(batch)
+            return 200, self._batch_object(batch)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
@@ -188,9 +281,32 @@ class AnthropicServer:
                     with owner._lock:
                         owner.in_flight -= 1
 
+            def do_GET(self) -> None:
+                with owner._lock:
+                    owner.requests.append(
+                        LoggedRequest(self.path, dict(self.headers), {}, time.monotonic())
+                    )
+                self._batches("GET", {})
+
+            def _batches(self, method: str, body: dict[str, Any]) -> None:
+                parts = self.path.split("?")[0].rstrip("/").split("/")[4:]
+                status, payload = owner._batch(method, parts, body)
+                if isinstance(payload, str):  # a results file
+                    data = payload.encode()
+                    self.send_response(status)
+                    self.send_header("content-type", "application/binary")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    self._send(status, json.dumps(payload).encode(), {})
+
             def _answer(self, body: dict[str, Any], fault: Fault | None) -> None:
                 if owner.latency:
                     time.sleep(owner.latency)
+                if self.path.startswith("/v1/messages/batches"):
+                    self._batches("POST", body)
+                    return
                 if self.path.split("?")[0] != "/v1/messages":
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}
                     self._send(404, json.dumps({"type": "error", "error": error}).encode(), {})

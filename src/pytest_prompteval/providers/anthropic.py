@@ -53,6 +53,30 @@ def _client_class(gate: RateGate | None) -> type[Any]:
     return Client
 
 
+def response_from_message(
+    message: Any, latency_ms: float, request_id: str | None, batch: bool = False
+) -> Response:
+    usage = message.usage
+    tool_input = next(
+        (dict(b.input) for b in message.content if getattr(b, "type", "") == "tool_use"),
+        None,
+    )
+    return Response(
+        text="".join(b.text for b in message.content if getattr(b, "type", "") == "text"),
+        model=message.model,
+        stop_reason=message.stop_reason,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+        cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+        latency_ms=round(latency_ms, 1),
+        request_id=request_id,
+        message_id=message.id,
+        tool_input=tool_input,
+        batch=batch,
+    )
+
+
 class AnthropicProvider:
     label = "anthropic"
 
@@ -139,21 +163,4 @@ class AnthropicProvider:
             if self.gate is not None:
                 self.gate.release()
         latency_ms = (time.perf_counter() - started) * 1000
-        usage = message.usage
-        tool_input = next(
-            (dict(b.input) for b in message.content if getattr(b, "type", "") == "tool_use"),
-            None,
-        )
-        return Response(
-            text="".join(b.text for b in message.content if getattr(b, "type", "") == "text"),
-            model=message.model,
-            stop_reason=message.stop_reason,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
-            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
-            latency_ms=round(latency_ms, 1),
-            request_id=getattr(message, "_request_id", None),
-            message_id=message.id,
-            tool_input=tool_input,
-        )
+        return response_from_message(message, latency_ms, getattr(message, "_request_id", None))

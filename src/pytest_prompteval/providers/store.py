@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.budget import Budget
-from pytest_prompteval.errors import PromptevalError, display
+from pytest_prompteval.errors import ApiError, PromptevalError, display
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.request import Request
 from pytest_prompteval.response import Response
@@ -51,6 +51,8 @@ class Store:
         self._lock = threading.Lock()
         self.budget: Budget | None = None
         self._pool: ThreadPoolExecutor | None = None
+        #: sample keys a message batch answered with an error: their items fail with it
+        self.batch_failures: dict[str, str] = {}
         self._inflight: dict[str, Future[Outcome]] = {}
 
     def path_for(self, key: str) -> Path:
@@ -114,8 +116,23 @@ class Store:
             if self._inflight.get(key) is future:
                 del self._inflight[key]
 
+    def needs_call(self, request: Request, sample: int) -> bool:
+        """Whether getting this sample would call the provider (not replay it)."""
+        if self.mode == "none":
+            return False
+        return self.mode == "all" or not self.path_for(request.key(sample)).exists()
+
+    def record(self, request: Request, sample: int, response: Response) -> None:
+        """Keep a response obtained elsewhere (a message batch) as this sample's recording."""
+        key = request.key(sample)
+        self.write(self.path_for(key), key, request, sample, response)
+        with self._lock:
+            self._recorded.add(key)
+
     def _fetch(self, request: Request, context: CallContext) -> Outcome:
         key = request.key(context.sample)
+        if key in self.batch_failures:
+            raise ApiError(self.batch_failures[key])
         path = self.path_for(key)
         fresh = self.mode == "all" and key not in self._recorded
         if not fresh and path.exists():
