@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 LIMITED = (429, 529)
+READ_EVERY = 0.1
 KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
 
 
@@ -69,6 +70,8 @@ class RateGate:
         self.shared = shared
         self.clock = clock
         self._paused_until = 0.0
+        self._shared_until = 0.0
+        self._read_at = float("-inf")
         self._cond = threading.Condition()
         if shared is not None:
             shared.touch()
@@ -90,7 +93,12 @@ class RateGate:
             return current
 
     def paused_until(self) -> float:
-        return max(self._paused_until, self._shared_pause())
+        # Other processes' pauses are read at most every READ_EVERY seconds: the file is
+        # cheap, but not on every call of a fast run.
+        now = self.clock()
+        if now - self._read_at >= READ_EVERY or now < self._read_at:
+            self._shared_until, self._read_at = self._shared_pause(), now
+        return max(self._paused_until, self._shared_until)
 
     def pause(self, until: float) -> None:
         with self._cond:
