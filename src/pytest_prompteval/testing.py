@@ -17,7 +17,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -338,11 +338,3 @@ class AnthropicServer:
                 self._send(fault.status, payload, headers)
 
         return Handler
-
-
-def serve(
-    responder: Responder = default_responder, latency: float = 0.0
-) -> Iterator[AnthropicServer]:
-    """Generator for fixtures: start a server, yield it, stop it."""
-    with AnthropicServer(responder, latency) as server:
-        yield server

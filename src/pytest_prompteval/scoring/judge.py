@@ -23,6 +23,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.request import Message, Request
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
+from pytest_prompteval.stats import spread
 from pytest_prompteval.tables import load_table
 from pytest_prompteval.yamlload import line_of
 
@@ -142,7 +143,7 @@ class Verdict:
 
     @property
     def spread(self) -> float:
-        return max(self.repeats) - min(self.repeats) if self.repeats else 0.0
+        return spread(self.repeats)
 
 
 def _tool_request(
