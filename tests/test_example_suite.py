@@ -33,6 +33,18 @@ def test_example_suite_replays_offline_without_a_key(
     )
 
 
+@pytest.mark.parametrize("plugin", ["xdist", "pytest_jsonreport"])
+def test_example_suite_runs_without_the_optional_plugins(
+    pytester: pytest.Pytester, plugin: str
+) -> None:
+    """The README's first command installs neither pytest-xdist nor pytest-json-report."""
+    copy_example_suite(pytester)
+    result = pytester.runpytest(
+        "--prompt=current", "--compare", "v1_baseline", "-p", f"no:{plugin}"
+    )
+    result.assert_outcomes(passed=10)
+
+
 def test_json_report_and_summary_are_the_same_under_xdist(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:

@@ -91,6 +91,7 @@ class RunReport:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress_total = len(session.items)
 
+    @pytest.hookimpl(optionalhook=True)  # a hook of xdist's, which may not be installed
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress_total = len(ids)
 
