@@ -28,6 +28,18 @@ def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
     ]
 
 
+def generated_project(
+    pytester: pytest.Pytester,
+    count: int,
+    prompt: str = "user_prompt: x\n",
+    fields: str = "  expected_topics: [loop_optimization]\n",
+) -> None:
+    """prompts/v.yaml and ``count`` cases c00, c01, ... with distinct inputs."""
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(prompt)
+    cases = "".join(f"- id: c{i:02d}\n{fields}  input: {{n: {i}}}\n" for i in range(count))
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+
+
 def copy_compat(pytester: pytest.Pytester, edition: str) -> Path:
     source = COMPAT / edition
     if not source.is_dir():

@@ -15,7 +15,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.request import Message, Request
 from pytest_prompteval.testing import AnthropicServer
 
-from .conftest import item_results
+from .conftest import generated_project, item_results
 
 GOOD = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
 
@@ -23,15 +23,8 @@ GOOD = " The loop optimization unrolls the loop; an early exit skips it when n i
 @pytest.fixture
 def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pytest.Pytester:
     anthropic_server.responder = lambda request: GOOD
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
-        "user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5}\n"
-    )
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(5)
-        )
+    generated_project(
+        pytester, 5, prompt="user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5}\n"
     )
     return pytester
 

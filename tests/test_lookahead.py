@@ -8,21 +8,16 @@ import pytest
 
 from pytest_prompteval.testing import AnthropicServer
 
+from .conftest import generated_project
+
 GOOD = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pytest.Pytester:
     anthropic_server.latency = 0.1
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
-        "user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5}\n"
-    )
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i:02d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(12)
-        )
+    generated_project(
+        pytester, 12, prompt="user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5}\n"
     )
     return pytester
 

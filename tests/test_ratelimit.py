@@ -12,6 +12,8 @@ import pytest
 from pytest_prompteval.ratelimit import RateGate, pause_from_headers
 from pytest_prompteval.testing import AnthropicServer, Fault
 
+from .conftest import generated_project
+
 
 class Clock:
     def __init__(self) -> None:
@@ -77,10 +79,7 @@ def test_calls_wait_for_the_reset_the_api_announced(
 
     anthropic_server.response_headers = headers
     anthropic_server.inject()  # no faults
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n" + "".join(f"- id: c{i}\n  threshold: 0\n  input: {{n: {i}}}\n" for i in range(3))
-    )
+    generated_project(pytester, 3, prompt="user_prompt: x\n", fields="  threshold: 0\n")
     pytester.runpytest("--prompt=v", "--prompteval-concurrency=1").assert_outcomes(passed=3)
     first, second = anthropic_server.requests[:2]
     assert second.received_at - first.received_at >= 0.5  # held until the reset
@@ -90,10 +89,7 @@ def test_a_429_pauses_new_calls_of_the_whole_process(
     pytester: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.inject(Fault.rate_limited(retry_after=0.5))
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n" + "".join(f"- id: c{i}\n  threshold: 0\n  input: {{n: {i}}}\n" for i in range(8))
-    )
+    generated_project(pytester, 8, prompt="user_prompt: x\n", fields="  threshold: 0\n")
     pytester.runpytest("--prompt=v", "--prompteval-concurrency=2").assert_outcomes(passed=8)
     times = [
         r.received_at - anthropic_server.requests[0].received_at for r in anthropic_server.requests

@@ -17,7 +17,7 @@ import xmlschema
 
 from pytest_prompteval.results import load_run
 
-from .conftest import copy_example_suite
+from .conftest import copy_example_suite, generated_project
 
 SCHEMA = Path(__file__).with_name("data") / "junit-prompteval.xsd"
 RUN = ["--prompt=current", "--compare=v1_baseline"]
@@ -124,14 +124,7 @@ def answer(request, *, case, prompt, sample):
 
 
 def test_a_killed_run_keeps_every_finished_item(pytester: pytest.Pytester) -> None:
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i:02d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(40)
-        )
-    )
+    generated_project(pytester, 40, prompt="user_prompt: x\n")
     pytester.makepyfile(slowapp=SLOW_APP)
     env = {**os.environ, "PYTHONPATH": str(pytester.path)}
     process = subprocess.Popen(
@@ -285,15 +278,8 @@ def answer(request, *, case, prompt, sample):
 def test_cost_budget_stops_new_calls_and_skips_the_rest(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
-        "user_prompt: x\nmodel_config: {model: claude-haiku-4-5}\n"
-    )
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i:02d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(10)
-        )
+    generated_project(
+        pytester, 10, prompt="user_prompt: x\nmodel_config: {model: claude-haiku-4-5}\n"
     )
     pytester.makepyfile(pricedapp=PRICED_APP)
     pytester.makeini("[pytest]\npythonpath = .\n")

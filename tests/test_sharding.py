@@ -10,6 +10,8 @@ import pytest
 from pytest_prompteval.cli import main
 from pytest_prompteval.sharding import shard_of
 
+from .conftest import generated_project
+
 APP = """
 def answer(request, *, case, prompt, sample):
     good = (int(case.id[1:]) + sample) % 3 != 0
@@ -31,14 +33,7 @@ def stored(path: Path) -> dict[str, object]:
 def test_merged_shards_equal_the_unsharded_run(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i:02d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(20)
-        )
-    )
+    generated_project(pytester, 20, prompt="user_prompt: x\n")
     pytester.makepyfile(shardapp=APP)
     pytester.makeini("[pytest]\npythonpath = .\n")
     common = [
