@@ -95,6 +95,12 @@ def test_api_key_is_not_in_the_environment(sandbox: Sandbox) -> None:
     assert error_class is None, message
 
 
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="filesystem and process isolation need root (see the README)"
+)
+
+
+@needs_root
 def test_writes_outside_the_working_directory_do_not_land(sandbox: Sandbox, tmp_path: Path) -> None:
     token = uuid.uuid4().hex
     targets = [
@@ -114,6 +120,7 @@ def test_writes_outside_the_working_directory_do_not_land(sandbox: Sandbox, tmp_
     assert [t for t in targets if t.exists()] == []
 
 
+@needs_root
 def test_killing_the_parent_does_not_hurt_the_run(sandbox: Sandbox) -> None:
     code = (
         "import os, signal\n"
