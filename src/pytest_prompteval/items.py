@@ -44,6 +44,7 @@ class CaseFile(pytest.File):
         cache = store.mkdir("prompteval-cases") if store is not None else None
         case_file = load_case_file_cached(self.path, cache)
         shown = display(self.path)
+        from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in ps.versions}
         for case in case_file.cases:
             where = f"{shown}:{case.line}"
             first = ps.case_ids.setdefault(case.id, where)
@@ -63,8 +64,7 @@ class CaseFile(pytest.File):
                 f"case {case.id!r}",
             )
             for prompt in ps.versions:
-                prompt_strategy_checked(prompt)
-                assertions = (*prompt_assertions(prompt), *own)
+                assertions = (*from_prompts[prompt.version], *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     item = CaseItem.from_parent(
@@ -82,12 +82,10 @@ class CaseFile(pytest.File):
         return _short(excinfo) or super().repr_failure(excinfo)
 
 
-def prompt_strategy_checked(prompt: PromptVersion) -> None:
-    parse_strategy(prompt)  # a bad strategy is a collection error naming the prompt file
-
-
 def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
-    """A prompt version's own ``assert:`` entries, which apply to every case."""
+    """A prompt version's own ``assert:`` entries, which apply to every case (a bad
+    ``strategy:`` is reported here too, as a collection error naming the prompt file)."""
+    parse_strategy(prompt)
     return tuple(
         parse_assertions(
             prompt.raw.get("assert"),

@@ -72,6 +72,9 @@ class RunReport:
             )
         self.progress_total = 0
         self.next_progress = 0.1
+        self.live = False  # running totals, so a progress check never rescans the results
+        self.tokens = 0
+        self.cost = 0.0
 
     # -- collecting ---------------------------------------------------------------------
 
@@ -97,17 +100,19 @@ class RunReport:
 
     def _progress(self) -> None:
         """A line every tenth of a long run that makes calls (a replay needs none)."""
+        last = self.results[-1]
+        self.live |= last["replayed"] is False
+        self.tokens += last["input_tokens"] + last["output_tokens"]
+        self.cost += last["cost_usd"] or 0.0
         total = self.progress_total
-        live = any(r["replayed"] is False for r in self.results)
-        if total < 20 or not live or len(self.results) < total * self.next_progress:
+        if total < 20 or not self.live or len(self.results) < total * self.next_progress:
             return
         self.next_progress += 0.1
-        tokens = sum(r["input_tokens"] + r["output_tokens"] for r in self.results)
-        cost = sum(r["cost_usd"] or 0.0 for r in self.results)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(
-                f"prompteval: {len(self.results)}/{total} items, {tokens} tokens, ${cost:.4f}"
+                f"prompteval: {len(self.results)}/{total} items, {self.tokens} tokens, "
+                f"${self.cost:.4f}"
             )
 
     # -- finishing ----------------------------------------------------------------------

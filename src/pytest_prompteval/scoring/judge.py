@@ -247,18 +247,6 @@ class Judge:
             )
         return self.templates[name]
 
-    def call(
-        self,
-        context: CallContext,
-        system: str,
-        user: str,
-        schema: dict[str, Any],
-        usage: JudgeUsage,
-    ) -> dict[str, Any]:
-        return structured_call(
-            self.store, self.prices, self.model, context, system, user, schema, usage
-        )
-
     @staticmethod
     def _materials(case: Case, text: str) -> str:
         topics = ", ".join(expected_topics(case)) or "(none given)"
@@ -282,7 +270,16 @@ class Judge:
         user = self._materials(case, text)
         schema = verdict_schema(template)
         runs = [
-            self.call(CallContext(case, prompt, n, "judge"), system, user, schema, usage)
+            structured_call(
+                self.store,
+                self.prices,
+                self.model,
+                CallContext(case, prompt, n, "judge"),
+                system,
+                user,
+                schema,
+                usage,
+            )
             for n in range(self.repeats)
         ]
         total = sum(w for w, _ in template.dimensions.values())
@@ -319,5 +316,14 @@ class Judge:
             f"using the {VERDICT_TOOL} tool.\n\nQuestion: {question}"
         )
         context = CallContext(case, prompt, 0, "judge")
-        verdict = self.call(context, system, self._materials(case, text), QUESTION_SCHEMA, usage)
+        verdict = structured_call(
+            self.store,
+            self.prices,
+            self.model,
+            context,
+            system,
+            self._materials(case, text),
+            QUESTION_SCHEMA,
+            usage,
+        )
         return verdict["score"] / 100, verdict["reason"]
