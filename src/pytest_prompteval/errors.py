@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
 def display(path: Path | str, line: int | None = None) -> str:
     """A path as the user typed it: relative to the working directory when inside it."""
-    shown = Path(path)
-    if shown.is_absolute() and shown.is_relative_to(Path.cwd()):
-        shown = shown.relative_to(Path.cwd())
-    return f"{shown}:{line}" if line else str(shown)
+    # string work, not Path.relative_to: this runs for every item's recording
+    shown = str(Path(path))
+    cwd = os.getcwd()
+    if shown.startswith(cwd + os.sep) and os.path.isabs(shown):
+        shown = shown[len(cwd) + 1 :]
+    return f"{shown}:{line}" if line else shown
 
 
 class PromptevalError(Exception):

@@ -73,6 +73,7 @@ class RateGate:
         self._shared_until = 0.0
         self._read_at = float("-inf")
         self._cond = threading.Condition()
+        self._reading = threading.Lock()
         if shared is not None:
             shared.touch()
 
@@ -93,11 +94,15 @@ class RateGate:
             return current
 
     def paused_until(self) -> float:
-        # Other processes' pauses are read at most every READ_EVERY seconds: the file is
-        # cheap, but not on every call of a fast run.
+        # Other processes' pauses are read at most every READ_EVERY seconds, by one thread
+        # while the others go on with the last value: the file is cheap, but not free.
         now = self.clock()
-        if now - self._read_at >= READ_EVERY or now < self._read_at:
-            self._shared_until, self._read_at = self._shared_pause(), now
+        stale = now - self._read_at >= READ_EVERY or now < self._read_at
+        if stale and self._reading.acquire(blocking=False):
+            try:
+                self._shared_until, self._read_at = self._shared_pause(), now
+            finally:
+                self._reading.release()
         return max(self._paused_until, self._shared_until)
 
     def pause(self, until: float) -> None:
@@ -109,9 +114,10 @@ class RateGate:
     # -- calls ---------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        with self._cond:
-            while True:
-                wait = self.paused_until() - self.clock()
+        while True:
+            until = self.paused_until()  # not under the lock: it may read the shared file
+            with self._cond:
+                wait = until - self.clock()
                 if wait <= 0 and self.in_flight < int(self.limit):
                     self.in_flight += 1
                     return
