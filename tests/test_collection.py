@@ -96,6 +96,19 @@ def test_case_directories_are_added_when_testpaths_miss_them(pytester: pytest.Py
     assert len([line for line in result.outlines if "::" in line]) == 13
 
 
+def test_recordings_and_results_are_not_walked(pytester: pytest.Pytester) -> None:
+    """Thousands of recordings never hold a test; a file there that would break collection
+    shows they are skipped (only while the plugin runs: plain pytest is left alone)."""
+    copy_compat(pytester, "2025-05")
+    for folder in ("prompt_recordings", "prompt_results"):
+        pytester.mkdir(folder)
+        pytester.path.joinpath(folder, "test_trap.py").write_text("raise SystemExit(3)\n")
+    result = pytester.runpytest("--prompt=current", "--collect-only", "-q")
+    assert result.ret == 0
+    assert len([line for line in result.outlines if "::" in line]) == 12
+    assert pytester.runpytest("--collect-only", "-q").ret != 0
+
+
 def test_unknown_version_is_a_usage_error_listing_the_available(
     pytester: pytest.Pytester,
 ) -> None:

@@ -45,6 +45,7 @@ class CaseFile(pytest.File):
         case_file = load_case_file_cached(self.path, cache)
         shown = display(self.path)
         from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in ps.versions}
+        decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
             where = f"{shown}:{case.line}"
             first = ps.case_ids.setdefault(case.id, where)
@@ -52,10 +53,13 @@ class CaseFile(pytest.File):
                 raise PromptevalError(
                     f"duplicate case id {case.id!r}: also defined at {first}", case.path, case.line
                 )
-            for marker in case.markers:
+            markers = case.markers
+            for marker in markers:
                 if marker not in ps.registered_markers:
                     self.config.addinivalue_line("markers", f"{marker}: prompt case label")
                     ps.registered_markers.add(marker)
+                if marker not in decorators:
+                    decorators[marker] = getattr(pytest.mark, marker)
             samples = case.samples or ps.samples
             code = parse_code_spec(case) if is_code_case(case) else None
             own = parse_assertions(
@@ -72,8 +76,8 @@ class CaseFile(pytest.File):
                         name=f"{case.id}[{prompt.version}{suffix}]",
                         spec=ItemSpec(case, prompt, sample, samples, assertions, code),
                     )
-                    for marker in case.markers:
-                        item.add_marker(marker)
+                    for marker in markers:
+                        item.add_marker(decorators[marker])
                     yield item
 
     def repr_failure(  # type: ignore[override]

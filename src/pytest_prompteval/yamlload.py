@@ -53,7 +53,10 @@ def load_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise PromptevalError(f"cannot read file: {exc}", path) from None
     try:
-        return yaml.load(text, Loader=_MarkedLoader)  # a SafeLoader subclass
+        try:
+            return _from_events(text)
+        except _Unusual:
+            return yaml.load(text, Loader=_MarkedLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -61,6 +64,108 @@ def load_yaml(path: Path) -> Any:
         raise PromptevalError(f"invalid YAML: {problem}", path, line) from None
     except yaml.YAMLError as exc:
         raise PromptevalError(f"invalid YAML: {exc}", path) from None
+
+
+# The fast path: values built straight from the parser's events, without the node graph
+# the constructor builds first (for 10,000 cases that graph costs more than the parse).
+# What it does not handle (merge keys, explicit tags other than the standard ones, complex
+# keys, several documents) goes to the constructor above, which also words its errors.
+
+
+class _Unusual(Exception):
+    pass
+
+
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_STR = "tag:yaml.org,2002:str"
+_SCALARS = {
+    f"tag:yaml.org,2002:{name}": getattr(yaml.SafeLoader, f"construct_yaml_{name}")
+    for name in ("null", "bool", "int", "float", "timestamp")
+}
+_NO_KEY = object()
+
+
+def _scalar(loader: Any, event: Any) -> Any:
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR:
+        return event.value
+    construct = _SCALARS.get(tag)
+    if construct is None:
+        raise _Unusual
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    return construct(loader, node)
+
+
+def _from_events(text: str) -> Any:
+    loader = _Loader(text)
+    try:
+        return _build(loader)
+    finally:
+        loader.dispose()
+
+
+def _build(loader: Any) -> Any:
+    anchors: dict[str, Any] = {}
+    # open containers: [container, pending key (mappings), line of that key]
+    stack: list[list[Any]] = []
+    root: Any = None
+    documents = 0
+    while True:
+        event = loader.get_event()
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            value = _scalar(loader, event)
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            mapping = kind is yaml.MappingStartEvent
+            if event.tag not in (None, "!", _MAP if mapping else _SEQ):
+                raise _Unusual
+            container: Any
+            if mapping:
+                container = MarkedDict()
+                container.line = event.start_mark.line + 1
+                container.key_lines = {}
+            else:
+                container = []
+            if event.anchor is not None:
+                anchors[event.anchor] = container
+            stack.append([container, _NO_KEY, 0])
+            continue
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            value = stack.pop()[0]
+        elif kind is yaml.AliasEvent:
+            if event.anchor not in anchors:
+                raise _Unusual  # the constructor reports it
+            value = anchors[event.anchor]
+        elif kind is yaml.DocumentStartEvent:
+            documents += 1
+            if documents > 1:
+                raise _Unusual
+            continue
+        elif kind is yaml.StreamEndEvent:
+            return root
+        else:
+            continue
+        if kind is yaml.ScalarEvent and event.anchor is not None:
+            anchors[event.anchor] = value
+        if not stack:
+            root = value
+            continue
+        top = stack[-1]
+        if isinstance(top[0], MarkedDict):
+            if top[1] is _NO_KEY:
+                if kind is not yaml.ScalarEvent:
+                    raise _Unusual  # a complex or aliased key
+                top[1] = value if isinstance(value, str) else str(value)
+                top[2] = event.start_mark.line + 1
+            else:
+                top[0][top[1]] = value
+                top[0].key_lines[top[1]] = top[2]
+                top[1] = _NO_KEY
+        else:
+            top[0].append(value)
 
 
 def line_of(node: Any, key: str | None = None) -> int | None:
