@@ -6,6 +6,7 @@ that no retry can fix (a spend limit, a bad key) are not retried and stop the ru
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import re
@@ -101,6 +102,12 @@ class AnthropicProvider:
                 self._client = _client_class(self.gate)(
                     max_retries=self.max_retries, timeout=self.timeout
                 )
+                # The SDK's types are hundreds of thousands of objects that live as long as
+                # the process: left to the collector, every full collection rescans them
+                # (about 0.8 s over a 500-call run, in pauses that stall calls in flight).
+                # Collected first, so that no garbage is frozen with them.
+                gc.collect()
+                gc.freeze()
             return self._client
 
     def close(self) -> None:
