@@ -107,6 +107,16 @@ def test_recordings_and_results_are_not_walked(pytester: pytest.Pytester) -> Non
     assert result.ret == 0
     assert len([line for line in result.outlines if "::" in line]) == 12
     assert pytester.runpytest("--collect-only", "-q").ret != 0
+    # a recordings directory that holds the cases (and other tests) is walked as before
+    pytester.path.joinpath("prompt_recordings", "test_trap.py").unlink()
+    pytester.mkdir("suite")
+    pytester.path.joinpath("test_cases").rename(pytester.path / "suite" / "cases")
+    pytester.path.joinpath("suite", "test_plain.py").write_text("def test_one():\n    pass\n")
+    pytester.makeini("[pytest]\nprompteval_cases = suite/cases\nprompteval_recordings = suite\n")
+    result = pytester.runpytest("--prompt=current", "--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert len(ids) == 13
+    assert "suite/test_plain.py::test_one" in ids
 
 
 def test_unknown_version_is_a_usage_error_listing_the_available(

@@ -302,9 +302,7 @@ def pytest_collection_modifyitems(
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     # Recordings and run history hold thousands of files and never a test: not walked.
     ps = config.stash.get(SESSION_KEY, None)
-    if ps is not None and collection_path in (ps.store.root, ps.results_dir):
-        return True
-    return None
+    return True if ps is not None and ps.never_collected(collection_path) else None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

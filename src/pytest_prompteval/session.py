@@ -80,6 +80,12 @@ class PromptevalSession:
             )
         return self._judge
 
+    def never_collected(self, directory: Path) -> bool:
+        """The recordings or results directory, unless cases live inside it."""
+        return directory in (self.store.root, self.results_dir) and not any(
+            d == directory or directory in d.parents for d in self.case_dirs
+        )
+
     def owns(self, path: Path) -> bool:
         return path.suffix in (".yaml", ".yml") and any(
             d == path.parent or d in path.parents for d in self.case_dirs
