@@ -168,3 +168,17 @@ def test_model_override_and_record_all(
     ]
     project.inline_run("--prompt=current", "-k", "loop_001", "--prompteval-record=all")
     assert len(anthropic_server.requests) == 3  # "all" records again even when a file exists
+
+
+def test_live_client_freezes_long_lived_objects_out_of_gc(project: pytest.Pytester) -> None:
+    """In its own process (the freeze is once per process): after the first call the SDK's
+    objects are frozen, so full collections no longer rescan them."""
+    project.makeconftest(
+        "import gc\n"
+        "def pytest_sessionfinish(session):\n"
+        "    print('\\nfrozen objects:', gc.get_freeze_count())\n"
+    )
+    result = project.runpytest_subprocess("--prompt=current", "-s")
+    result.assert_outcomes(passed=2)
+    frozen = next(line for line in result.outlines if line.startswith("frozen objects:"))
+    assert int(frozen.split(":")[1]) > 100_000
