@@ -301,7 +301,7 @@ cases:
 - id: weak_tests
   entry_point: fee
   input: {}
-  reference: |
+  reference: &fee |
     def fee(amount, rate):
         if amount <= 0:
             return 0
@@ -311,11 +311,7 @@ cases:
 - id: strong_tests
   entry_point: fee
   input: {}
-  reference: |
-    def fee(amount, rate):
-        if amount <= 0:
-            return 0
-        return amount * rate // 100 + 1
+  reference: *fee
   tests:
   - {args: [0, 10], expected: 0}
   - {args: [-5, 10], expected: 0}

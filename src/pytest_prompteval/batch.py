@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.evaluate import make_request
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.request import Request
@@ -97,7 +96,7 @@ def send_session_batch(session: pytest.Session, ps: PromptevalSession) -> None:
         if not isinstance(item, CaseItem):
             continue
         try:
-            request = make_request(item.ihook, ps, item.case, item.prompt)
+            request = item.prepare()
         except PromptevalError:
             continue  # the item reports it when it runs
         if ps.store.needs_call(request, item.spec.sample):

@@ -243,14 +243,20 @@ def _main_passes(ps: PromptevalSession, main: Score, result: Mapping[str, Any]) 
 
 
 def evaluate(
-    hook: pluggy.HookRelay, ps: PromptevalSession, spec: ItemSpec, result: dict[str, Any]
+    hook: pluggy.HookRelay,
+    ps: PromptevalSession,
+    spec: ItemSpec,
+    result: dict[str, Any],
+    request: Request | None = None,
 ) -> tuple[Request, Response]:
     """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
-    what went wrong, keeping in ``result`` what was computed before."""
+    what went wrong, keeping in ``result`` what was computed before. ``request``: the one
+    already built for this item, if any."""
     case, prompt = spec.case, spec.prompt
     usage = JudgeUsage()
     try:
-        request = make_request(hook, ps, case, prompt)
+        if request is None:
+            request = make_request(hook, ps, case, prompt)
         result["model"] = request.model
         ctx = CallContext(case, prompt, spec.sample)
         outcome = ps.store.get(request, ctx)

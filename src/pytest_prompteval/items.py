@@ -16,11 +16,13 @@ from pytest_prompteval.evaluate import (
     ItemSpec,
     evaluate,
     failure_message,
+    make_request,
     new_result,
 )
 from pytest_prompteval.fixture import RESULT_KEY
 from pytest_prompteval.lookahead import Lookahead
 from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.request import Request
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.strategies import parse_strategy
@@ -108,6 +110,15 @@ class CaseItem(pytest.Item):
         ps = self.config.stash[SESSION_KEY]
         threshold = spec.case.threshold if spec.case.threshold is not None else ps.threshold
         self.result = new_result(spec.case, spec.prompt, spec.sample, threshold, ps.scorer_mode)
+        self.prepared: Request | None = None
+
+    def prepare(self) -> Request:
+        """The item's request, built once: calls sent ahead and batches need it before the
+        item runs (a template error raises here and again when the item runs)."""
+        if self.prepared is None:
+            ps = self.config.stash[SESSION_KEY]
+            self.prepared = make_request(self.ihook, ps, self.case, self.prompt)
+        return self.prepared
 
     def runtest(self) -> None:
         ps = self.config.stash[SESSION_KEY]
@@ -117,7 +128,8 @@ class CaseItem(pytest.Item):
                 self.session.stash[LOOKAHEAD_KEY] = Lookahead(self.session, ps, ps.concurrency)
             self.session.stash[LOOKAHEAD_KEY].ahead(self)
         try:
-            evaluate(self.ihook, ps, self.spec, self.result)
+            request, self.prepared = self.prepared, None
+            evaluate(self.ihook, ps, self.spec, self.result, request)
             if not self.result["passed"]:
                 raise CaseFailed(failure_message(self.result))
         except StopRun as exc:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.evaluate import make_request
 from pytest_prompteval.providers.base import CallContext
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ class Lookahead:
                 continue
             self.submitted.add(other.nodeid)
             try:
-                request = make_request(other.ihook, self.ps, other.case, other.prompt)
+                request = other.prepare()
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)

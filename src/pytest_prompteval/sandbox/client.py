@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from pytest_prompteval.errors import PromptevalError
@@ -25,14 +25,6 @@ class Limits:
     memory_mb: int = 512
     output_bytes: int = 1 << 20
     processes: int = 64
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "timeout": self.timeout,
-            "memory_mb": self.memory_mb,
-            "output_bytes": self.output_bytes,
-            "processes": self.processes,
-        }
 
 
 @dataclass
@@ -110,7 +102,7 @@ class Sandbox:
                 self._process = self._start(self._hypothesis or bool(job.get("properties")))
             process = self._process
             assert process.stdin is not None and process.stdout is not None
-            process.stdin.write(json.dumps({**job, "limits": limits.to_json()}) + "\n")
+            process.stdin.write(json.dumps({**job, "limits": asdict(limits)}) + "\n")
             process.stdin.flush()
             line = self._readline(process.stdout, limits.timeout + 15)
             if not line:
