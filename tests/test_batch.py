@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.batch import run_batch
+from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.request import Message, Request
+from pytest_prompteval.pytest.batch import run_batch
 from pytest_prompteval.testing import AnthropicServer
 
 from .conftest import generated_project, item_results
@@ -58,8 +58,8 @@ def test_one_batch_answers_the_run_at_half_price(
 def test_only_failed_results_fail_their_items(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
-    from pytest_prompteval.cases import load_case_file
-    from pytest_prompteval.prompts import build_request, load_prompt, template_variables
+    from pytest_prompteval.core.cases import load_case_file
+    from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
 
     prompt = load_prompt(project.path / "prompts" / "v.yaml")
     cases = load_case_file(project.path / "prompt_cases" / "c.yaml").cases
@@ -94,7 +94,7 @@ def test_ctrl_c_cancels_the_batch(
         if len(polls) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("pytest_prompteval.batch.time.sleep", interrupted_sleep)
+    monkeypatch.setattr("pytest_prompteval.pytest.batch.time.sleep", interrupted_sleep)
     lines: list[str] = []
     with pytest.raises(KeyboardInterrupt):
         run_batch(store, provider, [(request, 0)], lines.append, poll=0.01)

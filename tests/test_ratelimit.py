@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.ratelimit import RateGate, pause_from_headers
+from pytest_prompteval.providers.ratelimit import RateGate, pause_from_headers
 from pytest_prompteval.testing import AnthropicServer, Fault
 
 from .conftest import generated_project

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_prompteval.request import Message, Request
+from pytest_prompteval.core.request import Message, Request
 
 
 def make(**params: object) -> Request:

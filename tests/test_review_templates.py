@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.stats import agreement, ranks, spearman
 from pytest_prompteval.scoring.judge import load_review_templates, verdict_schema
-from pytest_prompteval.stats import agreement, ranks, spearman
 
 from .conftest import COMPAT
 

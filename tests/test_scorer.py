@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.cases import Case
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.tables import load_table
 
 
 def case(**raw: object) -> Case:

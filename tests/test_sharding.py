@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_prompteval.cli import main
-from pytest_prompteval.sharding import shard_of
+from pytest_prompteval.core.sharding import shard_of
 
 from .conftest import generated_project
 

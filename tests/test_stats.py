@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from pytest_prompteval.stats import (
+from pytest_prompteval.core.stats import (
     bootstrap_mean_ci,
     mcnemar_exact,
     paired_permutation_p,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_prompteval.templates import MissingVariables, fill, format_value
+from pytest_prompteval.core.templates import MissingVariables, fill, format_value
 
 
 def test_placeholders_literal_braces_and_other_braces() -> None:

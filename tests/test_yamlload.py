@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.yamlload import MarkedDict, load_yaml
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import MarkedDict, load_yaml
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from pytest_prompteval import __version__
-from pytest_prompteval.cases import load_case_file
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.prompts import PROMPT_SUFFIXES, available_versions, load_prompt
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, available_versions, load_prompt
+from pytest_prompteval.core.version import __version__
 
 
 def _case_files(directories: Sequence[Path]) -> list[Path]:
@@ -201,8 +201,8 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard results into one run per prompt version."""
+    from pytest_prompteval.core.sharding import load_runs, merge_runs
     from pytest_prompteval.results import write_json_atomically
-    from pytest_prompteval.sharding import load_runs, merge_runs
 
     runs = load_runs(args.files)
     ks = sorted(
@@ -253,10 +253,10 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_improve(args: argparse.Namespace) -> int:
-    from pytest_prompteval.pricing import PriceTable
+    from pytest_prompteval.core.pricing import PriceTable
+    from pytest_prompteval.core.tables import load_table
+    from pytest_prompteval.engine.session import make_provider
     from pytest_prompteval.providers.store import Store
-    from pytest_prompteval.session import make_provider
-    from pytest_prompteval.tables import load_table
     from pytest_prompteval.workflows import improve
 
     prompt = improve.load_version(args.prompts, args.prompt)

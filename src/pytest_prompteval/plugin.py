@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval import hookspecs
-from pytest_prompteval.batch import send_session_batch
-from pytest_prompteval.budget import Budget
-from pytest_prompteval.fixture import RESULT_KEY, Prompteval
-from pytest_prompteval.items import SESSION_KEY, CaseFile, CaseItem
+from pytest_prompteval.core.sharding import parse_shard, shard_of
+from pytest_prompteval.engine.session import SCORER_MODES, build_session, prompt_dir
 from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.budget import Budget
+from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import MODES
-from pytest_prompteval.ratelimit import RateGate
+from pytest_prompteval.pytest import hookspecs
+from pytest_prompteval.pytest.batch import send_session_batch
+from pytest_prompteval.pytest.fixture import RESULT_KEY, Prompteval
+from pytest_prompteval.pytest.items import SESSION_KEY, CaseFile, CaseItem
 from pytest_prompteval.report.collector import RunReport
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
-from pytest_prompteval.session import SCORER_MODES, build_session, prompt_dir
-from pytest_prompteval.sharding import parse_shard, shard_of
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_DIR = pytest.StashKey[str]()

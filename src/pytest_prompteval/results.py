@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
 
 FORMAT = 1
 

@@ -14,11 +14,11 @@ import threading
 import time
 from typing import Any
 
-from pytest_prompteval.errors import ApiError, StopRun
+from pytest_prompteval.core.errors import ApiError, StopRun
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.ratelimit import LIMITED, RateGate
-from pytest_prompteval.request import Request
-from pytest_prompteval.response import Response
+from pytest_prompteval.providers.ratelimit import LIMITED, RateGate
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
 

@@ -4,10 +4,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from pytest_prompteval.cases import Case
-    from pytest_prompteval.prompts import PromptVersion
-    from pytest_prompteval.request import Request
-    from pytest_prompteval.response import Response
+    from pytest_prompteval.core.cases import Case
+    from pytest_prompteval.core.prompts import PromptVersion
+    from pytest_prompteval.core.request import Request
+    from pytest_prompteval.core.response import Response
 
 
 @dataclass(frozen=True)

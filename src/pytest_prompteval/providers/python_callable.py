@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.request import Request
-from pytest_prompteval.response import Response
 
 PREFIX = "python:"
 

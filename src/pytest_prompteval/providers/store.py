@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.budget import Budget
-from pytest_prompteval.errors import ApiError, PromptevalError, display
+from pytest_prompteval.core.errors import ApiError, PromptevalError, display
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
-from pytest_prompteval.request import Request
-from pytest_prompteval.response import Response
+from pytest_prompteval.providers.budget import Budget
 
 MODES = ("none", "new", "all")
 FORMAT = 1

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval import __version__
-from pytest_prompteval.errors import PromptevalError, display
-from pytest_prompteval.fixture import RESULT_KEY
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.version import __version__
+from pytest_prompteval.engine.session import PromptevalSession
+from pytest_prompteval.pytest.fixture import RESULT_KEY
 from pytest_prompteval.report.compare import Comparison, compare
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
 from pytest_prompteval.results import RunHistory, StoredRun, command_line, load_run
-from pytest_prompteval.session import PromptevalSession
 
 JUNIT_FIELDS = (
     "case_id",

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_prompteval.report.summary import Result, case_key, per_case_counts
-from pytest_prompteval.stats import (
+from pytest_prompteval.core.stats import (
     bootstrap_mean_ci,
     mcnemar_exact,
     paired_permutation_p,
     pass_at_k,
 )
+from pytest_prompteval.report.summary import Result, case_key, per_case_counts
 
 ALPHA = 0.05
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_prompteval.stats import Agreement, agreement, pass_at_k, percentile
+from pytest_prompteval.core.stats import Agreement, agreement, pass_at_k, percentile
 
 Result = Mapping[str, Any]
 GROUPS = ("category", "difficulty", "quality")

@@ -13,7 +13,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
 
 #: Variables a sample may see; everything else (API keys above all) stays out.
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")

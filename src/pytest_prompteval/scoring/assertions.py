@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.yamlload import line_of
 
 _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from pytest_prompteval.cases import Case
+from pytest_prompteval.core.cases import Case
 from pytest_prompteval.scoring.score import Score
 
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'+-]*")

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun, Sandbox
 from pytest_prompteval.sandbox.client import Limits
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.yamlload import line_of
 
 TAGS = ("basic", "edge")
 TEST_KINDS = ("assert", "check", "args")

@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError, display
-from pytest_prompteval.pricing import PriceTable
-from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.stats import spread
+from pytest_prompteval.core.tables import load_table
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.request import Message, Request
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.stats import spread
-from pytest_prompteval.tables import load_table
-from pytest_prompteval.yamlload import line_of
 
 DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
 DEFAULT_TEMPLATE = "default_review"
@@ -76,7 +76,7 @@ def load_review_templates(path: Path | None) -> dict[str, ReviewTemplate]:
 
 
 def _project_templates(path: Path) -> Any:
-    from pytest_prompteval.yamlload import load_yaml
+    from pytest_prompteval.core.yamlload import load_yaml
 
     data = load_yaml(path)
     if not isinstance(data, Mapping):

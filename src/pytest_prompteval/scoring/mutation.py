@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_prompteval.cases import Case
+from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox.client import Limits
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, measure
 

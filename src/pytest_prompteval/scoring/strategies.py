@@ -18,13 +18,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.prompts import PromptVersion
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.request import Message, Request
-from pytest_prompteval.response import Response
 from pytest_prompteval.sandbox.client import Limits
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, Metrics, extract_code, measure
 

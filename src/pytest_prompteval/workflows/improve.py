@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.pricing import PriceTable
-from pytest_prompteval.prompts import PromptVersion, load_prompt
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.prompts import PromptVersion, load_prompt
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.results import StoredRun, load_run

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.providers.base import CallContext
 
 if TYPE_CHECKING:
-    from pytest_prompteval.items import CaseItem
-    from pytest_prompteval.session import PromptevalSession
+    from pytest_prompteval.engine.session import PromptevalSession
+    from pytest_prompteval.pytest.items import CaseItem
 
 
 class Lookahead:
@@ -49,7 +49,7 @@ class Lookahead:
         if self.session.shouldstop or self.session.shouldfail:
             self.ps.store.stop()  # -x or a stop: no new calls
             return
-        from pytest_prompteval.items import CaseItem
+        from pytest_prompteval.pytest.items import CaseItem
 
         for other in self._upcoming(item):
             if not isinstance(other, CaseItem) or other.nodeid in self.submitted:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.errors import PromptevalError, display
-from pytest_prompteval.yamlload import MarkedDict, line_of, load_yaml
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.version import __version__
+from pytest_prompteval.core.yamlload import MarkedDict, line_of, load_yaml
 
 # Case ids and marker values end up in node ids and `-m` expressions.
 _NAME = re.compile(r"^[A-Za-z0-9_][\w.+-]*$")
@@ -165,8 +166,6 @@ def load_case_file_cached(path: Path, cache_dir: Path | None) -> CaseFile:
     plugin version: YAML construction is most of a large suite's collection time."""
     if cache_dir is None:
         return load_case_file(path)
-    from pytest_prompteval import __version__
-
     stat = path.stat()
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{__version__}"
     entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")

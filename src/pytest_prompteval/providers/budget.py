@@ -11,9 +11,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.pricing import PriceTable
-from pytest_prompteval.response import Response
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.response import Response
 
 
 class BudgetSpent(PromptevalError):

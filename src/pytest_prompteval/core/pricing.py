@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_prompteval.response import Response
+from pytest_prompteval.core.response import Response
 
 
 class PriceTable:

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.cases import Case, inline_case
-from pytest_prompteval.evaluate import ItemSpec, evaluate, new_result, run_check
-from pytest_prompteval.prompts import PromptVersion
-from pytest_prompteval.request import Request
-from pytest_prompteval.response import Response
+from pytest_prompteval.core.cases import Case, inline_case
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
+from pytest_prompteval.engine.session import PromptevalSession, resolve_versions
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.judge import JudgeUsage
-from pytest_prompteval.session import PromptevalSession, resolve_versions
 
 RESULT_KEY = "prompteval"
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError, TemplateError, display
-from pytest_prompteval.request import Message, Request
-from pytest_prompteval.templates import MissingVariables, fill, format_value
-from pytest_prompteval.yamlload import MarkedDict, line_of, load_yaml
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError, TemplateError, display
+from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.templates import MissingVariables, fill, format_value
+from pytest_prompteval.core.yamlload import MarkedDict, line_of, load_yaml
 
 DEFAULT_MAX_TOKENS = 1024
 TEMPLATE_FIELDS = ("system_prompt", "user_prompt", "assistant_prefill")

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from pytest_prompteval.errors import PromptevalError
-from pytest_prompteval.yamlload import load_yaml
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import load_yaml
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_prompteval.cases import Case
-    from pytest_prompteval.prompts import PromptVersion
-    from pytest_prompteval.request import Request
+    from pytest_prompteval.core.cases import Case
+    from pytest_prompteval.core.prompts import PromptVersion
+    from pytest_prompteval.core.request import Request
 
 
 def pytest_prompteval_template_vars(case: Case, prompt: PromptVersion) -> Mapping[str, Any] | None:

@@ -13,13 +13,14 @@ from typing import Any
 
 import pluggy
 
-from pytest_prompteval.cases import Case
-from pytest_prompteval.errors import PromptevalError, display
-from pytest_prompteval.prompts import PromptVersion, build_request, template_variables
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.engine.session import PromptevalSession
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import MissingRecording, Outcome
-from pytest_prompteval.request import Request
-from pytest_prompteval.response import Response
 from pytest_prompteval.scoring.assertions import (
     Assertion,
     Checked,
@@ -36,7 +37,6 @@ from pytest_prompteval.scoring.judge import JudgeUsage
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
 from pytest_prompteval.scoring.strategies import apply, parse_strategy
-from pytest_prompteval.session import PromptevalSession
 
 
 class CaseFailed(AssertionError):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.report.summary import summarize_version
 from pytest_prompteval.results import StoredRun, load_run
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.errors import PromptevalError, display
-from pytest_prompteval.pricing import PriceTable
-from pytest_prompteval.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.sharding import parse_shard
+from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
@@ -18,8 +20,6 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL, Judge, load_review_templates
-from pytest_prompteval.sharding import parse_shard
-from pytest_prompteval.tables import load_table
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 ALL_VERSIONS = "all"

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_prompteval.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.request import Request
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.request import Request
 
 if TYPE_CHECKING:
-    from pytest_prompteval.session import PromptevalSession
+    from pytest_prompteval.engine.session import PromptevalSession
 
 Progress = Callable[[str], None]
 
@@ -86,7 +86,7 @@ def run_batch(
 
 def send_session_batch(session: pytest.Session, ps: PromptevalSession) -> None:
     """Batch the calls of every item the session will run whose answer is not recorded."""
-    from pytest_prompteval.items import CaseItem
+    from pytest_prompteval.pytest.items import CaseItem
 
     provider = ps.store.provider
     if not isinstance(provider, AnthropicProvider):

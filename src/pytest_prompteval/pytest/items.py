@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from pytest_prompteval.budget import BudgetSpent
-from pytest_prompteval.cases import Case, load_case_file_cached
-from pytest_prompteval.errors import PromptevalError, StopRun, display
-from pytest_prompteval.evaluate import (
+from pytest_prompteval.core.cases import Case, load_case_file_cached
+from pytest_prompteval.core.errors import PromptevalError, StopRun, display
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.engine.evaluate import (
     CaseFailed,
     ItemSpec,
     evaluate,
@@ -19,15 +21,13 @@ from pytest_prompteval.evaluate import (
     make_request,
     new_result,
 )
-from pytest_prompteval.fixture import RESULT_KEY
-from pytest_prompteval.lookahead import Lookahead
-from pytest_prompteval.prompts import PromptVersion
-from pytest_prompteval.request import Request
+from pytest_prompteval.engine.session import PromptevalSession
+from pytest_prompteval.providers.budget import BudgetSpent
+from pytest_prompteval.pytest.fixture import RESULT_KEY
+from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.strategies import parse_strategy
-from pytest_prompteval.session import PromptevalSession
-from pytest_prompteval.yamlload import line_of
 
 SESSION_KEY = pytest.StashKey[PromptevalSession]()
 LOOKAHEAD_KEY = pytest.StashKey[Lookahead]()

@@ -1,0 +1,1 @@
+"""Core values: cases, prompt versions, requests, responses, results and their files."""

@@ -1,0 +1,1 @@
+"""The engine: settings and the services that evaluate one item, wired once."""
