@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import xmlschema
 
-from pytest_prompteval.results import load_run
+from pytest_prompteval.core.history import load_run
 
 from .conftest import copy_example_suite, generated_project
 
@@ -111,7 +111,9 @@ def test_history_baseline_and_gates(pytester: pytest.Pytester) -> None:
     )
     missing = pytester.runpytest("--prompt=current", "--prompteval-baseline=nope.json")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
-    missing.stderr.fnmatch_lines(["ERROR: --prompteval-baseline: nope.json: cannot read*"])
+    missing.stderr.fnmatch_lines(
+        ["ERROR: --prompteval-baseline 'nope.json': no such file; expected a results file*"]
+    )
 
 
 SLOW_APP = """

@@ -201,8 +201,8 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard results into one run per prompt version."""
-    from pytest_prompteval.core.sharding import load_runs, merge_runs
-    from pytest_prompteval.results import write_json_atomically
+    from pytest_prompteval.core.history import write_json_atomically
+    from pytest_prompteval.workflows.merge import load_runs, merge_runs
 
     runs = load_runs(args.files)
     ks = sorted(
@@ -255,7 +255,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_improve(args: argparse.Namespace) -> int:
     from pytest_prompteval.core.pricing import PriceTable
     from pytest_prompteval.core.tables import load_table
-    from pytest_prompteval.engine.session import make_provider
+    from pytest_prompteval.engine.engine import make_provider
     from pytest_prompteval.providers.store import Store
     from pytest_prompteval.workflows import improve
 

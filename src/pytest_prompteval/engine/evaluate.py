@@ -18,7 +18,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.engine.session import PromptevalSession
+from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import MissingRecording, Outcome
 from pytest_prompteval.scoring.assertions import (
@@ -83,7 +83,7 @@ def new_result(
 
 
 def make_request(
-    hook: pluggy.HookRelay, ps: PromptevalSession, case: Case, prompt: PromptVersion
+    hook: pluggy.HookRelay, engine: Engine, case: Case, prompt: PromptVersion
 ) -> Request:
     variables = template_variables(case)
     for extra in reversed(hook.pytest_prompteval_template_vars(case=case, prompt=prompt)):
@@ -91,7 +91,7 @@ def make_request(
             variables.update(extra)
     built = hook.pytest_prompteval_build_request(case=case, prompt=prompt, variables=variables)
     if built is None:
-        request = build_request(case, prompt, variables, ps.default_model)
+        request = build_request(case, prompt, variables, engine.settings.default_model)
     elif isinstance(built, Request):
         request = built
     elif isinstance(built, Mapping):
@@ -101,13 +101,13 @@ def make_request(
             f"pytest_prompteval_build_request returned {type(built).__name__}; expected a "
             "Request, a mapping of messages.create arguments, or None"
         )
-    if ps.model_override:
-        request = dataclasses.replace(request, model=ps.model_override)
+    if engine.settings.model_override:
+        request = dataclasses.replace(request, model=engine.settings.model_override)
     return request
 
 
 def _sample_texts(
-    ps: PromptevalSession, request: Request, ctx: CallContext, own: Outcome, n: int
+    engine: Engine, request: Request, ctx: CallContext, own: Outcome, n: int
 ) -> list[str]:
     """Every sample's text, for consistency; samples not recorded yet are fetched now."""
     texts = []
@@ -116,7 +116,7 @@ def _sample_texts(
             texts.append(own.response.text)
             continue
         try:
-            other = ps.store.get(request, dataclasses.replace(ctx, sample=sample))
+            other = engine.store.get(request, dataclasses.replace(ctx, sample=sample))
         except MissingRecording:
             continue
         texts.append(other.response.text)
@@ -134,7 +134,7 @@ class ItemSpec:
 
 
 def _main_score(
-    ps: PromptevalSession,
+    engine: Engine,
     spec: ItemSpec,
     text: str,
     automatic: Score,
@@ -143,10 +143,12 @@ def _main_score(
 ) -> Score:
     """The score that decides pass/fail: automatic, the judge's, or (hybrid) automatic with
     the judge's verdict recorded beside it on the sampled cases."""
-    if ps.scorer_mode == "automatic":
+    if engine.settings.scorer == "automatic":
         return automatic
-    judge = ps.judge()
-    if ps.scorer_mode == "hybrid" and not judged(spec.case.id, ps.judge_seed, ps.judge_rate):
+    judge = engine.judge()
+    if engine.settings.scorer == "hybrid" and not judged(
+        spec.case.id, engine.settings.seed, engine.settings.judge_rate
+    ):
         result["judged"] = False
         return automatic
     verdict = judge.verdict(spec.case, spec.prompt, text, usage)
@@ -160,11 +162,11 @@ def _main_score(
         judge_model=verdict.model,
         judge_template=verdict.template,
     )
-    return verdict.score if ps.scorer_mode == "claude" else automatic
+    return verdict.score if engine.settings.scorer == "claude" else automatic
 
 
 def run_check(
-    ps: PromptevalSession,
+    engine: Engine,
     spec: ItemSpec,
     assertion: Assertion,
     request: Request,
@@ -185,29 +187,29 @@ def run_check(
     text = seen.prefill + seen.text if assertion.include_prefill else seen.text
     if assertion.type == "topics":
         topics = assertion.value or list(expected_topics(spec.case))
-        covered = [t for t in topics if ps.scorer.covers(t, text)]
+        covered = [t for t in topics if engine.scorer.covers(t, text)]
         missing = [t for t in topics if t not in covered]
         score = len(covered) / len(topics) if topics else 1.0
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
     if assertion.type == "judge":
-        score, reason = ps.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
+        score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
         return scored(assertion, score, result["threshold"], f"judge: {reason}")
-    function = registered_scorers()[assertion.type]
+    function = {**registered_scorers(), **engine.scorers()}[assertion.type]
     value, dims = custom_score(assertion.type, function(spec.case, request, response))
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
     return scored(assertion, value, result["threshold"], f"scorer {assertion.type}{detail}")
 
 
 def _code_score(
-    ps: PromptevalSession,
+    engine: Engine,
     code: CodeSpec,
     case: Case,
     text: str,
     prefill: str,
     result: dict[str, Any],
 ) -> Score:
-    score, metrics = ps.code_scorer().score(case, code, text, prefill)
+    score, metrics = engine.code_scorer().score(case, code, text, prefill)
     result.update(
         scorer="execution",
         error_class=metrics.error_class,
@@ -220,10 +222,10 @@ def _code_score(
 
 
 def _add_attempts(
-    ps: PromptevalSession, result: dict[str, Any], responses: list[Response], model: str, final: str
+    engine: Engine, result: dict[str, Any], responses: list[Response], model: str, final: str
 ) -> None:
     """A strategy's item costs every attempt it made."""
-    costs = [ps.prices.cost(r, model) for r in responses]
+    costs = [engine.prices.cost(r, model) for r in responses]
     result.update(
         attempts=len(responses),
         response=final,
@@ -234,17 +236,17 @@ def _add_attempts(
     )
 
 
-def _main_passes(ps: PromptevalSession, main: Score, result: Mapping[str, Any]) -> bool:
+def _main_passes(engine: Engine, main: Score, result: Mapping[str, Any]) -> bool:
     """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
     reaches the threshold); anything else: the score reaches the threshold."""
-    if result["scorer"] == "execution" and ps.code_pass == "all":
+    if result["scorer"] == "execution" and engine.settings.code_pass == "all":
         return bool(main.dimensions["functional_correctness"] == 1.0)
     return bool(main.value >= result["threshold"])
 
 
 def evaluate(
     hook: pluggy.HookRelay,
-    ps: PromptevalSession,
+    engine: Engine,
     spec: ItemSpec,
     result: dict[str, Any],
     request: Request | None = None,
@@ -256,10 +258,10 @@ def evaluate(
     usage = JudgeUsage()
     try:
         if request is None:
-            request = make_request(hook, ps, case, prompt)
+            request = make_request(hook, engine, case, prompt)
         result["model"] = request.model
         ctx = CallContext(case, prompt, spec.sample)
-        outcome = ps.store.get(request, ctx)
+        outcome = engine.store.get(request, ctx)
         response = outcome.response
         result.update(
             response=response.text,
@@ -271,7 +273,7 @@ def evaluate(
             cache_read_tokens=response.cache_read_tokens,
             cache_write_tokens=response.cache_write_tokens,
             latency_ms=response.latency_ms,
-            cost_usd=ps.prices.cost(response, request.model),
+            cost_usd=engine.prices.cost(response, request.model),
             stop_reason=response.stop_reason,
             request_id=response.request_id,
         )
@@ -280,18 +282,29 @@ def evaluate(
             strategy = parse_strategy(prompt)
             if strategy is not None:
                 text, prefill, responses = apply(
-                    strategy, ps.store, ps.code_scorer(), case, spec.code, request, ctx, response
+                    strategy,
+                    engine.store,
+                    engine.code_scorer(),
+                    case,
+                    spec.code,
+                    request,
+                    ctx,
+                    response,
                 )
-                _add_attempts(ps, result, responses, request.model, text)
-            main = _code_score(ps, spec.code, case, text, prefill, result)
+                _add_attempts(engine, result, responses, request.model, text)
+            main = _code_score(engine, spec.code, case, text, prefill, result)
         else:
             texts = (
-                _sample_texts(ps, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
+                _sample_texts(engine, request, ctx, outcome, spec.samples)
+                if spec.samples > 1
+                else []
             )
-            automatic = ps.scorer.score(case, response.text, texts)
+            automatic = engine.scorer.score(case, response.text, texts)
             result["automatic_score"] = automatic.value
-            main = _main_score(ps, spec, response.text, automatic, usage, result)
-        checks = [run_check(ps, spec, a, request, response, result, usage) for a in spec.assertions]
+            main = _main_score(engine, spec, response.text, automatic, usage, result)
+        checks = [
+            run_check(engine, spec, a, request, response, result, usage) for a in spec.assertions
+        ]
     except PromptevalError as exc:
         result.update(error_type=exc.kind, error=str(exc))
         raise
@@ -303,7 +316,7 @@ def evaluate(
         missing_topics=main.details["missing_topics"],
         incorrect_claims=main.details["incorrect_claims"],
         assertions=[c.to_json() for c in checks],
-        passed=_main_passes(ps, main, result) and all(c.passed for c in checks),
+        passed=_main_passes(engine, main, result) and all(c.passed for c in checks),
         main_score=main.value,
     )
     return request, response

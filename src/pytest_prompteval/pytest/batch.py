@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Request
+from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.store import Store
-
-if TYPE_CHECKING:
-    from pytest_prompteval.engine.session import PromptevalSession
+from pytest_prompteval.pytest.items import CaseItem
 
 Progress = Callable[[str], None]
 
@@ -84,11 +83,9 @@ def run_batch(
     return str(batch.id)
 
 
-def send_session_batch(session: pytest.Session, ps: PromptevalSession) -> None:
+def send_session_batch(session: pytest.Session, engine: Engine, poll: float) -> None:
     """Batch the calls of every item the session will run whose answer is not recorded."""
-    from pytest_prompteval.pytest.items import CaseItem
-
-    provider = ps.store.provider
+    provider = engine.store.provider
     if not isinstance(provider, AnthropicProvider):
         raise pytest.UsageError("--prompteval-batch needs the anthropic provider")
     calls = []
@@ -99,13 +96,13 @@ def send_session_batch(session: pytest.Session, ps: PromptevalSession) -> None:
             request = item.prepare()
         except PromptevalError:
             continue  # the item reports it when it runs
-        if ps.store.needs_call(request, item.spec.sample):
+        if engine.store.needs_call(request, item.spec.sample):
             calls.append((request, item.spec.sample))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     run_batch(
-        ps.store,
+        engine.store,
         provider,
         calls,
         reporter.write_line if reporter else print,
-        poll=session.config.option.prompteval_batch_poll,
+        poll=poll,
     )

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.cases import Case, inline_case
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.result import RESULT_KEY
+from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
-from pytest_prompteval.engine.session import PromptevalSession, resolve_versions
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.judge import JudgeUsage
-
-RESULT_KEY = "prompteval"
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,18 @@ class RunResult:
 
 
 class Prompteval:
-    def __init__(self, node: pytest.Item, session: PromptevalSession, prompt_dir: Any):
+    """Evaluates through the run's engine, so inline runs share its budget, rate gate,
+    recordings and judge with the items."""
+
+    def __init__(self, node: pytest.Item, engine: Engine):
         self.node = node
-        self.session = session
-        self.prompt_dir = prompt_dir
-        self._prompts: dict[str, PromptVersion] = {}
+        self.engine = engine
 
     def prompt(self, version: str) -> PromptVersion:
-        if version not in self._prompts:
-            (self._prompts[version],) = resolve_versions(self.prompt_dir, [version])
-        return self._prompts[version]
+        try:
+            return self.engine.prompt(version)
+        except PromptevalError as exc:
+            pytest.fail(str(exc), pytrace=False)
 
     def run(
         self,
@@ -67,11 +69,12 @@ class Prompteval:
             self.node.path, (line or 0) + 1, {"id": id, "input": dict(input or {}), **fields}
         )
         prompt = self.prompt(version)
-        ps = self.session
-        threshold = case.threshold if case.threshold is not None else ps.threshold
-        result = new_result(case, prompt, sample, threshold, ps.scorer_mode)
+        settings = self.engine.settings
+        threshold = case.threshold if case.threshold is not None else settings.threshold
+        result = new_result(case, prompt, sample, threshold, settings.scorer)
         self.node.user_properties.append((RESULT_KEY, result))
-        request, response = evaluate(self.node.ihook, ps, ItemSpec(case, prompt, sample, 1), result)
+        spec = ItemSpec(case, prompt, sample, 1)
+        request, response = evaluate(self.node.ihook, self.engine, spec, result)
         return RunResult(case, prompt, request, response, result)
 
     def check(
@@ -89,7 +92,7 @@ class Prompteval:
         if scorer == "automatic":
             score, reason = float(run.result["automatic_score"]), "automatic score"
         elif scorer == "claude":
-            verdict = self.session.judge().verdict(run.case, run.prompt, run.text, usage)
+            verdict = self.engine.judge().verdict(run.case, run.prompt, run.text, usage)
             notes = verdict.score.details["notes"]
             score, reason = verdict.score.value, f"judge: {notes}"
         else:
@@ -97,7 +100,7 @@ class Prompteval:
             (assertion,) = parse_assertions([entry], (self.node.path, None), "check")
             spec = ItemSpec(run.case, run.prompt, 0, 1, (assertion,))
             checked = run_check(
-                self.session, spec, assertion, run.request, run.response, run.result, usage
+                self.engine, spec, assertion, run.request, run.response, run.result, usage
             )
             if not checked.passed:
                 pytest.fail(f"{scorer}: {checked.reason}", pytrace=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -32,4 +32,12 @@ def pytest_prompteval_build_request(
     ``client.messages.create`` (``model``, ``system``, ``messages``, ``max_tokens``, ...), or
     None to use the default rendering. ``variables`` are the template variables including
     those from :func:`pytest_prompteval_template_vars`.
+    """
+
+
+def pytest_prompteval_scorers() -> Mapping[str, Callable[..., Any]] | None:
+    """Return custom scorers by name, for cases' ``assert:`` entries and ``check()``.
+
+    A scorer receives ``(case, request, response)`` and returns a number in [0, 1] or a
+    :class:`pytest_prompteval.Score`. Every implementation is called; later plugins win.
     """

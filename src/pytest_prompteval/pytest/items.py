@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest._code.code import TerminalRepr
@@ -12,6 +12,7 @@ from pytest_prompteval.core.cases import Case, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
@@ -21,16 +22,13 @@ from pytest_prompteval.engine.evaluate import (
     make_request,
     new_result,
 )
-from pytest_prompteval.engine.session import PromptevalSession
 from pytest_prompteval.providers.budget import BudgetSpent
-from pytest_prompteval.pytest.fixture import RESULT_KEY
-from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.strategies import parse_strategy
 
-SESSION_KEY = pytest.StashKey[PromptevalSession]()
-LOOKAHEAD_KEY = pytest.StashKey[Lookahead]()
+if TYPE_CHECKING:
+    from pytest_prompteval.pytest.run import PromptevalRun
 
 
 def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
@@ -40,41 +38,47 @@ def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
 
 
 class CaseFile(pytest.File):
+    def __init__(self, *, run: PromptevalRun, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.run = run
+
     def collect(self) -> Iterator[CaseItem]:
-        ps = self.config.stash[SESSION_KEY]
+        run = self.run
+        engine = run.engine
         store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
         cache = store.mkdir("prompteval-cases") if store is not None else None
         case_file = load_case_file_cached(self.path, cache)
         shown = display(self.path)
-        from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in ps.versions}
+        from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in engine.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
             where = f"{shown}:{case.line}"
-            first = ps.case_ids.setdefault(case.id, where)
+            first = run.case_ids.setdefault(case.id, where)
             if first != where:
                 raise PromptevalError(
                     f"duplicate case id {case.id!r}: also defined at {first}", case.path, case.line
                 )
             markers = case.markers
             for marker in markers:
-                if marker not in ps.registered_markers:
+                if marker not in run.registered_markers:
                     self.config.addinivalue_line("markers", f"{marker}: prompt case label")
-                    ps.registered_markers.add(marker)
+                    run.registered_markers.add(marker)
                 if marker not in decorators:
                     decorators[marker] = getattr(pytest.mark, marker)
-            samples = case.samples or ps.samples
+            samples = case.samples or run.settings.samples
             code = parse_code_spec(case) if is_code_case(case) else None
             own = parse_assertions(
                 case.raw.get("assert"),
                 (case.path, line_of(case.raw, "assert")),
                 f"case {case.id!r}",
             )
-            for prompt in ps.versions:
+            for prompt in engine.versions:
                 assertions = (*from_prompts[prompt.version], *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     item = CaseItem.from_parent(
                         self,
+                        run=run,
                         name=f"{case.id}[{prompt.version}{suffix}]",
                         spec=ItemSpec(case, prompt, sample, samples, assertions, code),
                     )
@@ -102,34 +106,30 @@ def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, spec: ItemSpec, **kwargs: Any):
+    def __init__(self, *, spec: ItemSpec, run: PromptevalRun, **kwargs: Any):
         super().__init__(**kwargs)
         self.spec = spec
+        self.run = run
         self.case: Case = spec.case
         self.prompt: PromptVersion = spec.prompt
-        ps = self.config.stash[SESSION_KEY]
-        threshold = spec.case.threshold if spec.case.threshold is not None else ps.threshold
-        self.result = new_result(spec.case, spec.prompt, spec.sample, threshold, ps.scorer_mode)
+        settings = run.settings
+        threshold = spec.case.threshold if spec.case.threshold is not None else settings.threshold
+        self.result = new_result(spec.case, spec.prompt, spec.sample, threshold, settings.scorer)
         self.prepared: Request | None = None
 
     def prepare(self) -> Request:
         """The item's request, built once: calls sent ahead and batches need it before the
         item runs (a template error raises here and again when the item runs)."""
         if self.prepared is None:
-            ps = self.config.stash[SESSION_KEY]
-            self.prepared = make_request(self.ihook, ps, self.case, self.prompt)
+            self.prepared = make_request(self.ihook, self.run.engine, self.case, self.prompt)
         return self.prepared
 
     def runtest(self) -> None:
-        ps = self.config.stash[SESSION_KEY]
         self.user_properties.append((RESULT_KEY, self.result))
-        if ps.concurrency > 1:
-            if LOOKAHEAD_KEY not in self.session.stash:
-                self.session.stash[LOOKAHEAD_KEY] = Lookahead(self.session, ps, ps.concurrency)
-            self.session.stash[LOOKAHEAD_KEY].ahead(self)
+        self.run.ahead(self.session, self)
         try:
             request, self.prepared = self.prepared, None
-            evaluate(self.ihook, ps, self.spec, self.result, request)
+            evaluate(self.ihook, self.run.engine, self.spec, self.result, request)
             if not self.result["passed"]:
                 raise CaseFailed(failure_message(self.result))
         except StopRun as exc:

@@ -8,49 +8,37 @@ indices waiting in this worker's queue (xdist hands each worker its share in adv
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
-
-if TYPE_CHECKING:
-    from pytest_prompteval.engine.session import PromptevalSession
-    from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.pytest.adapters import xdist_upcoming
+from pytest_prompteval.pytest.items import CaseItem
 
 
 class Lookahead:
-    def __init__(self, session: pytest.Session, ps: PromptevalSession, concurrency: int):
+    def __init__(self, session: pytest.Session, engine: Engine, concurrency: int):
         self.session = session
-        self.ps = ps
+        self.engine = engine
         self.window = 2 * concurrency
         self.submitted: set[str] = set()
         self.positions = {item.nodeid: i for i, item in enumerate(session.items)}
-        self.worker = next(
-            (
-                p
-                for p in session.config.pluginmanager.get_plugins()
-                if type(p).__name__ == "WorkerInteractor"
-            ),
-            None,
-        )
-        ps.store.start_pool(concurrency)
+        self.queued = xdist_upcoming(session.config, self.window)
+        engine.store.start_pool(concurrency)
 
     def _upcoming(self, item: pytest.Item) -> list[Any]:
-        if self.worker is not None:
-            with self.worker.torun.lock() as queue:
-                indices = [i for i in list(queue)[: self.window] if isinstance(i, int)]
-            return [self.session.items[i] for i in indices]
+        if self.queued is not None:
+            return [self.session.items[i] for i in self.queued()]
         start = self.positions.get(item.nodeid, -1) + 1
         return list(self.session.items[start : start + self.window])
 
     def ahead(self, item: CaseItem) -> None:
         if self.session.shouldstop or self.session.shouldfail:
-            self.ps.store.stop()  # -x or a stop: no new calls
+            self.engine.stop()  # -x or a stop: no new calls
             return
-        from pytest_prompteval.pytest.items import CaseItem
-
         for other in self._upcoming(item):
             if not isinstance(other, CaseItem) or other.nodeid in self.submitted:
                 continue
@@ -60,4 +48,4 @@ class Lookahead:
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)
-            self.ps.store.prefetch(request, context)
+            self.engine.store.prefetch(request, context)

@@ -11,10 +11,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.history import StoredRun, load_run
 from pytest_prompteval.core.stats import spearman
 from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.html import PALETTE
-from pytest_prompteval.results import StoredRun, load_run
 from pytest_prompteval.workflows.review import load_reviews
 
 

@@ -19,11 +19,11 @@ import yaml
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.history import StoredRun, load_run
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, load_prompt
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.results import StoredRun, load_run
 from pytest_prompteval.scoring.judge import JudgeUsage, structured_call
 
 PRIORITIES = ("high", "medium", "low")

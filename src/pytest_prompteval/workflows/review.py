@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_prompteval.results import load_run, write_json_atomically
+from pytest_prompteval.core.history import load_run, write_json_atomically
 
 SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
     ("correctness", 0.4),

@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
+from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.core.version import __version__
-from pytest_prompteval.engine.session import PromptevalSession
-from pytest_prompteval.pytest.fixture import RESULT_KEY
+from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.report.compare import Comparison, compare
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
-from pytest_prompteval.results import RunHistory, StoredRun, command_line, load_run
 
 JUNIT_FIELDS = (
     "case_id",
@@ -36,12 +37,12 @@ JUNIT_FIELDS = (
 
 
 class RunReport:
-    def __init__(self, config: pytest.Config, ps: PromptevalSession):
+    def __init__(self, config: pytest.Config, engine: Engine):
         self.config = config
-        self.ps = ps
-        option = config.option
-        self.ks = ps.pass_ks
-        self.details: bool = option.prompteval_details
+        self.engine = engine
+        settings = self.settings = engine.settings
+        self.ks = settings.pass_ks
+        self.details = settings.details
         self.results: list[dict[str, Any]] = []
         self.summaries: list[VersionSummary] = []
         self.comparisons: list[Comparison] = []
@@ -49,25 +50,25 @@ class RunReport:
         self.written: list[Path] = []
         self.html_written: Path | None = None
         self.baseline: StoredRun | None = None
-        if option.prompteval_baseline:
+        if settings.baseline is not None:
             try:
-                self.baseline = load_run(Path(option.prompteval_baseline))
+                self.baseline = load_run(settings.baseline)
             except PromptevalError as exc:
                 raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
         self.history: RunHistory | None = None
-        if ps.results_dir is not None:
+        if settings.results_dir is not None:
             self.history = RunHistory(
-                ps.results_dir,
+                settings.results_dir,
                 {
                     v.version: {
                         "prompt_file": display(v.path),
                         "prompt_sha256": v.sha256,
                         "plugin_version": __version__,
                         "command_line": command_line(),
-                        "scorer": ps.scorer_mode,
+                        "scorer": settings.scorer,
                         "rootdir": str(config.rootpath),
                     }
-                    for v in ps.versions
+                    for v in engine.versions
                 },
             )
         self.progress_total = 0
@@ -119,7 +120,7 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        order = [v.version for v in self.ps.versions]
+        order = [v.version for v in self.engine.versions]
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[dict[str, Any]]] = {}
         for r in self.results:
@@ -140,16 +141,16 @@ class RunReport:
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._junit_suite_properties()
-        html = self.config.option.prompteval_html
-        if html:
+        html = self.settings.html
+        if html is not None:
             page = render_html(
                 self.results,
                 self.summaries,
                 self.comparisons,
                 f"prompteval report: {', '.join(order)}",
             )
-            Path(html).write_text(page, encoding="utf-8")
-            self.html_written = Path(html)
+            html.write_text(page, encoding="utf-8")
+            self.html_written = html
         if self.history is not None:
             partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
                 pytest.ExitCode.INTERRUPTED,
@@ -160,18 +161,15 @@ class RunReport:
             )
 
     def _gates(self, first: str) -> None:
-        option = self.config.option
+        fail_under = self.settings.fail_under
         summary = next((s for s in self.summaries if s.version == first), None)
         mean = summary.mean_score if summary else None
-        if option.prompteval_fail_under is not None and (
-            mean is None or mean < option.prompteval_fail_under
-        ):
+        if fail_under is not None and (mean is None or mean < fail_under):
             shown = "no score" if mean is None else f"{mean:.3f}"
             self.gate_failures.append(
-                f"mean score of {first} is {shown}, under --prompteval-fail-under "
-                f"{option.prompteval_fail_under}"
+                f"mean score of {first} is {shown}, under --prompteval-fail-under {fail_under}"
             )
-        limit = option.prompteval_max_regression
+        limit = self.settings.max_regression
         if limit is None:
             return
         for c in self.comparisons:
@@ -188,24 +186,18 @@ class RunReport:
                 )
 
     def _junit_suite_properties(self) -> None:
-        try:
-            from _pytest.junitxml import xml_key
-        except ImportError:  # pragma: no cover - pytest moved it
-            return
-        xml = self.config.stash.get(xml_key, None)
-        if xml is None:
+        add = junit_global_property(self.config)
+        if add is None:
             return
         for s in self.summaries:
             prefix = f"prompteval.{s.version}"
-            xml.add_global_property(f"{prefix}.pass_rate", f"{s.pass_rate:.6f}")
-            xml.add_global_property(f"{prefix}.mean_score", _text(s.mean_score))
+            add(f"{prefix}.pass_rate", f"{s.pass_rate:.6f}")
+            add(f"{prefix}.mean_score", _text(s.mean_score))
             for k, value in s.pass_at_k.items():
-                xml.add_global_property(f"{prefix}.pass@{k}", _text(value))
+                add(f"{prefix}.pass@{k}", _text(value))
             for group, labels in s.groups.items():
                 for label, (passed, total) in labels.items():
-                    xml.add_global_property(
-                        f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else ""
-                    )
+                    add(f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else "")
 
     def summary_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,159 @@
+"""The engine: every service an evaluation needs, built and wired once from Settings.
+
+Items, the ``prompteval`` fixture, batches and ``prompteval improve`` all evaluate through one
+Engine, so they share the budget, the rate gate, the recordings and the judge: no path can
+silently lack one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.core.errors import display
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.tables import load_table
+from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
+from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.base import Provider
+from pytest_prompteval.providers.budget import Budget
+from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
+from pytest_prompteval.providers.ratelimit import RateGate
+from pytest_prompteval.providers.store import Store
+from pytest_prompteval.scoring.automatic import AutomaticScorer
+from pytest_prompteval.scoring.code import CodeScorer
+from pytest_prompteval.scoring.judge import Judge, load_review_templates
+
+ScorerFunction = Callable[..., Any]
+
+
+def make_provider(spec: str, option: str = "--prompteval-provider") -> Provider:
+    if spec == "anthropic":
+        return AnthropicProvider()
+    if spec.startswith(PREFIX):
+        return CallableProvider(spec)
+    raise SettingError(
+        f"{option} {spec!r}: expected 'anthropic' or {PREFIX}package.module:function"
+    )
+
+
+def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion, ...]:
+    available = available_versions(prompt_dir)
+    if ALL_VERSIONS in names:
+        names = list(available)
+    unknown = [n for n in names if n not in available]
+    if unknown or not names:
+        listing = ", ".join(available) or f"none: no *.yaml files in {prompt_dir}"
+        raise SettingError(
+            f"unknown prompt version {', '.join(map(repr, unknown))} (prompt directory "
+            f"{display(prompt_dir)}); available: {listing}"
+        )
+    return tuple(load_prompt(available[n]) for n in dict.fromkeys(names))
+
+
+class Engine:
+    """``run_dir``: a directory every process of the run shares (budget ledger, rate-limit
+    pauses); None for a process on its own, such as a ``prompteval`` command."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        run_dir: Path | None = None,
+        scorers: Callable[[], Mapping[str, ScorerFunction]] | None = None,
+    ):
+        self.settings = settings
+        self.versions: tuple[PromptVersion, ...] = (
+            resolve_versions(settings.prompt_dir, list(settings.versions))
+            if settings.versions
+            else ()
+        )
+        self.prices = PriceTable(load_table("prices", settings.prices))
+        self.scorer = AutomaticScorer(load_table("scoring", settings.scoring))
+        self.review_templates = load_review_templates(settings.review_templates)
+        if (
+            settings.review_template is not None
+            and settings.review_template not in self.review_templates
+        ):
+            raise SettingError(
+                f"--prompteval-review-template {settings.review_template!r}: unknown; known: "
+                f"{', '.join(self.review_templates)}"
+            )
+        self._scorers = scorers
+        self.budget: Budget | None = None
+        self.gate: RateGate | None = None
+        if run_dir is not None:
+            if settings.max_cost is not None:
+                self.budget = Budget(settings.max_cost, run_dir / "budget", self.prices)
+            self.gate = RateGate(settings.concurrency, run_dir / "ratelimit.json")
+        self.store = self._store(make_provider(settings.provider))
+        if settings.judge_provider == settings.provider:
+            self.judge_store = self.store
+        else:
+            self.judge_store = self._store(
+                make_provider(settings.judge_provider, "--prompteval-judge-provider")
+            )
+        self._judge: Judge | None = None
+        self._code: CodeScorer | None = None
+        self._prompts = {v.version: v for v in self.versions}
+
+    def _store(self, provider: Provider) -> Store:
+        if isinstance(provider, AnthropicProvider):
+            provider.gate = self.gate
+        store = Store(
+            self.settings.recordings_dir,
+            self.settings.record_mode(provider.live),
+            provider,
+            note=self.settings.record_note,
+        )
+        store.budget = self.budget
+        return store
+
+    def prompt(self, version: str) -> PromptVersion:
+        """A prompt version by name, loaded on first use (the fixture names its own)."""
+        if version not in self._prompts:
+            (self._prompts[version],) = resolve_versions(self.settings.prompt_dir, [version])
+        return self._prompts[version]
+
+    def scorers(self) -> Mapping[str, ScorerFunction]:
+        return self._scorers() if self._scorers is not None else {}
+
+    def judge(self) -> Judge:
+        """The judge, built on first use so that runs without one never need it."""
+        if self._judge is None:
+            s = self.settings
+            self._judge = Judge(
+                self.judge_store,
+                self.prices,
+                s.judge_model,
+                self.review_templates,
+                s.review_template,
+                s.judge_repeats,
+            )
+        return self._judge
+
+    def code_scorer(self) -> CodeScorer:
+        if self._code is None:
+            self._code = CodeScorer(self.settings.code_timeout)
+        return self._code
+
+    def stop(self) -> None:
+        """No new calls; calls in flight finish."""
+        self.store.stop()
+        self.judge_store.stop()
+
+    def close(self) -> None:
+        self.stop()
+        for store in {id(s): s for s in (self.store, self.judge_store)}.values():
+            store.provider.close()
+        if self._code is not None:
+            self._code.close()
+
+
+def owned_directories(settings: Settings) -> tuple[Path, ...]:
+    """Directories that hold thousands of files and never a case, unless cases live there."""
+    skip = [settings.recordings_dir]
+    if settings.results_dir is not None:
+        skip.append(settings.results_dir)
+    return tuple(d for d in skip if not any(c == d or d in c.parents for c in settings.case_dirs))

@@ -1,0 +1,382 @@
+"""Settings: one frozen value built once from command-line options, environment and ini keys.
+
+One table (``SETTINGS``) declares every setting: its option, ini key, environment variable,
+default and parser. Precedence, for every setting alike: command line, then environment, then
+ini (pytest.ini, pyproject.toml, tox.ini, setup.cfg, as pytest loads them), then the default.
+Every value is validated here, so a bad one is a usage error naming the option or ini key,
+the value and what is allowed, before anything is paid for.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.sharding import parse_shard
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
+RECORD_MODES = ("none", "new", "all")
+SCORER_MODES = ("automatic", "claude", "hybrid")
+CODE_PASS_MODES = ("all", "threshold")
+ALL_VERSIONS = "all"
+
+
+class SettingError(PromptevalError):
+    """A bad option, ini or environment value: a usage error, before any call."""
+
+    kind = "usage"
+
+
+def _number(low: float | None = None, high: float | None = None, *, above: bool = False):  # type: ignore[no-untyped-def]
+    """A float parser with bounds; the message says what is allowed."""
+
+    if low is not None and high is not None:
+        allowed = f"a number from {low:g} to {high:g}"
+    elif above:
+        allowed = f"a number > {low:g}"
+    elif low is not None:
+        allowed = f"a number >= {low:g}"
+    else:
+        allowed = "a number"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(allowed) from None
+        if (
+            not math.isfinite(value)
+            or (low is not None and (value <= low if above else value < low))
+            or (high is not None and value > high)
+        ):
+            raise ValueError(allowed)
+        return value
+
+    return parse
+
+
+def _whole(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"a whole number >= {low}") from None
+        if value < low:
+            raise ValueError(f"a whole number >= {low}")
+        return value
+
+    return parse
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"one of {', '.join(choices)}")
+        return text
+
+    return parse
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _pass_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(k) for k in text.split(",")}))
+    except ValueError:
+        ks = ()
+    if not ks or ks[0] < 1:
+        raise ValueError("whole numbers >= 1 separated by commas, like 1,10")
+    return ks
+
+
+def _shard(text: str) -> tuple[int, int]:
+    return parse_shard(text)
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("true or false")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    help: str
+    default: Any = None
+    parse: Callable[[str], Any] = _text
+    option: str | None = None
+    aliases: tuple[str, ...] = ()
+    ini: str | None = None
+    ini_type: str | None = None  # pytest's ini types: "linelist", "bool"
+    env: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    flag: bool = False  # a store_true option
+    repeat: bool = False  # an append option
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("prompt", "collect prompt cases and run them with this prompt version ('all' for "
+            "every one)", option="--prompt", metavar="VERSION"),
+    Setting("compare", "also run every case with this prompt version (repeatable)",
+            default=(), option="--compare", metavar="VERSION", repeat=True),
+    Setting("model_override", "send every request to this model, whatever the prompt versions "
+            "say", option="--prompteval-model", metavar="MODEL"),
+    Setting("default_model", "model for prompt versions that name none", default=DEFAULT_MODEL,
+            ini="prompteval_model"),
+    Setting("record", "none: replay only; new: record what is missing; all: record everything "
+            "again (default: new when ANTHROPIC_API_KEY is set or a python: provider is named, "
+            "else none)", parse=_choice(RECORD_MODES), option="--prompteval-record",
+            env="PROMPTEVAL_RECORD", choices=RECORD_MODES),
+    Setting("provider", "'anthropic' (default), or python:package.module:function to call your "
+            "own code", default="anthropic", option="--prompteval-provider", metavar="SPEC",
+            ini="prompteval_provider"),
+    Setting("judge_provider", "the judge's provider: 'anthropic' (default) or "
+            "python:package.module:function, independent of --prompteval-provider",
+            default="anthropic", option="--prompteval-judge-provider", metavar="SPEC",
+            ini="prompteval_judge_provider"),
+    Setting("samples", "independent samples per case and version (a case's samples: "
+            "overrides)", default=1, parse=_whole(1), option="--prompteval-samples",
+            metavar="N"),
+    Setting("record_note", "a note written into every recording made in this run",
+            option="--prompteval-record-note", metavar="TEXT"),
+    Setting("scorer", "automatic (default), claude (the judge scores every item) or hybrid "
+            "(automatic on every item, the judge on a sample)", default="automatic",
+            parse=_choice(SCORER_MODES), option="--prompteval-scorer", ini="prompteval_scorer",
+            choices=SCORER_MODES),
+    Setting("judge_model", f"the judge's model (default {DEFAULT_JUDGE_MODEL})",
+            default=DEFAULT_JUDGE_MODEL, option="--prompteval-reviewer-model",
+            aliases=("--reviewer-model",), metavar="MODEL", ini="prompteval_reviewer_model"),
+    Setting("review_template", "the review template (rubric) to judge with; a case's "
+            "review_template: wins", option="--prompteval-review-template", metavar="NAME"),
+    Setting("review_templates", "YAML file of review templates for the judge",
+            ini="prompteval_review_templates"),
+    Setting("judge_rate", "hybrid: share of cases the judge sees (default 0.2)", default=0.2,
+            parse=_number(0, 1), option="--prompteval-judge-rate", metavar="RATE"),
+    Setting("seed", "seed of the hybrid sample (the same cases for every prompt version)",
+            default="0", option="--prompteval-seed", metavar="SEED"),
+    Setting("judge_repeats", "judge each response N times, to see the judge's own spread",
+            default=1, parse=_whole(1), option="--prompteval-judge-repeats", metavar="N"),
+    Setting("pass_ks", "the k of pass@k to report (k <= samples), e.g. 1,10", default=(1,),
+            parse=_pass_ks, option="--prompteval-pass-k", metavar="K[,K...]"),
+    Setting("details", "longer summary: every regression and improvement", default=False,
+            option="--prompteval-details", flag=True),
+    Setting("results", "where each run's results are kept; 'none' keeps none",
+            default="prompt_results", option="--prompteval-results", metavar="DIR",
+            ini="prompteval_results"),
+    Setting("concurrency", "model calls in flight at once, sent ahead of the items (default 8; "
+            "1: none)", default=8, parse=_whole(1), option="--prompteval-concurrency",
+            metavar="N", ini="prompteval_concurrency"),
+    Setting("shard", "run the I-th of N stable shards of the cases (every version and sample "
+            "of a case in the same shard); join the results with 'prompteval merge'",
+            parse=_shard, option="--prompteval-shard", metavar="I/N"),
+    Setting("batch", "send the run's calls as one Message Batch (half price) before the items "
+            "run", default=False, option="--prompteval-batch", flag=True),
+    Setting("batch_poll", "first wait between batch status checks (doubles up to a minute)",
+            default=5.0, parse=_number(0, above=True), option="--prompteval-batch-poll",
+            metavar="SECONDS"),
+    Setting("code_pass", "code cases: a sample passes when all its tests pass (all, the "
+            "default) or when its partial-correctness score reaches the threshold",
+            default="all", parse=_choice(CODE_PASS_MODES), option="--prompteval-code-pass",
+            ini="prompteval_code_pass", choices=CODE_PASS_MODES),
+    Setting("code_timeout", "code cases: seconds a sample may run at most", default=3.0,
+            parse=_number(0, above=True), ini="prompteval_code_timeout"),
+    Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
+            "the rest skip", parse=_number(0, above=True), option="--prompteval-max-cost",
+            metavar="USD"),
+    Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
+            option="--prompteval-html", metavar="FILE"),
+    Setting("baseline", "compare the --prompt version with a stored run's results",
+            option="--prompteval-baseline", metavar="FILE"),
+    Setting("fail_under", "fail the session when the --prompt version's mean score is under "
+            "SCORE (0 to 1)", parse=_number(0, 1), option="--prompteval-fail-under",
+            metavar="SCORE"),
+    Setting("max_regression", "fail the session when the --prompt version scores more than "
+            "DELTA (0 to 1) below the baseline or a compared version, on paired cases",
+            parse=_number(0, 1), option="--prompteval-max-regression", metavar="DELTA"),
+    Setting("threshold", "score an item needs to pass (0 to 1)", default=0.7,
+            parse=_number(0, 1), ini="prompteval_threshold"),
+    Setting("cases", "case directories, relative to the rootdir", default=("prompt_cases",),
+            ini="prompteval_cases", ini_type="linelist"),
+    Setting("prompts", "prompt version directory", default="prompts", ini="prompteval_prompts"),
+    Setting("recordings", "recordings directory", default="prompt_recordings",
+            ini="prompteval_recordings"),
+    Setting("scoring", "YAML file extending the automatic scorer's tables",
+            ini="prompteval_scoring"),
+    Setting("prices", "YAML file extending the price table", ini="prompteval_prices"),
+)  # fmt: skip
+
+BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def _dest(setting: Setting) -> str:
+    return f"prompteval_{setting.name}"
+
+
+def _where(setting: Setting, source: str) -> str:
+    if source == "option":
+        return str(setting.option)
+    if source == "env":
+        return f"environment variable {setting.env}"
+    return f"ini {setting.ini}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    rootpath: Path
+    prompt: str | None
+    compare: tuple[str, ...]
+    model_override: str | None
+    default_model: str
+    record: str | None  # None: decided by whether the provider can answer (see record_mode)
+    provider: str
+    judge_provider: str
+    samples: int
+    record_note: str | None
+    scorer: str
+    judge_model: str
+    review_template: str | None
+    review_templates: Path | None
+    judge_rate: float
+    seed: str
+    judge_repeats: int
+    pass_ks: tuple[int, ...]
+    details: bool
+    results_dir: Path | None
+    concurrency: int
+    shard: tuple[int, int] | None
+    batch: bool
+    batch_poll: float
+    code_pass: str
+    code_timeout: float
+    max_cost: float | None
+    html: Path | None
+    baseline: Path | None
+    fail_under: float | None
+    max_regression: float | None
+    threshold: float
+    case_dirs: tuple[Path, ...]
+    prompt_dir: Path
+    recordings_dir: Path
+    scoring: Path | None
+    prices: Path | None
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """The prompt versions named on the command line, --prompt first."""
+        if self.prompt is None:
+            return ()
+        return tuple(dict.fromkeys((self.prompt, *self.compare)))
+
+    def record_mode(self, provider_live: bool) -> str:
+        return self.record or ("new" if provider_live else "none")
+
+    @classmethod
+    def build(
+        cls,
+        rootpath: Path,
+        options: Mapping[str, Any],
+        ini: Callable[[str], Any],
+        environ: Mapping[str, str] | None = None,
+        *,
+        invocation_dir: Path | None = None,
+    ) -> Settings:
+        """``options``: argparse values by dest (None when not given); ``ini``: pytest's
+        ``config.getini``. Raises SettingError naming the option, ini key or variable."""
+        environ = os.environ if environ is None else environ
+        raw: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw[setting.name] = _value(setting, options, ini, environ)
+        here = invocation_dir or Path.cwd()
+
+        def project_path(value: str | None) -> Path | None:
+            return None if not value else rootpath / value
+
+        def given_path(value: str | None) -> Path | None:
+            # a path typed on the command line is relative to where pytest was started
+            return None if not value else here / value
+
+        results = raw.pop("results")
+        values = {
+            **raw,
+            "rootpath": rootpath,
+            "compare": tuple(raw["compare"] or ()),
+            "results_dir": None if results == "none" else _results_dir(rootpath, here, results),
+            "case_dirs": tuple(rootpath / d for d in raw.pop("cases")),
+            "prompt_dir": rootpath / raw.pop("prompts"),
+            "recordings_dir": rootpath / raw.pop("recordings"),
+            "review_templates": project_path(raw["review_templates"]),
+            "scoring": project_path(raw["scoring"]),
+            "prices": project_path(raw["prices"]),
+            "html": given_path(raw["html"]),
+            "baseline": given_path(raw["baseline"]),
+        }
+        settings = cls(**{f.name: values[f.name] for f in fields(cls)})
+        settings._check()
+        return settings
+
+    def _check(self) -> None:
+        if (
+            self.results_dir is not None
+            and self.results_dir.exists()
+            and not self.results_dir.is_dir()
+        ):
+            raise SettingError(
+                f"--prompteval-results / ini prompteval_results {display(self.results_dir)!r}: "
+                "is a file; expected a directory (or 'none')"
+            )
+        if self.baseline is not None and not self.baseline.is_file():
+            raise SettingError(
+                f"--prompteval-baseline {display(self.baseline)!r}: no such file; expected a "
+                "results file (.json or .jsonl) from an earlier run"
+            )
+
+
+def _results_dir(rootpath: Path, here: Path, value: str) -> Path:
+    return rootpath / value if not os.path.isabs(value) else Path(value)
+
+
+def _value(
+    setting: Setting,
+    options: Mapping[str, Any],
+    ini: Callable[[str], Any],
+    environ: Mapping[str, str],
+) -> Any:
+    if setting.option is not None:
+        given = options.get(_dest(setting))
+        if setting.flag:
+            if given:
+                return True
+        elif setting.repeat:
+            if given:
+                return tuple(given)
+        elif given is not None:
+            return _parsed(setting, str(given), "option")
+    if setting.env is not None and environ.get(setting.env):
+        return _parsed(setting, environ[setting.env], "env")
+    if setting.ini is not None:
+        value = ini(setting.ini)
+        if setting.ini_type == "linelist":
+            return tuple(value) if value else setting.default
+        if value not in (None, ""):
+            return _parsed(setting, str(value).strip(), "ini")
+    return setting.default
+
+
+def _parsed(setting: Setting, text: str, source: str) -> Any:
+    try:
+        return setting.parse(text)
+    except ValueError as exc:
+        raise SettingError(f"{_where(setting, source)} {text!r}: expected {exc}") from None

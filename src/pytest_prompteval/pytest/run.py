@@ -1,0 +1,160 @@
+"""The run's lifecycle, in one object registered in ``pytest_configure`` (as xdist's DSession
+is): settings, the engine, the directory the run's processes share, collection state, calls
+sent ahead, the batch, shards, and the report on the controller."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.sharding import shard_of
+from pytest_prompteval.engine.engine import Engine, owned_directories
+from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
+from pytest_prompteval.pytest.adapters import rootdir_moved_by
+from pytest_prompteval.pytest.batch import send_session_batch
+from pytest_prompteval.pytest.items import CaseFile, CaseItem
+from pytest_prompteval.pytest.lookahead import Lookahead
+
+RUN_DIR_KEY = "prompteval_run_dir"
+RUN_KEY = pytest.StashKey["PromptevalRun"]()
+PATH_OPTIONS = tuple(
+    name for s in SETTINGS if s.option and s.metavar in ("FILE", "DIR") for name in (s.option,)
+)
+
+
+def build_settings(config: pytest.Config) -> Settings:
+    moved = rootdir_moved_by(config, PATH_OPTIONS)
+    if moved is not None:
+        option = moved.split(" ", 1)[0]
+        raise pytest.UsageError(
+            f"{moved}: pytest took the value for a test path and moved the rootdir to "
+            f"{config.rootpath}; write it as {option}=VALUE"
+        )
+    try:
+        settings = Settings.build(
+            config.rootpath,
+            vars(config.option),
+            config.getini,
+            invocation_dir=config.invocation_params.dir,
+        )
+    except SettingError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if settings.batch and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompteval-batch sends one batch per run: use it without -n (xdist)"
+        )
+    return settings
+
+
+class PromptevalRun:
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.config = config
+        self.settings = settings
+        self.worker = hasattr(config, "workerinput")
+        # State the run's processes share (budget, rate-limit pauses) lives in one
+        # directory, made by the controller and handed to each xdist worker.
+        inherited = getattr(config, "workerinput", {}).get(RUN_DIR_KEY)
+        self.run_dir = Path(inherited or tempfile.mkdtemp(prefix="prompteval-run-"))
+        self._engine: Engine | None = None
+        self.lookahead: Lookahead | None = None
+        # collection state: markers registered so far, and where each case id was defined
+        self.registered_markers: set[str] = set()
+        self.case_ids: dict[str, str] = {}
+        self._skip_dirs = owned_directories(settings)
+
+    @property
+    def engine(self) -> Engine:
+        """Built on first use: a run that never evaluates (no --prompt, no fixture) never
+        loads tables or providers."""
+        if self._engine is None:
+            try:
+                self._engine = Engine(self.settings, self.run_dir, self._scorers)
+            except PromptevalError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._engine
+
+    def _scorers(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for named in reversed(self.config.hook.pytest_prompteval_scorers()):
+            found.update(named or {})
+        return found
+
+    @property
+    def collecting(self) -> bool:
+        return self.settings.prompt is not None
+
+    # -- xdist ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[RUN_DIR_KEY] = str(self.run_dir)
+
+    # -- collection -----------------------------------------------------------------------
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        # Recordings and run history hold thousands of files and never a test: not walked.
+        return True if self.collecting and collection_path in self._skip_dirs else None
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
+        if (
+            self.collecting
+            and file_path.suffix in (".yaml", ".yml")
+            and any(
+                d == file_path.parent or d in file_path.parents for d in self.settings.case_dirs
+            )
+        ):
+            return CaseFile.from_parent(parent, path=file_path, run=self)
+        return None
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.settings.shard is None:
+            return
+        index, count = self.settings.shard
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            mine = not isinstance(item, CaseItem) or shard_of(item.nodeid, count) == index
+            (keep if mine else drop).append(item)
+        if drop:
+            self.config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # -- running --------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        if self.settings.batch and not session.config.option.collectonly and session.items:
+            send_session_batch(session, self.engine, self.settings.batch_poll)
+
+    def ahead(self, session: pytest.Session, item: Any) -> None:
+        """Calls for the items after ``item`` sent ahead of them (not with concurrency 1)."""
+        if self.settings.concurrency <= 1:
+            return
+        if self.lookahead is None:
+            self.lookahead = Lookahead(session, self.engine, self.settings.concurrency)
+        self.lookahead.ahead(item)
+
+    def pytest_sessionfinish(self) -> None:
+        if self._engine is not None:
+            self._engine.stop()
+
+    def pytest_unconfigure(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+        if not self.worker:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:
+    """With no explicit paths on the command line, collect the case directories too."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    given = [Path(a).resolve() for a in config.args]
+    for directory in case_dirs:
+        if directory.is_dir() and not any(g == directory or g in directory.parents for g in given):
+            config.args.append(str(directory))
