@@ -80,7 +80,7 @@ def test_claude_scorer_stores_dimensions_and_replays_without_requests(
     assert len(first) == 2
     judge = judge_requests(anthropic_server)
     assert len(judge) == 2
-    assert judge[0]["model"] == "claude-sonnet-4-5" and judge[0]["temperature"] == 0.0
+    assert judge[0]["model"] == "claude-sonnet-4-6" and judge[0]["temperature"] == 0.0
     assert judge[0]["tool_choice"] == {"type": "tool", "name": "submit_verdict"}
     schema = judge[0]["tools"][0]["input_schema"]
     assert schema["properties"]["scores"]["required"] == [

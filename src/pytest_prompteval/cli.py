@@ -12,9 +12,11 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.cases import load_case_file
-from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, available_versions, load_prompt
 from pytest_prompteval.core.version import __version__
+from pytest_prompteval.engine.settings import Settings
+from pytest_prompteval.providers.store import MODES as RECORD_MODES
 
 
 def _case_files(directories: Sequence[Path]) -> list[Path]:
@@ -29,7 +31,7 @@ def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> dict[str, Any]:
         case_file = load_case_file(path)
         files.append(
             {
-                "file": str(path),
+                "file": display(path),
                 "description": case_file.description,
                 "cases": [
                     {
@@ -78,7 +80,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 for c in case_file["cases"]
             ]
         )
-    print(f"prompt versions in {args.prompts}:")
+    print(f"prompt versions in {display(args.prompts)}:")
     _print_table(
         [[p["version"], p["model"] or "(default model)", p["description"]] for p in data["prompts"]]
     )
@@ -228,7 +230,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     report = analyze(args.results, args.window)
     if not report["versions"]:
-        print(f"no stored runs in {args.results}")
+        print(f"no stored runs in {display(args.results)}")
         return 1
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -253,23 +255,19 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_improve(args: argparse.Namespace) -> int:
-    from pytest_prompteval.core.pricing import PriceTable
-    from pytest_prompteval.core.tables import load_table
-    from pytest_prompteval.engine.engine import make_provider
-    from pytest_prompteval.providers.store import Store
+    from pytest_prompteval.engine.engine import Engine
     from pytest_prompteval.workflows import improve
 
     prompt = improve.load_version(args.prompts, args.prompt)
     run = improve.latest_run(args.results, args.prompt)
-    provider = make_provider(args.provider)
-    mode = args.record or ("new" if provider.live else "none")
-    store = Store(args.recordings, mode, provider)
+    # the same engine as the tests: provider, recordings, price table and budget settings
+    engine = Engine(args.settings)
     try:
         answer, patterns, usage = improve.suggest(
-            prompt, run, store, PriceTable(load_table("prices")), args.model
+            prompt, run, engine.judge_store, engine.prices, args.model or args.settings.judge_model
         )
     finally:
-        provider.close()
+        engine.close()
     print("\n".join(improve.render(answer, patterns)))
     print(
         f"({usage.input_tokens} in / {usage.output_tokens} out tokens, "
@@ -288,18 +286,70 @@ def _add_cases_option(parser: argparse.ArgumentParser) -> None:
         "--cases",
         type=Path,
         action="append",
-        help="case directory (repeatable; default prompt_cases)",
+        help="case directory (repeatable; default: ini prompteval_cases, else prompt_cases)",
     )
+
+
+def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
+    """The project's settings, from its pytest configuration found exactly as pytest finds
+    it (ini files from the working directory up, or ``--rootdir``); ``options`` stand for
+    command-line options (``provider="..."`` for ``--prompteval-provider``)."""
+    import pytest
+
+    from pytest_prompteval.pytest.adapters import load_pytest_config, release_pytest_config
+
+    try:
+        config = load_pytest_config(["--rootdir", str(rootdir)] if rootdir else [])
+    except pytest.UsageError as exc:
+        raise PromptevalError(f"pytest configuration: {exc}") from None
+    try:
+        given = {f"prompteval_{k}": v for k, v in options.items() if v is not None}
+        return Settings.build(
+            config.rootpath,
+            {**vars(config.option), **given},
+            config.getini,
+            invocation_dir=Path.cwd(),
+        )
+    finally:
+        release_pytest_config(config)
+
+
+def _directories(args: argparse.Namespace, settings: Settings) -> None:
+    """Directories not given on the command line come from the project's settings."""
+    if getattr(args, "cases", None) is None:
+        args.cases = list(settings.case_dirs)
+    defaults = {
+        "prompts": settings.prompt_dir,
+        "recordings": settings.recordings_dir,
+        "review_templates": settings.review_templates,
+        "results": settings.results_dir,
+    }
+    if args.command == "merge":
+        defaults["output"] = settings.results_dir
+    for name, value in defaults.items():
+        if getattr(args, name, False) is None:
+            if value is None and name in ("results", "output"):
+                raise PromptevalError(
+                    "the project keeps no results (prompteval_results = none): give "
+                    + ("--output" if name == "output" else "--results")
+                )
+            setattr(args, name, value)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prompteval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--rootdir",
+        type=Path,
+        help="the project's root, as pytest's --rootdir (default: found from the working "
+        "directory as pytest finds it)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="cases per file, and the prompt versions")
     _add_cases_option(listing)
     listing.add_argument(
-        "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
+        "--prompts", type=Path, help="prompt directory (default: ini prompteval_prompts)"
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
@@ -329,12 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         type=Path,
-        default=Path("prompt_results"),
-        help="directory for merged_<version>.json (default prompt_results)",
+        help="directory for merged_<version>.json (default: the project's results directory)",
     )
     merging.set_defaults(run=cmd_merge)
     analyzing = commands.add_parser("analyze", help="trends, best version and regressions")
-    analyzing.add_argument("--results", type=Path, default=Path("prompt_results"))
+    analyzing.add_argument("--results", type=Path, help="default: ini prompteval_results")
     analyzing.add_argument("--window", type=int, default=5, help="runs in the windowed rate")
     analyzing.add_argument("--html", type=Path, help="also write a page with a trend chart")
     analyzing.add_argument("--json", action="store_true", help="machine-readable output")
@@ -353,14 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
     reviewing.set_defaults(run=cmd_review)
     improving = commands.add_parser("improve", help="ask Claude how to improve a prompt")
     improving.add_argument("--prompt", required=True, help="the prompt version")
-    improving.add_argument("--prompts", type=Path, default=Path("prompts"))
-    improving.add_argument("--results", type=Path, default=Path("prompt_results"))
-    improving.add_argument("--recordings", type=Path, default=Path("prompt_recordings"))
-    improving.add_argument("--model", default="claude-sonnet-4-5")
+    improving.add_argument("--prompts", type=Path, help="default: ini prompteval_prompts")
+    improving.add_argument("--results", type=Path, help="default: ini prompteval_results")
+    improving.add_argument("--recordings", type=Path, help="default: ini prompteval_recordings")
+    improving.add_argument("--model", help="default: the judge's model")
     improving.add_argument(
-        "--provider", default="anthropic", help="anthropic, or python:package.module:function"
+        "--provider",
+        help="anthropic, or python:package.module:function (default: the judge's provider)",
     )
-    improving.add_argument("--record", choices=("none", "new", "all"))
+    improving.add_argument("--record", choices=RECORD_MODES)
     improving.add_argument(
         "--create-improved",
         action="store_true",
@@ -373,9 +423,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "cases", None) is None:
-        args.cases = [Path("prompt_cases")]
     try:
+        if args.command != "import":
+            provider = getattr(args, "provider", None)
+            args.settings = project_settings(
+                args.rootdir,
+                judge_provider=provider,
+                provider=provider,
+                record=getattr(args, "record", None),
+            )
+            _directories(args, args.settings)
         code: int = args.run(args)
     except PromptevalError as exc:
         print(f"prompteval: error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ silently lack one of them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,13 @@ from pytest_prompteval.scoring.judge import Judge, load_review_templates
 ScorerFunction = Callable[..., Any]
 
 
-def make_provider(spec: str, option: str = "--prompteval-provider") -> Provider:
+def make_provider(spec: str, rootpath: Path, option: str = "--prompteval-provider") -> Provider:
     if spec == "anthropic":
         return AnthropicProvider()
     if spec.startswith(PREFIX):
+        # the project's own modules import as its tests do: from the rootdir
+        if str(rootpath) not in sys.path:
+            sys.path.insert(0, str(rootpath))
         return CallableProvider(spec)
     raise SettingError(
         f"{option} {spec!r}: expected 'anthropic' or {PREFIX}package.module:function"
@@ -87,12 +91,14 @@ class Engine:
             if settings.max_cost is not None:
                 self.budget = Budget(settings.max_cost, run_dir / "budget", self.prices)
             self.gate = RateGate(settings.concurrency, run_dir / "ratelimit.json")
-        self.store = self._store(make_provider(settings.provider))
+        self.store = self._store(make_provider(settings.provider, settings.rootpath))
         if settings.judge_provider == settings.provider:
             self.judge_store = self.store
         else:
             self.judge_store = self._store(
-                make_provider(settings.judge_provider, "--prompteval-judge-provider")
+                make_provider(
+                    settings.judge_provider, settings.rootpath, "--prompteval-judge-provider"
+                )
             )
         self._judge: Judge | None = None
         self._code: CodeScorer | None = None

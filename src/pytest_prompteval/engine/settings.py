@@ -18,10 +18,10 @@ from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.sharding import parse_shard
+from pytest_prompteval.providers.store import MODES as RECORD_MODES
+from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_MODEL = "claude-haiku-4-5"
-DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
-RECORD_MODES = ("none", "new", "all")
 SCORER_MODES = ("automatic", "claude", "hybrid")
 CODE_PASS_MODES = ("all", "threshold")
 ALL_VERSIONS = "all"

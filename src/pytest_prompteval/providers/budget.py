@@ -7,11 +7,11 @@ the budget by at most the calls in flight when it ran out.
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.filelock import lock_exclusive
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.response import Response
 
@@ -29,7 +29,7 @@ class Budget:
 
     def _update(self, add: float) -> float:
         with self.ledger.open("r+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            lock_exclusive(handle, "--prompteval-max-cost")
             text = handle.read().strip()
             spent = float(text) if text else 0.0
             if add:

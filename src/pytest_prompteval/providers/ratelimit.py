@@ -14,13 +14,14 @@ many calls a process starts at all:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
+
+from pytest_prompteval.core.filelock import lock_exclusive
 
 LIMITED = (429, 529)
 READ_EVERY = 0.1
@@ -83,7 +84,7 @@ class RateGate:
         if self.shared is None:
             return 0.0
         with self.shared.open("r+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            lock_exclusive(handle, "rate-limit sharing")
             text = handle.read().strip()
             current = float(json.loads(text)["paused_until"]) if text else 0.0
             if until is not None and until > current:

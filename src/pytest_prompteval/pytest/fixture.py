@@ -16,6 +16,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
+from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.judge import JudgeUsage
 
@@ -74,7 +75,10 @@ class Prompteval:
         result = new_result(case, prompt, sample, threshold, settings.scorer)
         self.node.user_properties.append((RESULT_KEY, result))
         spec = ItemSpec(case, prompt, sample, 1)
-        request, response = evaluate(self.node.ihook, self.engine, spec, result)
+        try:
+            request, response = evaluate(self.node.ihook, self.engine, spec, result)
+        except BudgetSpent as exc:
+            pytest.skip(str(exc))  # as items are: the budget stops calls, it fails nothing
         return RunResult(case, prompt, request, response, result)
 
     def check(

@@ -27,7 +27,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
 
-DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
+DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 DEFAULT_TEMPLATE = "default_review"
 VERDICT_TOOL = "submit_verdict"
 JUDGE_MAX_TOKENS = 2048
