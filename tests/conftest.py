@@ -20,11 +20,12 @@ def xdist_args(request: pytest.FixtureRequest) -> list[str]:
 
 
 def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
-    """The ``prompteval`` result of every item an in-process run reported."""
+    """The ``prompteval`` result of every item an in-process run reported: on its test
+    phase's report, or its setup's when an error of the calls ended it there."""
     return [
         dict(report.user_properties)["prompteval"]
         for report in reprec.getreports("pytest_runtest_logreport")
-        if report.when == "call"
+        if report.when == "call" or (report.when == "setup" and report.failed)
     ]
 
 

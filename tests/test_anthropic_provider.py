@@ -103,12 +103,12 @@ def test_overload_and_reset_are_retried_by_the_sdk(
     assert len(anthropic_server.requests) == 3
 
 
-def test_persistent_server_error_fails_the_item_with_status_and_request_id(
+def test_persistent_server_error_is_an_error_with_status_and_request_id(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.inject(*[Fault(status=500, message="boom")] * 3)
     result = project.runpytest("--prompt=current", "-k", "loop_001")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["InternalServerError: status 500, request_id req_fault: boom", "*api_error 1*"]
     )
@@ -121,7 +121,7 @@ def test_spend_limit_is_not_retried_and_stops_the_run(
 ) -> None:
     anthropic_server.inject(Fault.spend_limit())
     result = project.runpytest("--prompt=current", "--prompteval-concurrency=1")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
             "RateLimitError: status 429, *monthly spend limit* no later call can succeed, "
@@ -145,7 +145,7 @@ def test_malformed_body_fails_the_item_clearly(
 ) -> None:
     anthropic_server.inject(Fault(kind="malformed"))
     result = project.runpytest("--prompt=current", "-k", "loop_001")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*malformed response body*"])
     assert "Traceback" not in result.stdout.str()
 

@@ -74,15 +74,16 @@ def test_missing_placeholder_fails_only_that_item(project: pytest.Pytester) -> N
         "instructionSet: arm64}\n"
     )
     result = project.runpytest("--prompt=current", "-p", "no:randomly")
-    # The item that has an audience runs on (to a missing recording); the other names the gap.
-    result.assert_outcomes(failed=2)
+    # The item that has an audience runs on (to a missing recording: an error of the run, not
+    # of the prompt); the other names the gap and fails.
+    result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
+            "*ERROR at setup of case with_audience [[]current[]]*",
+            "no recording for case 'with_audience'*--prompteval-record=new to record it",
             "*case ok_001 [[]current[]]*",
             "*prompts/current.yaml:2: user_prompt uses {audience} but case 'ok_001' "
             "(*prompt_cases/a.yaml:2) gives no value for it*",
-            "*case with_audience [[]current[]]*",
-            "no recording for case 'with_audience'*--prompteval-record=new to record it",
         ]
     )
     assert_no_internal_traceback(result)

@@ -50,3 +50,14 @@ class StopRun(ApiError):
     """An API error that no later call can avoid (spend limit, bad key): the session stops."""
 
     kind = "api_stop"
+
+
+#: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
+#: score (a missing recording, a budget stop, an API failure, an invalid judge verdict).
+INFRASTRUCTURE_KINDS = frozenset(
+    {"api_error", "api_stop", "missing_recording", "budget", "judge_invalid"}
+)
+
+
+def is_infrastructure(exc: PromptevalError) -> bool:
+    return exc.kind in INFRASTRUCTURE_KINDS

@@ -79,6 +79,7 @@ def new_result(
         "error": None,
         "error_class": None,
         "attempts": 1,
+        "outcome": None,
     }
 
 
@@ -319,6 +320,7 @@ def evaluate(
         passed=_main_passes(engine, main, result) and all(c.passed for c in checks),
         main_score=main.value,
     )
+    result["outcome"] = "passed" if result["passed"] else "failed"
     return request, response
 
 

@@ -9,7 +9,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.core.cases import Case, load_case_file_cached
-from pytest_prompteval.core.errors import PromptevalError, StopRun, display
+from pytest_prompteval.core.errors import PromptevalError, StopRun, display, is_infrastructure
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import RESULT_KEY
@@ -76,10 +76,14 @@ class CaseFile(pytest.File):
                 assertions = (*from_prompts[prompt.version], *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
+                    params = f"{prompt.version}{suffix}"
                     item = CaseItem.from_parent(
                         self,
                         run=run,
-                        name=f"{case.id}[{prompt.version}{suffix}]",
+                        name=f"{case.id}[{params}]",
+                        # given whole, so pytest 9 parses ``[params]`` as parameters, as
+                        # --lf, --ff, --sw and --nf read them back from the cache
+                        nodeid=f"{self.nodeid}::{case.id}[{params}]",
                         spec=ItemSpec(case, prompt, sample, samples, assertions, code),
                     )
                     for marker in markers:
@@ -124,20 +128,36 @@ class CaseItem(pytest.Item):
             self.prepared = make_request(self.ihook, self.run.engine, self.case, self.prompt)
         return self.prepared
 
-    def runtest(self) -> None:
+    def setup(self) -> None:
+        """The item's calls and scoring, before the test phase: a call that fails for good
+        (an API error after retries, a missing recording, an invalid judge verdict) raises
+        here, so pytest reports an *error*, never a failure of the prompt. What the prompt
+        itself causes (a template error) is kept and fails the item in ``runtest``."""
         self.user_properties.append((RESULT_KEY, self.result))
         self.run.ahead(self.session, self)
+        self.failure: PromptevalError | None = None
+        request, self.prepared = self.prepared, None
         try:
-            request, self.prepared = self.prepared, None
             evaluate(self.ihook, self.run.engine, self.spec, self.result, request)
-            if not self.result["passed"]:
-                raise CaseFailed(failure_message(self.result))
-        except StopRun as exc:
-            self.session.shouldstop = str(exc)
-            raise
         except BudgetSpent as exc:
+            self.result["outcome"] = "skipped"
             # reported at the case, not at this line
             raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+        except PromptevalError as exc:
+            if not is_infrastructure(exc):
+                self.failure = exc
+                self.result.update(outcome="failed", passed=False, score=0.0)
+                return
+            self.result["outcome"] = "error"
+            if isinstance(exc, StopRun):
+                self.session.shouldstop = str(exc)
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
+
+    def runtest(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+        if not self.result["passed"]:
+            raise CaseFailed(failure_message(self.result))
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -83,7 +83,9 @@ class RunReport:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
             report.user_properties = _junit_properties(report.user_properties)
-        if report.when != "call" and not (report.when == "setup" and report.skipped):
+        # an item's result is on the report of its test phase, or of its setup when the
+        # setup ended it (an error of the calls, a budget skip)
+        if report.when != "call" and not (report.when == "setup" and not report.passed):
             return
         for key, value in report.user_properties:
             if key == RESULT_KEY and isinstance(value, dict):
