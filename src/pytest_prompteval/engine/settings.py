@@ -337,6 +337,13 @@ class Settings:
                 f"--prompteval-results / ini prompteval_results {display(self.results_dir)!r}: "
                 "is a file; expected a directory (or 'none')"
             )
+        if self.html is not None:
+            blocked = next((p for p in self.html.parents if p.exists()), None)
+            if blocked is not None and not blocked.is_dir():
+                raise SettingError(
+                    f"--prompteval-html {display(self.html)!r}: {display(blocked)!r} is a file, "
+                    "so the report's folder cannot be made"
+                )
         if self.baseline is not None and not self.baseline.is_file():
             raise SettingError(
                 f"--prompteval-baseline {display(self.baseline)!r}: no such file; expected a "

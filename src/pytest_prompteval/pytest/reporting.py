@@ -55,22 +55,10 @@ class RunReport:
                 self.baseline = load_run(settings.baseline)
             except PromptevalError as exc:
                 raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
+        # made with the first result, so that --collect-only, --markers and runs that select
+        # nothing leave no run behind
         self.history: RunHistory | None = None
-        if settings.results_dir is not None:
-            self.history = RunHistory(
-                settings.results_dir,
-                {
-                    v.version: {
-                        "prompt_file": display(v.path),
-                        "prompt_sha256": v.sha256,
-                        "plugin_version": __version__,
-                        "command_line": command_line(),
-                        "scorer": settings.scorer,
-                        "rootdir": str(config.rootpath),
-                    }
-                    for v in engine.versions
-                },
-            )
+        self.output_errors: list[str] = []
         self.progress_total = 0
         self.next_progress = 0.1
         self.live = False  # running totals, so a progress check never rescans the results
@@ -90,9 +78,35 @@ class RunReport:
         for key, value in report.user_properties:
             if key == RESULT_KEY and isinstance(value, dict):
                 self.results.append(value)
-                if self.history is not None:
-                    self.history.add(value)
+                self._journal(value)
                 self._progress()
+
+    def _journal(self, result: dict[str, Any]) -> None:
+        results_dir = self.settings.results_dir
+        if results_dir is None or self.output_errors:
+            return
+        try:
+            if self.history is None:
+                self.history = RunHistory(
+                    results_dir,
+                    {
+                        v.version: {
+                            "prompt_file": display(v.path),
+                            "prompt_sha256": v.sha256,
+                            "plugin_version": __version__,
+                            "command_line": command_line(),
+                            "scorer": self.settings.scorer,
+                            "rootdir": str(self.config.rootpath),
+                        }
+                        for v in self.engine.versions
+                    },
+                )
+            self.history.add(result)
+        except OSError as exc:
+            self._output_failed("--prompteval-results", results_dir, exc)
+
+    def _output_failed(self, option: str, path: Path, exc: OSError) -> None:
+        self.output_errors.append(f"{option} {display(path)}: {exc.strerror or exc}")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress_total = len(session.items)
@@ -142,6 +156,7 @@ class RunReport:
         self._gates(first)
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # each output on its own: one that cannot be written loses none of the others
         self._junit_suite_properties()
         html = self.settings.html
         if html is not None:
@@ -151,16 +166,25 @@ class RunReport:
                 self.comparisons,
                 f"prompteval report: {', '.join(order)}",
             )
-            html.write_text(page, encoding="utf-8")
-            self.html_written = html
+            try:
+                html.parent.mkdir(parents=True, exist_ok=True)
+                html.write_text(page, encoding="utf-8")
+                self.html_written = html
+            except OSError as exc:
+                self._output_failed("--prompteval-html", html, exc)
         if self.history is not None:
             partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
                 pytest.ExitCode.INTERRUPTED,
                 pytest.ExitCode.INTERNAL_ERROR,
             )
-            self.written = self.history.finalize(
-                {s.version: s.to_json() for s in self.summaries}, partial
-            )
+            try:
+                self.written = self.history.finalize(
+                    {s.version: s.to_json() for s in self.summaries}, partial
+                )
+            except OSError as exc:
+                self._output_failed("--prompteval-results", self.history.directory, exc)
+        if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
@@ -207,6 +231,7 @@ class RunReport:
             "comparisons": [c.to_json() for c in self.comparisons],
             "gate_failures": self.gate_failures,
             "results_files": [display(p) for p in self.written],
+            "output_errors": self.output_errors,
         }
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -220,6 +245,8 @@ class RunReport:
             terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
             terminalreporter.write_line(f"prompteval results: {display(path)}")
+        for error in self.output_errors:
+            terminalreporter.write_line(f"prompteval: not written: {error}", red=True, bold=True)
         if self.html_written is not None:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
 

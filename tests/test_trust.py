@@ -1,0 +1,106 @@
+"""pytest's own habits hold, history keeps real runs only, and the end of a run loses
+nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import generated_project
+
+ANSWERS = """
+def answer(request, *, case, prompt, sample):
+    return "Nothing relevant." if '"n": 7' in str(request.to_api()) else "The loop optimization."
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """Ten cases; c07 fails (its answer misses the topic)."""
+    generated_project(pytester, 10)
+    pytester.makepyfile(answers=ANSWERS)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester
+
+
+PROVIDER = "--prompteval-provider=python:answers:answer"
+
+
+@pytest.mark.parametrize("habit", [["--lf"], ["--ff"], ["--sw"], ["--nf"]])
+def test_pytest_cache_options_see_the_versions(
+    project: pytest.Pytester, habit: list[str], xdist_args: list[str]
+) -> None:
+    if habit == ["--sw"] and xdist_args:
+        pytest.skip("pytest's --stepwise does not run under xdist")
+    stepwise = habit == ["--sw"]
+    first = project.runpytest(
+        "--prompt=v", PROVIDER, "-p", "no:randomly", *(habit if stepwise else []), *xdist_args
+    )
+    first.assert_outcomes(passed=7 if stepwise else 9, failed=1)
+    again = project.runpytest("--prompt=v", PROVIDER, "-p", "no:randomly", *habit, *xdist_args)
+    if habit == ["--lf"]:
+        again.assert_outcomes(failed=1)
+        if not xdist_args:  # xdist's controller does not print the cache's line
+            again.stdout.fnmatch_lines(["run-last-failure: rerun previous 1 failure*"])
+    elif habit == ["--ff"]:
+        again.assert_outcomes(passed=9, failed=1)
+        if not xdist_args:
+            again.stdout.fnmatch_lines(["run-last-failure: rerun previous 1 failure first*"])
+    elif stepwise:
+        again.assert_outcomes(failed=1, deselected=7)  # from c07, where the first run stopped
+    else:
+        again.assert_outcomes(passed=9, failed=1)
+
+
+def test_selection_by_node_id_and_deselect(project: pytest.Pytester) -> None:
+    project.runpytest(
+        "--prompt=v", PROVIDER, "prompt_cases/c.yaml::c03[v]", "--deselect",
+        "prompt_cases/c.yaml::c04[v]",
+    ).assert_outcomes(passed=1)  # fmt: skip
+    project.runpytest(
+        "--prompt=v", PROVIDER, "--deselect", "prompt_cases/c.yaml::c04[v]"
+    ).assert_outcomes(passed=8, failed=1, deselected=1)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--collect-only"], ["--markers"], ["--fixtures"], ["-k", "nothing_matches"]],
+)
+def test_runs_without_items_leave_no_history(project: pytest.Pytester, args: list[str]) -> None:
+    project.runpytest("--prompt=v", PROVIDER, *args)
+    assert not (project.path / "prompt_results").exists()
+
+
+def test_a_bad_html_path_loses_nothing_else(project: pytest.Pytester) -> None:
+    # the folder is made; a path that cannot be a folder is refused before any call
+    made = project.runpytest("--prompt=v", PROVIDER, "--prompteval-html=new/sub/r.html")
+    made.assert_outcomes(passed=9, failed=1)
+    assert (project.path / "new" / "sub" / "r.html").is_file()
+    (project.path / "blocker").write_text("a file")
+    refused = project.runpytest("--prompt=v", PROVIDER, "--prompteval-html=blocker/r.html")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        [
+            "ERROR: --prompteval-html 'blocker/r.html': 'blocker' is a file, so the report's "
+            "folder cannot be made"
+        ]
+    )
+
+
+def test_an_output_that_fails_at_the_end_keeps_the_others(project: pytest.Pytester) -> None:
+    (project.path / "ro").mkdir()
+    (project.path / "ro" / "r.html").mkdir()  # a folder where the page should go
+    result = project.runpytest(
+        "--prompt=v", PROVIDER, "--prompteval-html=ro/r.html", "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(passed=9, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*prompteval summary*",
+            "prompteval results: prompt_results/*_v.json",
+            "prompteval: not written: --prompteval-html ro/r.html: Is a directory",
+        ]
+    )
+    assert "prompteval.v.pass_rate" in (project.path / "junit.xml").read_text()
+    assert len(list((project.path / "prompt_results").glob("*_v.json"))) == 1
+    assert not list((project.path / "prompt_results").glob("*.jsonl"))
+    assert "Traceback" not in result.stdout.str()
