@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import traceback
 from pathlib import Path
 
 
@@ -61,3 +62,25 @@ INFRASTRUCTURE_KINDS = frozenset(
 
 def is_infrastructure(exc: PromptevalError) -> bool:
     return exc.kind in INFRASTRUCTURE_KINDS
+
+
+class UserCodeError(PromptevalError):
+    """The project's own code (a ``python:`` provider, a custom scorer) raised."""
+
+    kind = "user_code"
+
+
+_OURS = str(Path(__file__).resolve().parents[1])
+
+
+def user_code_error(what: str, exc: BaseException) -> UserCodeError:
+    """``exc`` raised inside ``what`` (the project's code), shown with the project's frames
+    only: the frames of this plugin and of the interpreter's libraries say nothing to fix."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(_OURS) and "site-packages" not in f.filename
+    ]
+    lines = [f"{what} raised {type(exc).__name__}: {exc}"]
+    lines += [f"  {display(f.filename, f.lineno)} in {f.name}: {f.line}" for f in frames]
+    return UserCodeError("\n".join(lines))

@@ -14,7 +14,7 @@ from typing import Any
 import pluggy
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.errors import PromptevalError, display, user_code_error
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
@@ -44,7 +44,12 @@ class CaseFailed(AssertionError):
 
 
 def new_result(
-    case: Case, prompt: PromptVersion, sample: int, threshold: float, scorer: str
+    case: Case,
+    prompt: PromptVersion,
+    sample: int,
+    threshold: float,
+    scorer: str,
+    samples: int = 1,
 ) -> dict[str, Any]:
     return {
         "case_id": case.id,
@@ -52,6 +57,7 @@ def new_result(
         "prompt": prompt.version,
         "prompt_sha256": prompt.sha256,
         "sample": sample,
+        "samples": samples,
         "category": case.category,
         "difficulty": case.difficulty,
         "quality": case.quality,
@@ -197,7 +203,13 @@ def run_check(
         score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
         return scored(assertion, score, result["threshold"], f"judge: {reason}")
     function = {**registered_scorers(), **engine.scorers()}[assertion.type]
-    value, dims = custom_score(assertion.type, function(spec.case, request, response))
+    try:
+        returned = function(spec.case, request, response)
+    except Exception as exc:
+        raise user_code_error(
+            f"scorer {assertion.type!r}, scoring case {spec.case.id!r}", exc
+        ) from None
+    value, dims = custom_score(assertion.type, returned)
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
     return scored(assertion, value, result["threshold"], f"scorer {assertion.type}{detail}")
 
@@ -324,35 +336,45 @@ def evaluate(
     return request, response
 
 
-def failure_message(result: Mapping[str, Any]) -> str:
-    main = result["main_score"]
-    if result["scorer"] == "execution":
+RESPONSE_SHOWN = 300  # characters of the answer in a failure, unless -vv
+
+
+def failure_message(result: Mapping[str, Any], whole_response: bool = False) -> str:
+    """Why the item failed first, then the score as the summary counts it, then what the
+    model said and where it is kept."""
+    label = f"{result['case_id']} [{result['prompt']}{_sample_suffix(result)}]"
+    main, threshold = result["main_score"], result["threshold"]
+    failed_checks = [c for c in result["assertions"] if not c["passed"]]
+    code = result["scorer"] == "execution"
+    if code and result["error_class"] is not None:
         passed, total = result["tests_passed"], result["tests_total"]
-        lines = [
-            f"{result['case_id']} [{result['prompt']}]: {passed}/{total} tests passed, "
-            f"partial correctness {main:.3f}"
-        ]
+        why = f"{passed}/{total} tests passed, partial correctness {main:.3f}"
+    elif failed_checks and (code or main >= threshold):
+        first = failed_checks.pop(0)
+        why = f"failed assert {first['type']}: {first['reason']}"
+    else:
+        why = f"{result['scorer']} score {main:.3f} below threshold {threshold:.2f}"
+    lines = [f"{label}: {why}"]
+    if code and result["error_class"] is not None:
         lines.append(f"  {result['error_class']}: {result['first_failure']}")
-        lines += [
-            f"  failed assert {c['type']}: {c['reason']}"
-            for c in result["assertions"]
-            if not c["passed"]
-        ]
-        return "\n".join(lines)
-    verdict = "below" if main < result["threshold"] else "at or above"
-    lines = [
-        f"{result['case_id']} [{result['prompt']}]: {result['scorer']} score {main:.3f} "
-        f"{verdict} threshold {result['threshold']:.2f}"
-    ]
+    lines.append(f"  score {result['score']:.3f} (threshold {threshold:.2f})")
     if result["missing_topics"]:
         lines.append("  missing topics: " + ", ".join(result["missing_topics"]))
-    for claim in result["incorrect_claims"]:
-        lines.append(f"  incorrect claim: {claim}")
-    dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
-    lines.append(f"  dimensions: {dims}")
+    lines += [f"  incorrect claim: {claim}" for claim in result["incorrect_claims"]]
+    if result["dimensions"] and not code:
+        dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
+        lines.append(f"  dimensions: {dims}")
     if result.get("judge_notes"):
         lines.append(f"  judge notes: {result['judge_notes']}")
-    for check in result["assertions"]:
-        if not check["passed"]:
-            lines.append(f"  failed assert {check['type']}: {check['reason']}")
+    lines += [f"  failed assert {c['type']}: {c['reason']}" for c in failed_checks]
+    answer = result["response"] or ""
+    if not whole_response and len(answer) > RESPONSE_SHOWN:
+        answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
+    lines.append("  response: " + answer.replace("\n", "\n    "))
+    if result.get("recording"):
+        lines.append(f"  recording: {result['recording']}")
     return "\n".join(lines)
+
+
+def _sample_suffix(result: Mapping[str, Any]) -> str:
+    return f"-s{result['sample']}" if result.get("samples", 1) > 1 else ""

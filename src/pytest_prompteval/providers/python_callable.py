@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError, user_code_error
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
@@ -46,9 +46,14 @@ class CallableProvider:
 
     def complete(self, request: Request, context: CallContext) -> Response:
         started = time.perf_counter()
-        result = self.function(
-            request, case=context.case, prompt=context.prompt, sample=context.sample
-        )
+        try:
+            result = self.function(
+                request, case=context.case, prompt=context.prompt, sample=context.sample
+            )
+        except Exception as exc:
+            raise user_code_error(
+                f"provider {self.label!r}, called for case {context.case.id!r}", exc
+            ) from None
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         if isinstance(result, Response):
             return result

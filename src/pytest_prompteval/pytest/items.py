@@ -118,7 +118,9 @@ class CaseItem(pytest.Item):
         self.prompt: PromptVersion = spec.prompt
         settings = run.settings
         threshold = spec.case.threshold if spec.case.threshold is not None else settings.threshold
-        self.result = new_result(spec.case, spec.prompt, spec.sample, threshold, settings.scorer)
+        self.result = new_result(
+            spec.case, spec.prompt, spec.sample, threshold, settings.scorer, spec.samples
+        )
         self.prepared: Request | None = None
 
     def prepare(self) -> Request:
@@ -157,7 +159,8 @@ class CaseItem(pytest.Item):
         if self.failure is not None:
             raise self.failure
         if not self.result["passed"]:
-            raise CaseFailed(failure_message(self.result))
+            verbose = self.config.get_verbosity() >= 2
+            raise CaseFailed(failure_message(self.result, whole_response=verbose))
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
@@ -165,4 +168,5 @@ class CaseItem(pytest.Item):
         return _short(excinfo) or super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, self.case.line - 1, f"case {self.case.id} [{self.prompt.version}]"
+        params = self.name[len(self.case.id) :]  # "[version]" or "[version-s2]"
+        return self.path, self.case.line - 1, f"case {self.case.id} {params}"
