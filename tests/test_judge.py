@@ -278,5 +278,11 @@ def test_prompteval_fixture_from_python_tests(
         [
             "*claude score 0.* < 0.80 (judge: misses the loop)*",
             "*unknown prompt version 'v9'*available: current, v1_baseline*",
+            "*prompteval inline runs*",
+            "test_inline.py::test_good [[]current[]]: passed, score *, live",
+            "test_inline.py::test_judge_says_no [[]v1_baseline[]]: *, live",
         ]
     )
+    # inline runs are their own cases: out of the suite's history, summary and gates
+    assert not (project.path / "prompt_results").exists()
+    assert "prompteval summary" not in result.stdout.str()

@@ -51,6 +51,14 @@ def test_pytest_cache_options_see_the_versions(
         again.assert_outcomes(passed=9, failed=1)
 
 
+def test_markers_lists_the_case_labels(pytester: pytest.Pytester) -> None:
+    generated_project(pytester, 1, fields="  category: loop_optimization\n  tags: [x86]\n")
+    result = pytester.runpytest("--prompt=v", "--markers")
+    result.stdout.fnmatch_lines_random(
+        ["@pytest.mark.loop_optimization: prompt case label", "@pytest.mark.x86: prompt case label"]
+    )
+
+
 def test_selection_by_node_id_and_deselect(project: pytest.Pytester) -> None:
     project.runpytest(
         "--prompt=v", PROVIDER, "prompt_cases/c.yaml::c03[v]", "--deselect",

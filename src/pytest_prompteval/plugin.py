@@ -44,14 +44,15 @@ def pytest_configure(config: pytest.Config) -> None:
     run = PromptevalRun(config, settings)
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(run, "prompteval-run")
-    if settings.prompt is None:
-        return
-    run.engine  # noqa: B018 - a bad prompt version or table is a usage error now, not later
-    include_case_dirs(config, settings.case_dirs)
-    report = None if run.worker else RunReport(config, run.engine)  # workers: the controller
+    report = None if run.worker else RunReport(config, run)  # workers: the controller reports
     if report is not None:
         config.pluginmanager.register(report, "prompteval-report")
     config.pluginmanager.register(JsonReportMetadata(report), "prompteval-json-report")
+    if settings.prompt is not None:
+        run.engine  # noqa: B018 - a bad prompt version or table is a usage error now, not later
+        include_case_dirs(config, settings.case_dirs)
+        if config.option.markers:
+            run.register_case_markers()
 
 
 class JsonReportMetadata:
@@ -68,7 +69,8 @@ class JsonReportMetadata:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        if call.when == "call" and isinstance(item, CaseItem):
+        # the item's calls and scoring run in its setup, which may end it with an error
+        if call.when == "setup" and isinstance(item, CaseItem):
             return {RESULT_KEY: item.result}
         return {}
 

@@ -59,11 +59,14 @@ class Prompteval:
         *,
         id: str = "inline",
         sample: int = 0,
+        suite: bool = False,
         **fields: Any,
     ) -> RunResult:
         """Send ``version`` rendered with an inline case; score it with the session's scorer.
 
         ``fields`` are the case's other fields (``expected_topics``, ``difficulty``, ...).
+        The result is reported in a block of inline runs, under the test's node id; with
+        ``suite=True`` it joins the version's summary, history and gates instead.
         """
         _, line, _ = self.node.reportinfo()
         case = inline_case(
@@ -73,6 +76,7 @@ class Prompteval:
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
         result = new_result(case, prompt, sample, threshold, settings.scorer)
+        result.update(inline=not suite, test=self.node.nodeid)
         self.node.user_properties.append((RESULT_KEY, result))
         spec = ItemSpec(case, prompt, sample, 1)
         try:

@@ -60,9 +60,7 @@ class CaseFile(pytest.File):
                 )
             markers = case.markers
             for marker in markers:
-                if marker not in run.registered_markers:
-                    self.config.addinivalue_line("markers", f"{marker}: prompt case label")
-                    run.registered_markers.add(marker)
+                run.register_marker(marker)
                 if marker not in decorators:
                     decorators[marker] = getattr(pytest.mark, marker)
             samples = case.samples or run.settings.samples

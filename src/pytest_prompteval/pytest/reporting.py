@@ -4,7 +4,7 @@ and the CI formats. Registered only on the process that prints (never on an xdis
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,8 +12,10 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.core.version import __version__
-from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.pytest.adapters import junit_global_property
+
+if TYPE_CHECKING:
+    from pytest_prompteval.pytest.run import PromptevalRun
 from pytest_prompteval.report.compare import Comparison, compare
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
@@ -37,10 +39,10 @@ JUNIT_FIELDS = (
 
 
 class RunReport:
-    def __init__(self, config: pytest.Config, engine: Engine):
+    def __init__(self, config: pytest.Config, run: PromptevalRun):
         self.config = config
-        self.engine = engine
-        settings = self.settings = engine.settings
+        self.run = run
+        settings = self.settings = run.settings
         self.ks = settings.pass_ks
         self.details = settings.details
         self.results: list[dict[str, Any]] = []
@@ -59,6 +61,8 @@ class RunReport:
         # nothing leave no run behind
         self.history: RunHistory | None = None
         self.output_errors: list[str] = []
+        #: the fixture's inline runs: their own block, out of the suite's figures and gates
+        self.inline: list[dict[str, Any]] = []
         self.progress_total = 0
         self.next_progress = 0.1
         self.live = False  # running totals, so a progress check never rescans the results
@@ -76,7 +80,9 @@ class RunReport:
         if report.when != "call" and not (report.when == "setup" and not report.passed):
             return
         for key, value in report.user_properties:
-            if key == RESULT_KEY and isinstance(value, dict):
+            if key == RESULT_KEY and isinstance(value, dict) and value.get("inline"):
+                self.inline.append(value)
+            elif key == RESULT_KEY and isinstance(value, dict):
                 self.results.append(value)
                 self._journal(value)
                 self._progress()
@@ -98,7 +104,7 @@ class RunReport:
                             "scorer": self.settings.scorer,
                             "rootdir": str(self.config.rootpath),
                         }
-                        for v in self.engine.versions
+                        for v in self.run.engine.versions
                     },
                 )
             self.history.add(result)
@@ -136,7 +142,9 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        order = [v.version for v in self.engine.versions]
+        if not self.run.collecting:
+            return  # only inline runs of the fixture, reported in their own block
+        order = [v.version for v in self.run.engine.versions]
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[dict[str, Any]]] = {}
         for r in self.results:
@@ -232,9 +240,18 @@ class RunReport:
             "gate_failures": self.gate_failures,
             "results_files": [display(p) for p in self.written],
             "output_errors": self.output_errors,
-        }
+            "inline": [
+                {k: r.get(k) for k in ("test", "case_id", "prompt", "sample", "passed", "score",
+                                       "replayed", "outcome")}
+                for r in self.inline
+            ],
+        }  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.inline:
+            terminalreporter.write_sep("-", "prompteval inline runs")
+            for line in inline_lines(self.inline):
+                terminalreporter.write_line(line)
         if not self.results:
             return
         for title, lines in render(self.summaries, self.comparisons, self.details):
@@ -249,6 +266,18 @@ class RunReport:
             terminalreporter.write_line(f"prompteval: not written: {error}", red=True, bold=True)
         if self.html_written is not None:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+
+
+def inline_lines(results: list[dict[str, Any]]) -> list[str]:
+    """One line per inline run: the test, the version, the verdict, whether it replayed."""
+    lines = []
+    for r in results:
+        score = "no score" if r.get("score") is None else f"score {r['score']:.3f}"
+        verdict = "passed" if r.get("passed") else (r.get("outcome") or "failed")
+        replayed = r.get("replayed")
+        source = "no call" if replayed is None else ("replayed" if replayed else "live")
+        lines.append(f"{r['test']} [{r['prompt']}]: {verdict}, {score}, {source}")
+    return lines
 
 
 def _text(value: float | None) -> str:

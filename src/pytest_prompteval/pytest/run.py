@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
@@ -83,6 +84,23 @@ class PromptevalRun:
         for named in reversed(self.config.hook.pytest_prompteval_scorers()):
             found.update(named or {})
         return found
+
+    def register_marker(self, marker: str) -> None:
+        if marker not in self.registered_markers:
+            self.config.addinivalue_line("markers", f"{marker}: prompt case label")
+            self.registered_markers.add(marker)
+
+    def register_case_markers(self) -> None:
+        """For ``pytest --markers``, which collects nothing: the labels of every case."""
+        for directory in self.settings.case_dirs:
+            for path in sorted(directory.rglob("*.y*ml")) if directory.is_dir() else ():
+                try:
+                    cases = load_case_file(path).cases
+                except PromptevalError:
+                    continue  # reported where it matters: collection
+                for case in cases:
+                    for marker in case.markers:
+                        self.register_marker(marker)
 
     @property
     def collecting(self) -> bool:
