@@ -112,3 +112,36 @@ def test_an_output_that_fails_at_the_end_keeps_the_others(project: pytest.Pytest
     assert len(list((project.path / "prompt_results").glob("*_v.json"))) == 1
     assert not list((project.path / "prompt_results").glob("*.jsonl"))
     assert "Traceback" not in result.stdout.str()
+
+
+def test_prompt_versions_scoped_to_their_cases(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("prompts")
+    pytester.path.joinpath("prompts", "code.yaml").write_text(
+        "user_prompt: 'Write {entry}.'\napplies_to: {markers: codegen}\n"
+    )
+    pytester.path.joinpath("prompts", "support.yaml").write_text(
+        "user_prompt: 'Answer {question}'\napplies_to: {ids: ['ticket_*']}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        "- {id: clamp_001, category: codegen, entry: clamp, input: {}}\n"
+        "- {id: ticket_001, question: why, input: {}}\n"
+        "- {id: ticket_002, question: how, input: {}}\n"
+    )
+    pytester.makepyfile(app="def answer(request, **kw):\n    return 'ok'\n")
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest(
+        "--prompt=all", "--collect-only", "-q", "--prompteval-provider=python:app:answer"
+    )
+    assert [line for line in result.outlines if "::" in line] == [
+        "prompt_cases/c.yaml::clamp_001[code]",
+        "prompt_cases/c.yaml::ticket_001[support]",
+        "prompt_cases/c.yaml::ticket_002[support]",
+    ]
+    pytester.path.joinpath("prompts", "code.yaml").write_text(
+        "user_prompt: x\napplies_to: {markers: 'codegen and'}\n"
+    )
+    bad = pytester.runpytest("--prompt=code", "--collect-only", "-q")
+    bad.stdout.fnmatch_lines(
+        ["*prompts/code.yaml:2: applies_to.markers: expected not OR left parenthesis OR *"]
+    )

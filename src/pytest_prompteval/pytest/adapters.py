@@ -118,3 +118,24 @@ def rootdir_moved_by(config: pytest.Config, value_options: Sequence[str]) -> str
     if Path(rootpath) == config.rootpath:
         return None
     return next(f"{option} {value}" for option, value in suspects)
+
+
+def marker_expression(text: str) -> Callable[[Sequence[str]], bool]:
+    """A ``-m``-style expression as a test over a case's markers, with pytest's own grammar
+    (pytest 8-9: ``_pytest.mark.expression.Expression``). Raises ValueError when malformed."""
+    from _pytest.mark.expression import Expression
+
+    try:
+        expression = Expression.compile(text)
+    except SyntaxError as exc:
+        raise ValueError(f"{exc.msg} at column {exc.offset}") from None
+
+    def matches(markers: Sequence[str]) -> bool:
+        names = set(markers)
+
+        def has(name: str, /, **_: str | int | bool | None) -> bool:
+            return name in names
+
+        return expression.evaluate(has)
+
+    return matches

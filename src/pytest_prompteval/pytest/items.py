@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fnmatch
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,6 +24,7 @@ from pytest_prompteval.engine.evaluate import (
     new_result,
 )
 from pytest_prompteval.providers.budget import BudgetSpent
+from pytest_prompteval.pytest.adapters import marker_expression
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.strategies import parse_strategy
@@ -50,6 +52,7 @@ class CaseFile(pytest.File):
         case_file = load_case_file_cached(self.path, cache)
         shown = display(self.path)
         from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in engine.versions}
+        scopes = {prompt.version: prompt_scope(prompt) for prompt in engine.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
             where = f"{shown}:{case.line}"
@@ -71,6 +74,8 @@ class CaseFile(pytest.File):
                 f"case {case.id!r}",
             )
             for prompt in engine.versions:
+                if not scopes[prompt.version](case):
+                    continue
                 assertions = (*from_prompts[prompt.version], *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
@@ -92,6 +97,34 @@ class CaseFile(pytest.File):
         self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> str | TerminalRepr:
         return _short(excinfo) or super().repr_failure(excinfo)
+
+
+def prompt_scope(prompt: PromptVersion) -> Callable[[Case], bool]:
+    """Which cases a version applies to: ``applies_to: {markers: "code and not slow", ids:
+    [clamp_*]}`` (both optional; a case must satisfy each one given). Without it, all."""
+    scope = prompt.raw.get("applies_to")
+    if scope is None:
+        return lambda case: True
+    where = (prompt.path, prompt.line_of("applies_to"))
+    if not isinstance(scope, Mapping) or not set(scope) <= {"markers", "ids"} or not scope:
+        raise PromptevalError(
+            "applies_to: expected a mapping with 'markers' (an expression like -m's) and/or "
+            "'ids' (a list of case id patterns)",
+            *where,
+        )
+    tests: list[Callable[[Case], bool]] = []
+    if "markers" in scope:
+        try:
+            matches = marker_expression(str(scope["markers"]))
+        except ValueError as exc:
+            raise PromptevalError(f"applies_to.markers: {exc}", *where) from None
+        tests.append(lambda case: matches(case.markers))
+    if "ids" in scope:
+        ids = scope["ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise PromptevalError("applies_to.ids: expected a list of case id patterns", *where)
+        tests.append(lambda case: any(fnmatch.fnmatchcase(case.id, p) for p in ids))
+    return lambda case: all(test(case) for test in tests)
 
 
 def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
