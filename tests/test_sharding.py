@@ -56,6 +56,10 @@ def test_merged_shards_equal_the_unsharded_run(
     assert "merged_v.json: 60 items from 3 files" in capsys.readouterr().out
     (whole,) = pytester.path.glob("whole/*.json")
     assert stored(pytester.path / "merged" / "merged_v.json") == stored(whole)
+    assert "warning" not in capsys.readouterr().err
+    some = [str(p) for n in (1, 3) for p in pytester.path.glob(f"shard{n}/*.json")]
+    assert main(["merge", *some, "-o", str(pytester.path / "part")]) == 0
+    assert capsys.readouterr().err == "prompteval: warning: no results for shard v 2/3\n"
 
 
 def test_shards_are_stable_and_keep_a_case_together() -> None:

@@ -145,3 +145,22 @@ def test_prompt_versions_scoped_to_their_cases(pytester: pytest.Pytester) -> Non
     bad.stdout.fnmatch_lines(
         ["*prompts/code.yaml:2: applies_to.markers: expected not OR left parenthesis OR *"]
     )
+
+
+def test_pass_k_above_every_cases_samples_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--prompt=v", PROVIDER, "--prompteval-pass-k=1,5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --prompteval-pass-k 5: more than the 1 sample(s) any case has; draw more "
+            "with --prompteval-samples 5 (or a case's samples:)"
+        ]
+    )
+
+
+def test_results_files_follow_the_umask(project: pytest.Pytester) -> None:
+    project.runpytest("--prompt=v", PROVIDER).assert_outcomes(passed=9, failed=1)
+    (stored,) = (project.path / "prompt_results").glob("*_v.json")
+    from pytest_prompteval.core.history import UMASK
+
+    assert stored.stat().st_mode & 0o777 == 0o666 & ~UMASK

@@ -204,13 +204,16 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard results into one run per prompt version."""
     from pytest_prompteval.core.history import write_json_atomically
-    from pytest_prompteval.workflows.merge import load_runs, merge_runs
+    from pytest_prompteval.workflows.merge import load_runs, merge_runs, missing_shards
 
     runs = load_runs(args.files)
     ks = sorted(
         {int(k.split("@")[1]) for run in runs for k in run.summary.get("pass_at_k", {})} or {1}
     )
     merged = merge_runs(runs, ks)
+    gaps = missing_shards(runs)
+    if gaps:
+        print(f"prompteval: warning: no results for shard {', '.join(gaps)}", file=sys.stderr)
     args.output.mkdir(parents=True, exist_ok=True)
     for version, document in merged.items():
         target = args.output / f"merged_{version}.json"

@@ -98,8 +98,20 @@ class RunHistory:
         return written
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()  # read once: os.umask can only be read by setting it
+
+
 def write_json_atomically(target: Path, document: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+    # mkstemp makes the file 0600; results are shared with teammates and CI steps as any
+    # file the user makes is
+    os.chmod(tmp, 0o666 & ~UMASK)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2, sort_keys=True, ensure_ascii=False)

@@ -103,6 +103,7 @@ class RunReport:
                             "command_line": command_line(),
                             "scorer": self.settings.scorer,
                             "rootdir": str(self.config.rootpath),
+                            "shard": list(self.settings.shard) if self.settings.shard else None,
                         }
                         for v in self.run.engine.versions
                     },

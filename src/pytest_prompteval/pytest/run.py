@@ -130,6 +130,13 @@ class PromptevalRun:
         return None
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        samples = [i.spec.samples for i in items if isinstance(i, CaseItem)]
+        k = max(self.settings.pass_ks)
+        if samples and k > max(samples):
+            raise pytest.UsageError(
+                f"--prompteval-pass-k {k}: more than the {max(samples)} sample(s) any case "
+                f"has; draw more with --prompteval-samples {k} (or a case's samples:)"
+            )
         if self.settings.shard is None:
             return
         index, count = self.settings.shard

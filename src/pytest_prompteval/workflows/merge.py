@@ -47,3 +47,18 @@ def merge_runs(runs: Sequence[StoredRun], ks: Sequence[int]) -> dict[str, dict[s
 
 def load_runs(paths: Sequence[Path]) -> list[StoredRun]:
     return [load_run(path) for path in paths]
+
+
+def missing_shards(runs: Sequence[StoredRun]) -> list[str]:
+    """Per version, the shards (``I/N``) no given file covers: a merge of some of the shards
+    is not the whole suite, and says so."""
+    missing = []
+    by_version: dict[str, list[StoredRun]] = {}
+    for run in runs:
+        by_version.setdefault(run.version, []).append(run)
+    for version, parts in sorted(by_version.items()):
+        shards = [tuple(p.meta["shard"]) for p in parts if p.meta.get("shard")]
+        for count in sorted({n for _, n in shards}):
+            have = {i for i, n in shards if n == count}
+            missing += [f"{version} {i + 1}/{count}" for i in range(count) if i not in have]
+    return missing
