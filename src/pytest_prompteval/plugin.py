@@ -208,6 +208,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
     parser.addini("prompteval_concurrency", "model calls in flight at once", default="8")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
+    parser.addini("prompteval_case_fields", "extra case fields the project uses", type="args")
+    parser.addini("prompteval_prompt_fields", "extra prompt fields the project uses", type="args")
 
 
 def _include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.core.tables import load_table
+from pytest_prompteval.engine.declared import declared_fields
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
@@ -97,7 +99,9 @@ def _ini_path(config: pytest.Config, name: str) -> Path | None:
     return config.rootpath / value if value else None
 
 
-def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion, ...]:
+def resolve_versions(
+    prompt_dir: Path, names: list[str], fields: Collection[str] = ()
+) -> tuple[PromptVersion, ...]:
     available = available_versions(prompt_dir)
     if ALL_VERSIONS in names:
         names = list(available)
@@ -109,7 +113,7 @@ def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion,
             f"{display(prompt_dir)}); available: {listing}"
         )
     try:
-        return tuple(load_prompt(available[n]) for n in dict.fromkeys(names))
+        return tuple(load_prompt(available[n], fields) for n in dict.fromkeys(names))
     except PromptevalError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -135,7 +139,9 @@ def build_session(config: pytest.Config) -> PromptevalSession:
     versions: tuple[PromptVersion, ...] = ()
     if option.prompteval_prompt:
         versions = resolve_versions(
-            prompt_dir(config), [option.prompteval_prompt, *(option.prompteval_compare or [])]
+            prompt_dir(config),
+            [option.prompteval_prompt, *(option.prompteval_compare or [])],
+            declared_fields(config).prompt_fields,
         )
     scorer_mode = option.prompteval_scorer or config.getini("prompteval_scorer") or "automatic"
     if scorer_mode not in SCORER_MODES:

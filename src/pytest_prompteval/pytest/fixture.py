@@ -12,6 +12,7 @@ from pytest_prompteval.core.cases import Case, inline_case
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
+from pytest_prompteval.engine.declared import declared_fields
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
 from pytest_prompteval.engine.session import PromptevalSession, resolve_versions
 from pytest_prompteval.scoring.assertions import parse_assertions
@@ -46,7 +47,8 @@ class Prompteval:
 
     def prompt(self, version: str) -> PromptVersion:
         if version not in self._prompts:
-            (self._prompts[version],) = resolve_versions(self.prompt_dir, [version])
+            fields = declared_fields(self.node.config).prompt_fields
+            (self._prompts[version],) = resolve_versions(self.prompt_dir, [version], fields)
         return self._prompts[version]
 
     def run(
@@ -64,7 +66,10 @@ class Prompteval:
         """
         _, line, _ = self.node.reportinfo()
         case = inline_case(
-            self.node.path, (line or 0) + 1, {"id": id, "input": dict(input or {}), **fields}
+            self.node.path,
+            (line or 0) + 1,
+            {"id": id, "input": dict(input or {}), **fields},
+            declared_fields(self.node.config).case_fields,
         )
         prompt = self.prompt(version)
         ps = self.session

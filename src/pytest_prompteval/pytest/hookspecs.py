@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,3 +33,15 @@ def pytest_prompteval_build_request(
     None to use the default rendering. ``variables`` are the template variables including
     those from :func:`pytest_prompteval_template_vars`.
     """
+
+
+def pytest_prompteval_case_fields() -> Iterable[str] | None:
+    """Return names of extra top-level case fields this project uses (for its templates or
+    hooks). The plugin rejects any case field it does not know, so a typo such as
+    ``assertions:`` is an error; fields claimed here (or in ini ``prompteval_case_fields``)
+    are accepted and kept in ``case.raw``. Every implementation is called."""
+
+
+def pytest_prompteval_prompt_fields() -> Iterable[str] | None:
+    """Like :func:`pytest_prompteval_case_fields`, for prompt version files (ini
+    ``prompteval_prompt_fields``)."""

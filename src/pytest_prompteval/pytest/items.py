@@ -13,6 +13,7 @@ from pytest_prompteval.core.errors import PromptevalError, StopRun, display
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.engine.declared import declared_fields
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
     ItemSpec,
@@ -44,7 +45,8 @@ class CaseFile(pytest.File):
         ps = self.config.stash[SESSION_KEY]
         store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
         cache = store.mkdir("prompteval-cases") if store is not None else None
-        case_file = load_case_file_cached(self.path, cache)
+        fields = declared_fields(self.config).case_fields
+        case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
         shown = display(self.path)
         from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in ps.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
