@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.sharding import parse_shard
@@ -96,7 +97,10 @@ class PromptevalSession:
 
 def _ini_path(config: pytest.Config, name: str) -> Path | None:
     value = config.getini(name)
-    return config.rootpath / value if value else None
+    try:
+        return resolve_inside(config.rootpath, value) if value else None
+    except PromptevalError as exc:
+        raise pytest.UsageError(f"ini {name}: {exc}") from None
 
 
 def resolve_versions(
@@ -175,6 +179,8 @@ def build_session(config: pytest.Config) -> PromptevalSession:
             or os.environ.get("PROMPTEVAL_RECORD")
             or ("new" if provider.live else "none")
         )
+        for folder in (config.getini("prompteval_recordings"), results):
+            check_dir(rootpath / folder, rootpath)  # symlinked out of the project: refused
         store = Store(
             rootpath / config.getini("prompteval_recordings"),
             mode,

@@ -23,11 +23,11 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import read_inside
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun, Sandbox
 from pytest_prompteval.sandbox.client import Limits
@@ -128,13 +128,12 @@ def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
     if "reference" not in case.raw:
         raise fail("properties", "a reference solution to compare with (field reference)")
     if "file" in spec:
-        path = Path(case.path).parent / str(spec["file"])
         try:
             return {
-                "file": path.read_text(encoding="utf-8"),
+                "file": read_inside(case.root or case.path.parent, spec["file"], case.path.parent),
                 "examples": int(spec.get("examples", 100)),
             }
-        except OSError as exc:
+        except PromptevalError as exc:
             raise fail("properties", f"a readable strategies file ({exc})") from None
     args = spec.get("args")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
