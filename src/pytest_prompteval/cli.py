@@ -11,78 +11,82 @@ from typing import Any
 
 import yaml
 
-from pytest_prompteval.core.cases import load_case_file
-from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, available_versions, load_prompt
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
 
 
-def _case_files(directories: Sequence[Path]) -> list[Path]:
-    return sorted(
-        p for d in directories if d.is_dir() for p in d.rglob("*") if p.suffix in PROMPT_SUFFIXES
-    )
+def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """What collection sees (as plain data), and every problem it found."""
+    from pytest_prompteval.pytest.inventory import collect
+
+    seen, _ = collect(case_dirs, prompt_dir)
+    files = [
+        {
+            "file": display(case_file.path),
+            "description": case_file.description,
+            "cases": [
+                {
+                    "id": c.id,
+                    "category": c.category,
+                    "difficulty": c.difficulty,
+                    "quality": c.quality,
+                    "description": c.description,
+                }
+                for c in case_file.cases
+            ],
+        }
+        for case_file in seen.case_files
+    ]
+    prompts = [
+        {
+            "version": prompt.version,
+            "name": prompt.name,
+            "model": prompt.model,
+            "description": prompt.description,
+        }
+        for prompt in seen.prompts
+    ]
+    return {"case_files": files, "prompts": prompts}, seen.problems
 
 
-def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> dict[str, Any]:
-    files = []
-    for path in _case_files(case_dirs):
-        case_file = load_case_file(path)
-        files.append(
-            {
-                "file": str(path),
-                "description": case_file.description,
-                "cases": [
-                    {
-                        "id": c.id,
-                        "category": c.category,
-                        "difficulty": c.difficulty,
-                        "quality": c.quality,
-                        "description": c.description,
-                    }
-                    for c in case_file.cases
-                ],
-            }
-        )
-    prompts = []
-    for version, path in available_versions(prompt_dir).items():
-        prompt = load_prompt(path)
-        prompts.append(
-            {
-                "version": version,
-                "name": prompt.name,
-                "model": prompt.model,
-                "description": prompt.description,
-            }
-        )
-    return {"case_files": files, "prompts": prompts}
+def _report_problems(problems: Sequence[str]) -> int:
+    """Every problem on stderr, each on its own escaped line(s); 2 (as pytest's collection
+    errors) when there are any."""
+    for problem in problems:
+        print(f"prompteval: error: {safe_text(problem)}", file=sys.stderr)
+    if problems:
+        print(f"prompteval: {len(problems)} problem(s) found", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _print_table(rows: list[list[str]], indent: str = "  ") -> None:
     if not rows:
         return
+    rows = [[safe_line(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    data = inventory(args.cases, args.prompts)
+    data, problems = inventory(args.cases, args.prompts)
     if args.json:
         print(json.dumps(data, indent=2))
-        return 0
+        return _report_problems(problems)
     for case_file in data["case_files"]:
-        print(f"{case_file['file']}: {case_file['description']}")
+        print(safe_line(f"{case_file['file']}: {case_file['description']}"))
         _print_table(
             [
                 [c["id"], c["category"] or "-", c["difficulty"] or "-", c["quality"] or "-"]
                 for c in case_file["cases"]
             ]
         )
-    print(f"prompt versions in {args.prompts}:")
+    print(f"prompt versions in {safe_line(str(args.prompts))}:")
     _print_table(
         [[p["version"], p["model"] or "(default model)", p["description"]] for p in data["prompts"]]
     )
-    return 0
+    return _report_problems(problems)
 
 
 class _Literal(str):
@@ -142,12 +146,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_check_cases(args: argparse.Namespace) -> int:
     """Validate every case file; with --mutation, mutation-test the code cases' tests."""
+    from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code import CodeScorer, is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
 
-    cases = [c for path in _case_files(args.cases) for c in load_case_file(path).cases]
+    seen, _ = collect(args.cases, args.prompts)
+    cases = [c for case_file in seen.case_files for c in case_file.cases]
     code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
-    print(f"{len(cases)} cases valid ({len(code_cases)} code cases)")
+    print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
+    if seen.problems:
+        return _report_problems(seen.problems)
+    print("all valid")
     if not args.mutation:
         return 0
     scorer = CodeScorer()
@@ -320,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.6,
         help="flag cases whose tests kill fewer mutants (default 0.6); "
         "exit status 1 when any is flagged",
+    )
+    checking.add_argument(
+        "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)

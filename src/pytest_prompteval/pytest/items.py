@@ -9,6 +9,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.core.cases import Case, load_case_file_cached
+from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
@@ -41,12 +42,15 @@ def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
 
 
 class CaseFile(pytest.File):
+    loaded: LoadedCaseFile | None = None  # the validated file, for `prompteval list`
+
     def collect(self) -> Iterator[CaseItem]:
         ps = self.config.stash[SESSION_KEY]
         store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
         cache = store.mkdir("prompteval-cases") if store is not None else None
         fields = declared_fields(self.config).case_fields
         case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
+        self.loaded = case_file
         shown = display(self.path)
         from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in ps.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
