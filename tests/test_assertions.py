@@ -90,7 +90,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
     pytester.makepyfile(myapp=APP)
     pytester.makeconftest(CONFTEST)
-    pytester.makeini("[pytest]\npythonpath = .\n")
+    # the fake model reads a case's answer and expectation: fields this project declares
+    pytester.makeini("[pytest]\npythonpath = .\nprompteval_case_fields = answer expect\n")
     return pytester
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import check_name, output_inside
 from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
 
@@ -218,9 +219,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
         {int(k.split("@")[1]) for run in runs for k in run.summary.get("pass_at_k", {})} or {1}
     )
     merged = merge_runs(runs, ks)
+    # a results file names its version: a name like "../../x" must not leave the folder
+    targets = {
+        version: output_inside(args.output, f"merged_{check_name(version, 'prompt version')}.json")
+        for version in merged
+    }
     args.output.mkdir(parents=True, exist_ok=True)
     for version, document in merged.items():
-        target = args.output / f"merged_{version}.json"
+        target = targets[version]
         write_json_atomically(target, document)
         s = document["summary"]
         figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
@@ -287,7 +293,7 @@ def cmd_improve(args: argparse.Namespace) -> int:
     if args.create_improved:
         if not args.output:
             raise PromptevalError("--create-improved needs --output NAME")
-        path = improve.write_improved(prompt, answer, args.prompts / f"{args.output}.yaml")
+        path = improve.write_improved(prompt, answer, args.prompts, args.output)
         print(f"wrote {path}; try it: pytest --prompt={args.output} --compare {args.prompt}")
     return 0
 

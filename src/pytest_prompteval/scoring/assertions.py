@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
@@ -81,7 +82,10 @@ def parse_assertions(entries: Any, where: tuple[Any, int | None], owner: str) ->
             raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(OPTIONS)}")
         kind = entry["type"]
         if kind not in known:
-            raise fail(f"unknown assertion or scorer {kind!r}; known: {', '.join(sorted(known))}")
+            raise fail(
+                f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
+                f"{', '.join(sorted(known))}"
+            )
         value = entry.get("value")
         _check_value(kind, value, fail)
         weight = entry.get("weight", 1.0)
