@@ -150,7 +150,8 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
         (
             "{type: lenght_ok}",
             "*c.yaml:5: case 'c1', assert[[]0[]]: unknown assertion or scorer "
-            "'lenght_ok'; known: contains, dims, equals, *, length_ok, *",
+            "'lenght_ok'; did you mean 'length_ok'?; known: contains, dims, equals, *, "
+            "length_ok, *",
         ),
         ("{regex: '('}", "*assert[[]0[]]: regex: invalid regular expression: *"),
         ("{max_length: many}", "*assert[[]0[]]: max_length: expected a number >= 0"),

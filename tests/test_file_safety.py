@@ -135,9 +135,9 @@ def test_a_regex_the_linear_engine_cannot_run_is_a_collection_error(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         [
-            "prompt_cases/c.yaml:5: case 'a', assert[0]: regex: invalid regular expression for "
-            "the linear-time engine (RE2: no lookaround or backreferences): invalid escape "
-            "sequence: \\1"
+            "prompt_cases/c.yaml:5: case 'a', assert[0]: regex: invalid regular expression: "
+            "invalid escape sequence: \\1 (patterns run on RE2, in linear time: no lookaround, "
+            "no backreferences)"
         ]
     )
 

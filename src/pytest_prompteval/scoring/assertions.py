@@ -159,8 +159,8 @@ def pattern(source: str) -> Any:
     except re2.error as exc:
         why = exc.args[0].decode(errors="replace") if exc.args else "invalid"
         raise PatternError(
-            f"invalid regular expression for the linear-time engine (RE2: no lookaround or "
-            f"backreferences): {why}"
+            f"invalid regular expression: {why} (patterns run on RE2, in linear time: no "
+            "lookaround, no backreferences)"
         ) from None
 
 
