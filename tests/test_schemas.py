@@ -295,3 +295,21 @@ def test_check_cases_and_list_report_every_problem_collection_finds(
         assert done.returncode == 2, done.stderr
         assert done.stderr.splitlines() == expected
     assert run_cli(pytester, "check-cases").stdout == "1 cases in 1 files (0 code cases)\n"
+
+
+def test_the_fixture_checks_an_inline_case_like_a_file(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.makepyfile(
+        test_inline="""
+def test_typo(prompteval):
+    prompteval.run("v", input={}, expected_topic=["loops"])
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *PromptevalError: test_inline.py:1: case 'inline': "
+            "unknown field 'expected_topic'; did you mean 'expected_topics'?"
+        ]
+    )
