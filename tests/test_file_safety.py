@@ -233,6 +233,12 @@ def test_a_symlinked_recordings_folder_leading_outside_is_refused(
     result.stderr.fnmatch_lines(
         [f"ERROR: prompt_recordings: is a symlink to {outside}, outside the project"]
     )
+    listing = pytester.run(sys.executable, "-m", "pytest_prompteval.cli", "list")
+    assert listing.ret == 2
+    assert listing.errlines == [
+        f"prompteval: error: prompt_recordings: is a symlink to {outside}, outside the project",
+        "prompteval: 1 problem(s) found",
+    ]
 
 
 def test_the_parsed_case_cache_is_json_and_a_planted_entry_runs_nothing(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ not only the first, without making a call.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,5 +90,13 @@ def collect(case_dirs: Sequence[Path], prompts: Path) -> tuple[Inventory, int]:
         f"prompteval_prompts={prompts.resolve()}",
         *(existing or [str(prompts.resolve())]),  # prompts alone: checked, nothing collected
     ]
-    code = pytest.main(args, plugins=[_Collector(inventory)])
+    output = io.StringIO()
+    with contextlib.redirect_stderr(output):  # where pytest reports a usage error
+        code = pytest.main(args, plugins=[_Collector(inventory)])
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+        said = output.getvalue().strip()
+        usage = [
+            line.removeprefix("ERROR: ") for line in said.splitlines() if line.startswith("ERROR: ")
+        ]
+        inventory.problems += usage or [f"pytest stopped (exit code {int(code)}): {said}"]
     return inventory, int(code)
