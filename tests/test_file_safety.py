@@ -227,6 +227,7 @@ def test_a_symlinked_recordings_folder_leading_outside_is_refused(
 ) -> None:
     outside = tmp_path_factory.mktemp("outside")
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.mkdir("prompt_cases")
     pytester.path.joinpath("prompt_recordings").symlink_to(outside)
     result = pytester.runpytest("--prompt=v")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
