@@ -120,12 +120,12 @@ class _CaseReader:
         path: Path,
         node: MarkedDict,
         index: int,
-        extra_fields: Collection[str] = (),
+        known: Collection[str] = CASE_FIELDS,
         root: Path | None = None,
     ):
         self.path = path
         self.node = node
-        self.extra_fields = extra_fields
+        self.known = known
         self.root = root
         self.case_id = node.get("id") if isinstance(node.get("id"), str) else f"#{index + 1}"
 
@@ -180,13 +180,7 @@ class _CaseReader:
     def read(self) -> Case:
         case_id = self.string("id", required=True, name=True)
         assert case_id is not None
-        check_keys(
-            self.node,
-            CASE_FIELDS | set(self.extra_fields),
-            self.path,
-            f"case {case_id!r}: ",
-            _DECLARE,
-        )
+        check_keys(self.node, self.known, self.path, f"case {case_id!r}: ", _DECLARE)
         payload = self.node.get("input")
         if not isinstance(payload, Mapping):
             raise self.fail("input", "a mapping of the request's fields")
@@ -219,7 +213,7 @@ def inline_case(
     """A case written in Python (the ``prompteval`` fixture), validated like a YAML one."""
     node = MarkedDict(fields)
     node.line, node.key_lines = line, {}
-    return _CaseReader(path, node, 0, extra_fields).read()
+    return _CaseReader(path, node, 0, CASE_FIELDS.union(extra_fields)).read()
 
 
 def load_case_file_cached(
@@ -254,7 +248,7 @@ def _parse_cached(path: Path, cache_dir: Path) -> Any:
     entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
     limit = 4 * len(source) + 4096  # an entry is a few times the YAML, never more
     try:
-        return _decode(json.loads(read_bounded(entry, limit)))
+        return _decode(read_bounded(entry, limit))
     except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
         pass  # absent or not ours: parse again
     data = parse_yaml(text, path)
@@ -271,12 +265,16 @@ def _parse_cached(path: Path, cache_dir: Path) -> Any:
     return data
 
 
-# A mapping is {"line": n, "items": [[key, key line, value], ...]}: every JSON object in an
-# entry is one, so lists and scalars pass through unchanged.
+# A mapping is {"line": n, "keys": [...], "lines": [...], "values": [...]}: every JSON object
+# in an entry is one, so lists and scalars pass through unchanged.
 def _encode(value: Any) -> Any:
     if isinstance(value, MarkedDict):
-        items = [[k, value.key_lines.get(k, value.line), _encode(v)] for k, v in value.items()]
-        return {"line": value.line, "items": items}
+        return {
+            "line": value.line,
+            "keys": list(value),
+            "lines": [value.key_lines.get(k, value.line) for k in value],
+            "values": [_encode(v) for v in value.values()],
+        }
     if isinstance(value, list):
         return [_encode(v) for v in value]
     if value is None or isinstance(value, str | int | float):
@@ -284,17 +282,16 @@ def _encode(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        node = MarkedDict()
-        node.line, node.key_lines = int(value["line"]), {}
-        for key, line, item in value["items"]:
-            node[str(key)] = _decode(item)
-            node.key_lines[str(key)] = int(line)
-        return node
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
+def _decode(entry: bytes) -> Any:
+    return json.loads(entry, object_hook=_mapping)
+
+
+def _mapping(value: dict[str, Any]) -> MarkedDict:
+    # a planted entry's odd keys or values meet the same validation as a file's
+    keys, lines, values = list(map(str, value["keys"])), value["lines"], value["values"]
+    node = MarkedDict(zip(keys, values, strict=True))
+    node.line, node.key_lines = int(value["line"]), dict(zip(keys, map(int, lines), strict=True))
+    return node
 
 
 def load_case_file(
@@ -328,6 +325,7 @@ def read_case_file(
         )
     cases: list[Case] = []
     seen: dict[str, int] = {}
+    known = CASE_FIELDS.union(extra_fields)
     for index, node in enumerate(cases_node):
         if not isinstance(node, MarkedDict):
             raise PromptevalError(
@@ -336,7 +334,7 @@ def read_case_file(
                 path,
                 line_of(data, "cases"),
             )
-        case = _CaseReader(path, node, index, extra_fields, root).read()
+        case = _CaseReader(path, node, index, known, root).read()
         if case.id in seen:
             raise PromptevalError(
                 f"duplicate case id {case.id!r}: first defined at {display(path, seen[case.id])}",
