@@ -254,6 +254,18 @@ def test_the_parsed_case_cache_is_json_and_a_planted_entry_runs_nothing(tmp_path
     assert again.cases == first.cases and again.cases[0].raw.line_of("tags") == 4
     entry.write_bytes(b"\x80\x04cos\nsystem\n.")  # a pickle: not JSON, so parsed afresh
     assert load_case_file_cached(path, cache).cases == first.cases
+    planted = json.loads(entry.read_text())  # written afresh by the load above
+    empty = {"line": 3, "keys": [], "lines": [], "values": []}
+    planted["values"] = [
+        [{"line": 2, "keys": ["id", 7], "lines": [2, 3], "values": ["a\x1b", empty]}]
+    ]
+    entry.write_text(json.dumps(planted))
+    with pytest.raises(PromptevalError) as excinfo:
+        load_case_file_cached(path, cache)  # a planted entry is validated like the file
+    assert str(excinfo.value) == (
+        f"{path}:2: case 'a\\x1b', field 'id': expected a name of letters, digits and _ . + - "
+        "(it becomes an id/marker), got string 'a\\x1b'"
+    )
 
 
 @pytest.mark.parametrize(
