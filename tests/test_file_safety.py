@@ -335,3 +335,30 @@ def test_improve_output_cannot_leave_the_prompt_folder(tmp_path: Path) -> None:
         "and a file name)"
     )
     assert write_improved(prompt, answer, prompts, "v2") == prompts / "v2.yaml"
+
+
+def test_a_case_file_linked_outside_the_project_is_not_read(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.mkdir("prompt_cases").joinpath("x.yaml").symlink_to("/etc/hostname")
+    result = pytester.runpytest("--prompt=v")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["prompt_cases/x.yaml: is a link to /etc/hostname, outside the project"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("prompteval_prices", "/etc/passwd", "path '/etc/passwd': absolute paths are not allowed"),
+        ("prompteval_review_templates", "../r.yaml", "path '../r.yaml' leads outside the project"),
+    ],
+)
+def test_table_and_template_paths_from_ini_stay_in_the_project(
+    pytester: pytest.Pytester, key: str, value: str, why: str
+) -> None:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.makeini(f"[pytest]\n{key} = {value}\n")
+    result = pytester.runpytest("--prompt=v")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ini {key}: {why}*"])

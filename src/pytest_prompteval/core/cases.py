@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.paths import NAME, read_bounded
+from pytest_prompteval.core.paths import NAME, check_inside, read_bounded
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
@@ -226,6 +226,8 @@ def load_case_file_cached(
     file's path, size, mtime and the plugin version: YAML construction is most of a large
     suite's collection time. Plain data only: a planted cache entry can hold wrong data, which
     is validated like the file's, never code."""
+    if root is not None:
+        check_inside(root, path)  # a case file linked to a file outside is not read
     data = _parse(path) if cache_dir is None else _parse_cached(path, cache_dir)
     return read_case_file(path, data, extra_fields, root)
 

@@ -44,11 +44,19 @@ def resolve_inside(root: Path, name: str, base: Path | None = None) -> Path:
         raise PromptevalError(f"path {name!r}: expected a relative file name")
     if os.path.isabs(name):
         raise PromptevalError(f"path {name!r}: absolute paths are not allowed, name it relative")
-    real_root = Path(os.path.realpath(root))
     resolved = Path(os.path.realpath((base or root) / name))
-    if not _inside(resolved, real_root):
+    if not _inside(resolved, Path(os.path.realpath(root))):
         raise PromptevalError(f"path {name!r} leads outside the project ({root})")
     return resolved
+
+
+def check_inside(root: Path, path: Path) -> Path:
+    """``path`` itself (a file we were pointed at, such as a collected case file), when its
+    symlinks do not lead outside ``root``."""
+    real = Path(os.path.realpath(path))
+    if not _inside(real, Path(os.path.realpath(root))):
+        raise PromptevalError(f"is a link to {real}, outside the project", path)
+    return path
 
 
 def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
