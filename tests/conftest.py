@@ -11,6 +11,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT.parent / "shared" / "compat" / "explain"
+# What the Compiler Explorer project declares: its case and prompt fields that only its own
+# templates and hooks read.
+COMPAT_INI = (
+    "[pytest]\nprompteval_cases = test_cases\n"
+    "prompteval_case_fields = explanation_type common_mistakes\n"
+    "prompteval_prompt_fields = model audience_levels explanation_types\n"
+)
+COMPAT_CASE_FIELDS = ("explanation_type", "common_mistakes")
 
 
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
@@ -51,7 +59,7 @@ def copy_compat(pytester: pytest.Pytester, edition: str) -> Path:
             shutil.copytree(child, target)
         else:
             shutil.copy(child, target)
-    pytester.makeini("[pytest]\nprompteval_cases = test_cases\n")
+    pytester.makeini(COMPAT_INI)
     return pytester.path
 
 

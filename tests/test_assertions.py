@@ -90,7 +90,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
     pytester.makepyfile(myapp=APP)
     pytester.makeconftest(CONFTEST)
-    pytester.makeini("[pytest]\npythonpath = .\n")
+    # the fake model reads a case's answer and expectation: fields this project declares
+    pytester.makeini("[pytest]\npythonpath = .\nprompteval_case_fields = answer expect\n")
     return pytester
 
 
@@ -149,7 +150,8 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
         (
             "{type: lenght_ok}",
             "*c.yaml:5: case 'c1', assert[[]0[]]: unknown assertion or scorer "
-            "'lenght_ok'; known: contains, dims, equals, *, length_ok, *",
+            "'lenght_ok'; did you mean 'length_ok'?; known: contains, dims, equals, *, "
+            "length_ok, *",
         ),
         ("{regex: '('}", "*assert[[]0[]]: regex: invalid regular expression: *"),
         ("{max_length: many}", "*assert[[]0[]]: max_length: expected a number >= 0"),

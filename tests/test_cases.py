@@ -7,7 +7,7 @@ import pytest
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 
-from .conftest import COMPAT
+from .conftest import COMPAT, COMPAT_CASE_FIELDS
 
 COMPAT_FILES = sorted(COMPAT.glob("*/test_cases/*.yaml"))
 
@@ -15,11 +15,11 @@ COMPAT_FILES = sorted(COMPAT.glob("*/test_cases/*.yaml"))
 @pytest.mark.skipif(not COMPAT_FILES, reason="compatibility corpus not found")
 @pytest.mark.parametrize("path", COMPAT_FILES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_every_compat_file_loads_unchanged(path: Path) -> None:
-    case_file = load_case_file(path)
+    case_file = load_case_file(path, COMPAT_CASE_FIELDS)
     assert case_file.cases
     for case in case_file.cases:
         assert case.input, case.id
-        # Unknown fields are kept for templates and hooks, never dropped.
+        # Declared fields are kept for templates and hooks, never dropped.
         assert set(case.raw) >= {"id", "input"}
     if path.name == "audience_variations.yaml":
         first = case_file.cases[0]
@@ -40,7 +40,7 @@ def test_case_fields_and_lines(tmp_path: Path) -> None:
         "  input: {code: 'int f();'}\n  expected_topics: [loop_optimization]\n  extra: 1\n"
         "- id: a2\n  input: {}\n  threshold: 0.5\n  samples: 3\n",
     )
-    first, second = load_case_file(path).cases
+    first, second = load_case_file(path, extra_fields=("extra",)).cases
     assert (first.id, first.line, first.category, first.tags) == ("a1", 3, "loops", ("fast", "x86"))
     assert first.markers == ("loops", "beginner", "fast", "x86")
     assert first.raw["extra"] == 1

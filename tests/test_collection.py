@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import copy_compat
+from .conftest import COMPAT_INI, copy_compat
 
 
 def test_compat_2025_05_collects_24_items(pytester: pytest.Pytester) -> None:
@@ -90,7 +90,7 @@ def test_without_prompt_nothing_changes(pytester: pytest.Pytester) -> None:
 
 def test_case_directories_are_added_when_testpaths_miss_them(pytester: pytest.Pytester) -> None:
     copy_compat(pytester, "2025-05")
-    pytester.makeini("[pytest]\nprompteval_cases = test_cases\ntestpaths = tests\n")
+    pytester.makeini(COMPAT_INI + "testpaths = tests\n")
     pytester.mkdir("tests")
     pytester.path.joinpath("tests", "test_plain.py").write_text("def test_one():\n    pass\n")
     result = pytester.runpytest("--prompt=current", "--collect-only", "-q")
@@ -113,7 +113,9 @@ def test_recordings_and_results_are_not_walked(pytester: pytest.Pytester) -> Non
     pytester.mkdir("suite")
     pytester.path.joinpath("test_cases").rename(pytester.path / "suite" / "cases")
     pytester.path.joinpath("suite", "test_plain.py").write_text("def test_one():\n    pass\n")
-    pytester.makeini("[pytest]\nprompteval_cases = suite/cases\nprompteval_recordings = suite\n")
+    pytester.makeini(
+        COMPAT_INI.replace("= test_cases", "= suite/cases") + "prompteval_recordings = suite\n"
+    )
     result = pytester.runpytest("--prompt=current", "--collect-only", "-q")
     ids = [line for line in result.outlines if "::" in line]
     assert len(ids) == 13

@@ -101,6 +101,6 @@ def test_unreadable_recording_names_the_file(project: pytest.Pytester) -> None:
     key = build_request(case, prompt, template_variables(case), "m").key(0)
     project.mkdir("prompt_recordings").joinpath(f"{key}.json").write_text("{not json")
     result = project.runpytest("--prompt=current")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*prompt_recordings/{key}.json: unreadable recording*"])
     assert_no_internal_traceback(result)

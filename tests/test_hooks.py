@@ -81,7 +81,7 @@ def test_template_vars_from_several_plugins_merge(pytester: pytest.Pytester) -> 
         "user_prompt: '{greeting} {who}'\nmodel_config: {model: m}\n"
     )
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
-        "cases:\n- id: c1\n  who: case\n  input: {}\n"
+        "cases:\n- id: c1\n  vars: {who: case}\n  input: {}\n"
     )
     pytester.makeconftest(
         "def pytest_prompteval_template_vars(case, prompt):\n    return {'greeting': 'hello'}\n"

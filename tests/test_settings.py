@@ -90,7 +90,9 @@ def test_bad_values_are_usage_errors_before_anything_runs(pytester: pytest.Pytes
     result = pytester.runpytest_subprocess("--prompt=v", "--prompteval-results=results.txt")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
-    result.stderr.fnmatch_lines(["ERROR: --prompteval-results * 'results.txt': is a file*"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --prompteval-results / ini prompteval_results: results.txt: is not a folder"]
+    )
 
 
 def test_an_option_value_given_apart_that_moves_the_rootdir_is_named(

@@ -124,9 +124,9 @@ def test_prompt_versions_scoped_to_their_cases(pytester: pytest.Pytester) -> Non
     )
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
         "cases:\n"
-        "- {id: clamp_001, category: codegen, entry: clamp, input: {}}\n"
-        "- {id: ticket_001, question: why, input: {}}\n"
-        "- {id: ticket_002, question: how, input: {}}\n"
+        "- {id: clamp_001, category: codegen, vars: {entry: clamp}, input: {}}\n"
+        "- {id: ticket_001, vars: {question: why}, input: {}}\n"
+        "- {id: ticket_002, vars: {question: how}, input: {}}\n"
     )
     pytester.makepyfile(app="def answer(request, **kw):\n    return 'ok'\n")
     pytester.makeini("[pytest]\npythonpath = .\n")

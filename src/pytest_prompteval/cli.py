@@ -11,80 +11,85 @@ from typing import Any
 
 import yaml
 
-from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, available_versions, load_prompt
+from pytest_prompteval.core.paths import check_name, output_inside
+from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
 
 
-def _case_files(directories: Sequence[Path]) -> list[Path]:
-    return sorted(
-        p for d in directories if d.is_dir() for p in d.rglob("*") if p.suffix in PROMPT_SUFFIXES
-    )
+def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """What collection sees (as plain data), and every problem it found."""
+    from pytest_prompteval.pytest.inventory import collect
+
+    seen, _ = collect(case_dirs, prompt_dir)
+    files = [
+        {
+            "file": display(case_file.path),
+            "description": case_file.description,
+            "cases": [
+                {
+                    "id": c.id,
+                    "category": c.category,
+                    "difficulty": c.difficulty,
+                    "quality": c.quality,
+                    "description": c.description,
+                }
+                for c in case_file.cases
+            ],
+        }
+        for case_file in seen.case_files
+    ]
+    prompts = [
+        {
+            "version": prompt.version,
+            "name": prompt.name,
+            "model": prompt.model,
+            "description": prompt.description,
+        }
+        for prompt in seen.prompts
+    ]
+    return {"case_files": files, "prompts": prompts}, seen.problems
 
 
-def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> dict[str, Any]:
-    files = []
-    for path in _case_files(case_dirs):
-        case_file = load_case_file(path)
-        files.append(
-            {
-                "file": display(path),
-                "description": case_file.description,
-                "cases": [
-                    {
-                        "id": c.id,
-                        "category": c.category,
-                        "difficulty": c.difficulty,
-                        "quality": c.quality,
-                        "description": c.description,
-                    }
-                    for c in case_file.cases
-                ],
-            }
-        )
-    prompts = []
-    for version, path in available_versions(prompt_dir).items():
-        prompt = load_prompt(path)
-        prompts.append(
-            {
-                "version": version,
-                "name": prompt.name,
-                "model": prompt.model,
-                "description": prompt.description,
-            }
-        )
-    return {"case_files": files, "prompts": prompts}
+def _report_problems(problems: Sequence[str]) -> int:
+    """Every problem on stderr, each on its own escaped line(s); 2 (as pytest's collection
+    errors) when there are any."""
+    for problem in problems:
+        print(f"prompteval: error: {safe_text(problem)}", file=sys.stderr)
+    if problems:
+        print(f"prompteval: {len(problems)} problem(s) found", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _print_table(rows: list[list[str]], indent: str = "  ") -> None:
     if not rows:
         return
+    rows = [[safe_line(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    data = inventory(args.cases, args.prompts)
+    data, problems = inventory(args.cases, args.prompts)
     if args.json:
         print(json.dumps(data, indent=2))
-        return 0
+        return _report_problems(problems)
     for case_file in data["case_files"]:
-        print(f"{case_file['file']}: {case_file['description']}")
+        print(safe_line(f"{case_file['file']}: {case_file['description']}"))
         _print_table(
             [
                 [c["id"], c["category"] or "-", c["difficulty"] or "-", c["quality"] or "-"]
                 for c in case_file["cases"]
             ]
         )
-    print(f"prompt versions in {display(args.prompts)}:")
+    print(f"prompt versions in {safe_line(display(args.prompts))}:")
     _print_table(
         [[p["version"], p["model"] or "(default model)", p["description"]] for p in data["prompts"]]
     )
-    return 0
+    return _report_problems(problems)
 
 
 class _Literal(str):
@@ -144,12 +149,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_check_cases(args: argparse.Namespace) -> int:
     """Validate every case file; with --mutation, mutation-test the code cases' tests."""
+    from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code import CodeScorer, is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
 
-    cases = [c for path in _case_files(args.cases) for c in load_case_file(path).cases]
+    seen, _ = collect(args.cases, args.prompts)
+    cases = [c for case_file in seen.case_files for c in case_file.cases]
     code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
-    print(f"{len(cases)} cases valid ({len(code_cases)} code cases)")
+    print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
+    if seen.problems:
+        return _report_problems(seen.problems)
+    print("all valid")
     if not args.mutation:
         return 0
     scorer = CodeScorer()
@@ -214,9 +224,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
     gaps = missing_shards(runs)
     if gaps:
         print(f"prompteval: warning: no results for shard {', '.join(gaps)}", file=sys.stderr)
+    # a results file names its version: a name like "../../x" must not leave the folder
+    targets = {
+        version: output_inside(args.output, f"merged_{check_name(version, 'prompt version')}.json")
+        for version in merged
+    }
     args.output.mkdir(parents=True, exist_ok=True)
     for version, document in merged.items():
-        target = args.output / f"merged_{version}.json"
+        target = targets[version]
         write_json_atomically(target, document)
         s = document["summary"]
         figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
@@ -279,7 +294,7 @@ def cmd_improve(args: argparse.Namespace) -> int:
     if args.create_improved:
         if not args.output:
             raise PromptevalError("--create-improved needs --output NAME")
-        path = improve.write_improved(prompt, answer, args.prompts / f"{args.output}.yaml")
+        path = improve.write_improved(prompt, answer, args.prompts, args.output)
         print(f"wrote {path}; try it: pytest --prompt={args.output} --compare {args.prompt}")
     return 0
 
@@ -374,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="flag cases whose tests kill fewer mutants (default 0.6); "
         "exit status 1 when any is flagged",
     )
+    checking.add_argument(
+        "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
+    )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)
     merging = commands.add_parser("merge", help="join the results of shards into one run")
@@ -438,6 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _directories(args, args.settings)
         code: int = args.run(args)
     except PromptevalError as exc:
+        if args.command in ("list", "check-cases"):
+            return _report_problems([str(exc)])  # as the problems their collection finds
         print(f"prompteval: error: {exc}", file=sys.stderr)
         return 2
     return code

@@ -1,28 +1,29 @@
 """YAML case files → validated Case values, with file and line in every error.
 
 The format is the seed's: ``description`` and ``cases: [{id, category, quality, description,
-input, expected_topics, difficulty}]``. Fields we do not know are kept in ``Case.raw`` for
-templates, hooks and results; they are never rejected.
+input, expected_topics, difficulty}]``, plus the fields the plugin's scorers read. Any other
+field is a typo (an error with a suggestion) unless the project declares it (ini
+``prompteval_case_fields`` or the ``pytest_prompteval_case_fields`` hook); data for templates
+goes under ``input:`` or ``vars:``. Every field stays in ``Case.raw`` for hooks and results.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
-import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import NAME, check_inside, read_bounded
+from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.version import __version__
-from pytest_prompteval.core.yamlload import MarkedDict, line_of, load_yaml
+from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
 
-# Case ids and marker values end up in node ids and `-m` expressions.
-_NAME = re.compile(r"^[A-Za-z0-9_][\w.+-]*$")
 # A category named like one of pytest's own markers would change how the item runs.
 _RESERVED_MARKERS = frozenset(
     {
@@ -37,6 +38,40 @@ _RESERVED_MARKERS = frozenset(
     }
 )
 MARKER_FIELDS = ("category", "difficulty", "quality")
+FILE_FIELDS = frozenset({"description", "cases"})
+#: Every field the plugin reads from a case (scorers, judge, code cases included).
+CASE_FIELDS = frozenset(
+    {
+        *MARKER_FIELDS,
+        "id",
+        "input",
+        "vars",
+        "description",
+        "notes",
+        "tags",
+        "expected_topics",
+        "threshold",
+        "samples",
+        "assert",
+        # the automatic scorer and the judge
+        "audience",
+        "expected_topics_by_audience",
+        "key_terms",
+        "review_template",
+        # code cases
+        "kind",
+        "entry_point",
+        "language",
+        "tests",
+        "reference",
+        "properties",
+        "timeout",
+    }
+)
+_DECLARE = (
+    "; put template data under vars:, or declare the field (ini prompteval_case_fields, "
+    "or the pytest_prompteval_case_fields hook)"
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +88,10 @@ class Case:
     tags: tuple[str, ...] = ()
     threshold: float | None = None
     samples: int | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: The project's root: files the case names must lie inside it.
+    root: Path | None = field(default=None, compare=False, repr=False)
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -77,9 +115,18 @@ def _type_name(value: Any) -> str:
 
 
 class _CaseReader:
-    def __init__(self, path: Path, node: MarkedDict, index: int):
+    def __init__(
+        self,
+        path: Path,
+        node: MarkedDict,
+        index: int,
+        known: Collection[str] = CASE_FIELDS,
+        root: Path | None = None,
+    ):
         self.path = path
         self.node = node
+        self.known = known
+        self.root = root
         self.case_id = node.get("id") if isinstance(node.get("id"), str) else f"#{index + 1}"
 
     def fail(self, key: str, expected: str) -> PromptevalError:
@@ -104,7 +151,7 @@ class _CaseReader:
         return value
 
     def check_name(self, key: str, value: str) -> None:
-        if not _NAME.match(value):
+        if not NAME.match(value):
             raise self.fail(key, "a name of letters, digits and _ . + - (it becomes an id/marker)")
         if key != "id" and value in _RESERVED_MARKERS:
             raise self.fail(key, f"a name that is not one of pytest's own markers ({value})")
@@ -133,9 +180,13 @@ class _CaseReader:
     def read(self) -> Case:
         case_id = self.string("id", required=True, name=True)
         assert case_id is not None
+        check_keys(self.node, self.known, self.path, f"case {case_id!r}: ", _DECLARE)
         payload = self.node.get("input")
         if not isinstance(payload, Mapping):
             raise self.fail("input", "a mapping of the request's fields")
+        variables = self.node.get("vars") or {}
+        if not isinstance(variables, Mapping):
+            raise self.fail("vars", "a mapping of template variables")
         threshold = self.number("threshold", 0.0, 1.0)
         return Case(
             id=case_id,
@@ -150,47 +201,118 @@ class _CaseReader:
             tags=self.string_list("tags", names=True),
             threshold=float(threshold) if threshold is not None else None,
             samples=self.number("samples", 1, 1000, integer=True),
+            vars=variables,
             raw=self.node,
+            root=self.root,
         )
 
 
-def inline_case(path: Path, line: int, fields: Mapping[str, Any]) -> Case:
+def inline_case(
+    path: Path, line: int, fields: Mapping[str, Any], extra_fields: Collection[str] = ()
+) -> Case:
     """A case written in Python (the ``prompteval`` fixture), validated like a YAML one."""
     node = MarkedDict(fields)
     node.line, node.key_lines = line, {}
-    return _CaseReader(path, node, 0).read()
+    return _CaseReader(path, node, 0, CASE_FIELDS.union(extra_fields)).read()
 
 
-def load_case_file_cached(path: Path, cache_dir: Path | None) -> CaseFile:
-    """``load_case_file`` through a pickle cache keyed by the file's path, size, mtime and the
-    plugin version: YAML construction is most of a large suite's collection time."""
-    if cache_dir is None:
-        return load_case_file(path)
-    stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{__version__}"
-    entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")
+def load_case_file_cached(
+    path: Path,
+    cache_dir: Path | None,
+    extra_fields: Collection[str] = (),
+    root: Path | None = None,
+) -> CaseFile:
+    """``load_case_file`` with the parsed YAML kept as JSON under ``cache_dir``, keyed by the
+    file's path, size, mtime and the plugin version: YAML construction is most of a large
+    suite's collection time. Plain data only: a planted cache entry can hold wrong data, which
+    is validated like the file's, never code."""
+    if root is not None:
+        check_inside(root, path)  # a case file linked to a file outside is not read
+    data = _parse(path) if cache_dir is None else _parse_cached(path, cache_dir)
+    return read_case_file(path, data, extra_fields, root)
+
+
+def _parse(path: Path) -> Any:
+    return parse_yaml(_read_text(path), path)
+
+
+def _read_text(path: Path) -> str:
     try:
-        with entry.open("rb") as handle:
-            cached = pickle.load(handle)
-        if isinstance(cached, CaseFile):
-            return cached
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass
-    case_file = load_case_file(path)
+        return read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
+
+
+def _parse_cached(path: Path, cache_dir: Path) -> Any:
+    text = _read_text(path)  # checks the file is regular and bounded, as without a cache
+    source = text.encode()
+    key = f"{path.resolve()}|{hashlib.sha256(source).hexdigest()}|{__version__}"
+    entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+    limit = 4 * len(source) + 4096  # an entry is a few times the YAML, never more
+    try:
+        return _decode(read_bounded(entry, limit))
+    except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
+        pass  # absent or not ours: parse again
+    data = parse_yaml(text, path)
+    try:
+        encoded = json.dumps(_encode(data), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError):
+        return data  # dates or NaN: not worth caching
+    if len(encoded) > limit:
+        return data  # aliases expanded it: not worth caching
     fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
     with os.fdopen(fd, "wb") as handle:
-        pickle.dump(case_file, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        handle.write(encoded)
     os.replace(tmp, entry)
-    return case_file
+    return data
 
 
-def load_case_file(path: Path) -> CaseFile:
+# A mapping is {"line": n, "keys": [...], "lines": [...], "values": [...]}: every JSON object
+# in an entry is one, so lists and scalars pass through unchanged.
+def _encode(value: Any) -> Any:
+    if isinstance(value, MarkedDict):
+        return {
+            "line": value.line,
+            "keys": list(value),
+            "lines": [value.key_lines.get(k, value.line) for k in value],
+            "values": [_encode(v) for v in value.values()],
+        }
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if value is None or isinstance(value, str | int | float):
+        return value
+    raise TypeError(type(value).__name__)
+
+
+def _decode(entry: bytes) -> Any:
+    return json.loads(entry, object_hook=_mapping)
+
+
+def _mapping(value: dict[str, Any]) -> MarkedDict:
+    # a planted entry's odd keys or values meet the same validation as a file's
+    keys, lines, values = list(map(str, value["keys"])), value["lines"], value["values"]
+    node = MarkedDict(zip(keys, values, strict=True))
+    node.line, node.key_lines = int(value["line"]), dict(zip(keys, map(int, lines), strict=True))
+    return node
+
+
+def load_case_file(
+    path: Path, extra_fields: Collection[str] = (), root: Path | None = None
+) -> CaseFile:
     """Read and validate one case file; raise PromptevalError at the first problem."""
-    data = load_yaml(path)
+    return read_case_file(path, _parse(path), extra_fields, root)
+
+
+def read_case_file(
+    path: Path, data: Any, extra_fields: Collection[str] = (), root: Path | None = None
+) -> CaseFile:
+    """Validate one case file's parsed YAML; ``extra_fields`` are the project's declared
+    case fields, ``root`` the folder the files its cases name must lie in."""
     if not isinstance(data, MarkedDict):
         raise PromptevalError(
             f"expected a mapping with 'description' and 'cases', got {_type_name(data)}", path, 1
         )
+    check_keys(data, FILE_FIELDS, path)
     cases_node = data.get("cases")
     if not isinstance(cases_node, list):
         raise PromptevalError(
@@ -205,6 +327,7 @@ def load_case_file(path: Path) -> CaseFile:
         )
     cases: list[Case] = []
     seen: dict[str, int] = {}
+    known = CASE_FIELDS.union(extra_fields)
     for index, node in enumerate(cases_node):
         if not isinstance(node, MarkedDict):
             raise PromptevalError(
@@ -213,7 +336,7 @@ def load_case_file(path: Path) -> CaseFile:
                 path,
                 line_of(data, "cases"),
             )
-        case = _CaseReader(path, node, index).read()
+        case = _CaseReader(path, node, index, known, root).read()
         if case.id in seen:
             raise PromptevalError(
                 f"duplicate case id {case.id!r}: first defined at {display(path, seen[case.id])}",

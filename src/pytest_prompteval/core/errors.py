@@ -56,7 +56,14 @@ class StopRun(ApiError):
 #: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
 #: score (a missing recording, a budget stop, an API failure, an invalid judge verdict).
 INFRASTRUCTURE_KINDS = frozenset(
-    {"api_error", "api_stop", "missing_recording", "budget", "judge_invalid"}
+    {
+        "api_error",
+        "api_stop",
+        "missing_recording",
+        "unreadable_recording",
+        "budget",
+        "judge_invalid",
+    }
 )
 
 

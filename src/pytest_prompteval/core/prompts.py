@@ -1,28 +1,77 @@
 """YAML prompt versions → PromptVersion; ``build_request(case)`` → Request.
 
 The format is the seed's: ``name``, ``description``, ``system_prompt``, ``user_prompt``,
-``assistant_prefill`` and ``model_config: {model, max_tokens, temperature, ...}``. Other
-top-level fields are kept in ``raw`` for the project's hooks.
+``assistant_prefill`` and ``model_config: {model, max_tokens, temperature, ...}``, plus
+``include_input``, ``assert``, ``strategy`` and ``applies_to``. Other top-level fields are
+typos unless the project declares them (ini ``prompteval_prompt_fields`` or the
+``pytest_prompteval_prompt_fields`` hook); every field stays in ``raw`` for the hooks.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError, TemplateError, display
+from pytest_prompteval.core.paths import check_name, read_bounded
 from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.templates import MissingVariables, fill, format_value
-from pytest_prompteval.core.yamlload import MarkedDict, line_of, load_yaml
+from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
 
 DEFAULT_MAX_TOKENS = 1024
 TEMPLATE_FIELDS = ("system_prompt", "user_prompt", "assistant_prefill")
 PROMPT_SUFFIXES = (".yaml", ".yml")
+PROMPT_FIELDS = frozenset(
+    {
+        *TEMPLATE_FIELDS,
+        "name",
+        "description",
+        "model_config",
+        "include_input",
+        "assert",
+        "strategy",
+        "applies_to",
+    }
+)
+#: Parameters the provider sends in ``extra_body`` when the SDK does not name them.
+EXTRA_BODY_PARAMS = frozenset({"temperature", "top_p", "top_k"})
+# Keyword arguments of ``messages.create`` that are not API parameters, or that the request
+# fills itself from the prompt's other fields.
+_NOT_MODEL_CONFIG = frozenset(
+    {
+        "self",
+        "messages",
+        "system",
+        "stream",
+        "extra_headers",
+        "extra_query",
+        "extra_body",
+        "timeout",
+    }
+)
+_DECLARE = (
+    "; declare the field (ini prompteval_prompt_fields, or the "
+    "pytest_prompteval_prompt_fields hook)"
+)
+
+
+@functools.cache
+def model_config_keys() -> frozenset[str]:
+    """What ``model_config`` may hold: the installed SDK's ``messages.create`` parameters,
+    plus ``model`` and what travels in ``extra_body``."""
+    import inspect
+
+    from anthropic.resources.messages import Messages
+
+    named = set(inspect.signature(Messages.create).parameters) - _NOT_MODEL_CONFIG
+    return frozenset({"model", *named, *EXTRA_BODY_PARAMS})
 
 
 @dataclass(frozen=True)
@@ -54,10 +103,25 @@ def available_versions(prompt_dir: Path) -> dict[str, Path]:
     return {p.stem: p for p in files}
 
 
-def load_prompt(path: Path) -> PromptVersion:
-    data = load_yaml(path)
+def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion:
+    """Read and validate one prompt version; ``extra_fields`` are the project's declared
+    top-level fields."""
+    try:
+        check_name(path.stem, "prompt version")
+    except PromptevalError as exc:
+        raise PromptevalError(exc.message, path) from None
+    try:
+        source = read_bounded(path)
+        data = parse_yaml(source.decode("utf-8"), path)
+    except UnicodeDecodeError as exc:
+        raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
     if not isinstance(data, MarkedDict):
         raise PromptevalError("expected a mapping with system_prompt, user_prompt, ...", path, 1)
+    check_keys(data, PROMPT_FIELDS | set(extra_fields), path, hint=_DECLARE)
+    if data.get("system_prompt") is None and data.get("user_prompt") is None:
+        raise PromptevalError(
+            "expected a system_prompt or a user_prompt (or both)", path, data.line
+        )
     for key in (*TEMPLATE_FIELDS, "name", "description"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
@@ -73,6 +137,10 @@ def load_prompt(path: Path) -> PromptVersion:
             path,
             data.line_of("model_config"),
         )
+    if model_config:
+        known = {"model", "max_tokens", *EXTRA_BODY_PARAMS}  # no SDK import for the usual
+        if not known.issuperset(model_config):
+            check_keys(model_config, model_config_keys(), path, "model_config: ")
     return PromptVersion(
         version=path.stem,
         path=path,
@@ -82,14 +150,16 @@ def load_prompt(path: Path) -> PromptVersion:
         user_prompt=data.get("user_prompt"),
         assistant_prefill=data.get("assistant_prefill"),
         model_config=model_config,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        sha256=hashlib.sha256(source).hexdigest(),
         raw=data,
     )
 
 
 def template_variables(case: Case) -> dict[str, Any]:
-    """Variables a prompt can name: the case's top-level fields, its input, the seed's names."""
-    variables: dict[str, Any] = {k: v for k, v in case.raw.items() if k != "input"}
+    """Variables a prompt can name: the case's top-level fields, its ``vars``, its input, the
+    seed's names."""
+    variables: dict[str, Any] = {k: v for k, v in case.raw.items() if k not in ("input", "vars")}
+    variables.update(case.vars)
     variables.update(case.input)
     seed_names = {
         "arch": case.input.get("instructionSet"),

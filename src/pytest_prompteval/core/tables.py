@@ -1,4 +1,9 @@
-"""Data tables shipped with the plugin (``data/*.yaml``), merged with a project's own file."""
+"""Data tables shipped with the plugin (``data/*.yaml``), merged with a project's own file.
+
+A project's file has the shipped table's shape: its fixed mappings (``weights``, ``clarity``,
+a price entry) accept only the shipped keys, with a did-you-mean; open ones (``topics``, model
+prefixes, difficulty names) accept any.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,15 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.yamlload import load_yaml
+from pytest_prompteval.core.schema import check_keys
+from pytest_prompteval.core.yamlload import line_of, load_yaml
+
+PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
+# Mappings whose keys are the project's to choose, by table; "*" is any top-level key.
+_OPEN = {
+    "scoring": {"topics", "length_ranges", "difficulty_aliases", "incorrect_claims.patterns"},
+    "prices": {"*"},
+}
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -31,4 +44,38 @@ def load_table(name: str, override: Path | None = None) -> dict[str, Any]:
     extra = load_yaml(override)
     if not isinstance(extra, dict):
         raise PromptevalError(f"expected a mapping shaped like the plugin's {name}.yaml", override)
+    if name == "prices":
+        check_prices(extra, override)
+    else:
+        check_shape(extra, table, override, "", _OPEN.get(name, set()))
     return merge(table, extra)
+
+
+def check_shape(
+    node: dict[str, Any], base: dict[str, Any], path: Path, where: str, open_: set[str]
+) -> None:
+    """Every fixed mapping in ``node`` uses only the keys of the same mapping in ``base``."""
+    if (where or "*") not in open_:
+        check_keys(node, base, path, f"{where}: " if where else "")
+    for key, value in node.items():
+        inner = f"{where}.{key}" if where else key
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and inner not in open_:
+            check_shape(value, base[key], path, inner, open_)
+
+
+def check_prices(table: dict[str, Any], path: Path) -> None:
+    for model, prices in table.items():
+        if not isinstance(prices, dict):
+            raise PromptevalError(
+                f"{model}: expected {{{', '.join(PRICE_FIELDS)}}} in USD per million tokens",
+                path,
+                line_of(table, model),
+            )
+        check_keys(prices, PRICE_FIELDS, path, f"{model}: ")
+        for field, value in prices.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise PromptevalError(
+                    f"{model}.{field}: expected a number >= 0 (USD per million tokens)",
+                    path,
+                    line_of(prices, field),
+                )

@@ -8,8 +8,21 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import MAX_FILE_BYTES, read_bounded
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: Values an alias may stand for, summed over a file: aliases share one object, but
+#: ``json.dumps`` and templates expand them (548 bytes of nested aliases are billions).
+MAX_ALIAS_NODES = 1_000_000
+
+
+class AliasBomb(Exception):
+    """Raised while parsing; reported as a PromptevalError with the alias's line."""
+
+    def __init__(self, line: int, message: str):
+        super().__init__(message)
+        self.line = line
 
 
 class MarkedDict(dict[str, Any]):
@@ -46,17 +59,26 @@ _MarkedLoader.add_constructor(
 )
 
 
-def load_yaml(path: Path) -> Any:
-    """Parse one YAML file; a syntax error becomes a PromptevalError naming file and line."""
+def load_yaml(path: Path, limit: int = MAX_FILE_BYTES) -> Any:
+    """Parse one YAML file (a regular file of at most ``limit`` bytes); a syntax error or an
+    alias bomb becomes a PromptevalError naming file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PromptevalError(f"cannot read file: {exc}", path) from None
+        text = read_bounded(path, limit).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path | str) -> Any:
     try:
         try:
             return _from_events(text)
         except _Unusual:
-            return yaml.load(text, Loader=_MarkedLoader)  # a SafeLoader subclass
+            return _from_nodes(text)
+    except AliasBomb as exc:
+        raise PromptevalError(str(exc), path, exc.line) from None
+    except RecursionError:
+        raise PromptevalError("invalid YAML: nested too deeply", path) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -64,6 +86,53 @@ def load_yaml(path: Path) -> Any:
         raise PromptevalError(f"invalid YAML: {problem}", path, line) from None
     except yaml.YAMLError as exc:
         raise PromptevalError(f"invalid YAML: {exc}", path) from None
+
+
+def _from_nodes(text: str) -> Any:
+    loader = _MarkedLoader(text)  # a SafeLoader subclass
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, {}, set(), [0])
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(
+    node: yaml.Node, sizes: dict[int, int], open_: set[int], aliased: list[int]
+) -> int:
+    """Values ``node`` stands for once every alias is expanded; a node met again is an
+    alias, whose size counts against MAX_ALIAS_NODES."""
+    ident = id(node)
+    if ident in sizes:
+        aliased[0] += sizes[ident]
+        if aliased[0] > MAX_ALIAS_NODES:
+            raise _bomb(node.start_mark.line + 1)
+        return sizes[ident]
+    if ident in open_:
+        raise AliasBomb(node.start_mark.line + 1, "invalid YAML: an alias refers to itself")
+    size = 1
+    if isinstance(node, yaml.CollectionNode):
+        open_.add(ident)
+        children = (
+            node.value
+            if isinstance(node, yaml.SequenceNode)
+            else [child for pair in node.value for child in pair]
+        )
+        size += sum(_expanded_size(child, sizes, open_, aliased) for child in children)
+        open_.discard(ident)
+    sizes[ident] = size
+    return size
+
+
+def _bomb(line: int) -> AliasBomb:
+    return AliasBomb(
+        line,
+        f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values; "
+        "repeat the data or use fewer nested aliases",
+    )
 
 
 # The fast path: values built straight from the parser's events, without the node graph
@@ -109,15 +178,20 @@ def _from_events(text: str) -> Any:
 
 def _build(loader: Any) -> Any:
     anchors: dict[str, Any] = {}
-    # open containers: [container, pending key (mappings), line of that key]
+    sizes: dict[str, int] = {}  # anchor -> values it stands for, aliases expanded
+    aliased = 0
+    # open containers: [container, pending key (mappings), line of that key, size, anchor]
     stack: list[list[Any]] = []
     root: Any = None
     documents = 0
     while True:
         event = loader.get_event()
         kind = type(event)
+        size = 1
         if kind is yaml.ScalarEvent:
             value = _scalar(loader, event)
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             mapping = kind is yaml.MappingStartEvent
             if event.tag not in (None, "!", _MAP if mapping else _SEQ):
@@ -131,14 +205,20 @@ def _build(loader: Any) -> Any:
                 container = []
             if event.anchor is not None:
                 anchors[event.anchor] = container
-            stack.append([container, _NO_KEY, 0])
+            stack.append([container, _NO_KEY, 0, 1, event.anchor])
             continue
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            value = stack.pop()[0]
+            value, _, _, size, anchor = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = size
         elif kind is yaml.AliasEvent:
-            if event.anchor not in anchors:
-                raise _Unusual  # the constructor reports it
+            if event.anchor not in sizes:
+                raise _Unusual  # unknown, or refers to itself: the constructor reports it
             value = anchors[event.anchor]
+            size = sizes[event.anchor]
+            aliased += size
+            if aliased > MAX_ALIAS_NODES:
+                raise _bomb(event.start_mark.line + 1)
         elif kind is yaml.DocumentStartEvent:
             documents += 1
             if documents > 1:
@@ -154,6 +234,7 @@ def _build(loader: Any) -> Any:
             root = value
             continue
         top = stack[-1]
+        top[3] += size
         if isinstance(top[0], MarkedDict):
             if top[1] is _NO_KEY:
                 if kind is not yaml.ScalarEvent:

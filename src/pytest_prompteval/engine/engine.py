@@ -8,13 +8,14 @@ silently lack one of them.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import display
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
 from pytest_prompteval.providers.anthropic import AnthropicProvider
@@ -43,7 +44,9 @@ def make_provider(spec: str, rootpath: Path, option: str = "--prompteval-provide
     )
 
 
-def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion, ...]:
+def resolve_versions(
+    prompt_dir: Path, names: list[str], fields: Collection[str] = ()
+) -> tuple[PromptVersion, ...]:
     available = available_versions(prompt_dir)
     if ALL_VERSIONS in names:
         names = list(available)
@@ -54,7 +57,7 @@ def resolve_versions(prompt_dir: Path, names: list[str]) -> tuple[PromptVersion,
             f"unknown prompt version {', '.join(map(repr, unknown))} (prompt directory "
             f"{display(prompt_dir)}); available: {listing}"
         )
-    return tuple(load_prompt(available[n]) for n in dict.fromkeys(names))
+    return tuple(load_prompt(available[n], fields) for n in dict.fromkeys(names))
 
 
 class Engine:
@@ -66,10 +69,17 @@ class Engine:
         settings: Settings,
         run_dir: Path | None = None,
         scorers: Callable[[], Mapping[str, ScorerFunction]] | None = None,
+        declared: Declared | None = None,
     ):
         self.settings = settings
+        #: fields the project declares for its cases and prompts (ini keys and hooks)
+        self.declared = declared or Declared(
+            frozenset(settings.case_fields), frozenset(settings.prompt_fields)
+        )
         self.versions: tuple[PromptVersion, ...] = (
-            resolve_versions(settings.prompt_dir, list(settings.versions))
+            resolve_versions(
+                settings.prompt_dir, list(settings.versions), self.declared.prompt_fields
+            )
             if settings.versions
             else ()
         )
@@ -119,7 +129,9 @@ class Engine:
     def prompt(self, version: str) -> PromptVersion:
         """A prompt version by name, loaded on first use (the fixture names its own)."""
         if version not in self._prompts:
-            (self._prompts[version],) = resolve_versions(self.settings.prompt_dir, [version])
+            (self._prompts[version],) = resolve_versions(
+                self.settings.prompt_dir, [version], self.declared.prompt_fields
+            )
         return self._prompts[version]
 
     def scorers(self) -> Mapping[str, ScorerFunction]:

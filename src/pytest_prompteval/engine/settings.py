@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
@@ -216,6 +217,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("scoring", "YAML file extending the automatic scorer's tables",
             ini="prompteval_scoring"),
     Setting("prices", "YAML file extending the price table", ini="prompteval_prices"),
+    Setting("case_fields", "extra case fields the project uses (its templates and hooks)",
+            default=(), ini="prompteval_case_fields", ini_type="args"),
+    Setting("prompt_fields", "extra prompt version fields the project uses", default=(),
+            ini="prompteval_prompt_fields", ini_type="args"),
 )  # fmt: skip
 
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -272,6 +277,8 @@ class Settings:
     recordings_dir: Path
     scoring: Path | None
     prices: Path | None
+    case_fields: tuple[str, ...]
+    prompt_fields: tuple[str, ...]
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -301,8 +308,12 @@ class Settings:
             raw[setting.name] = _value(setting, options, ini, environ)
         here = invocation_dir or Path.cwd()
 
-        def project_path(value: str | None) -> Path | None:
-            return None if not value else rootpath / value
+        def project_path(value: str | None, key: str) -> Path | None:
+            # a file the project names must be inside it (a pull request can set ini keys)
+            try:
+                return None if not value else resolve_inside(rootpath, value)
+            except PromptevalError as exc:
+                raise SettingError(f"ini {key}: {exc}") from None
 
         def given_path(value: str | None) -> Path | None:
             # a path typed on the command line is relative to where pytest was started
@@ -317,9 +328,13 @@ class Settings:
             "case_dirs": tuple(rootpath / d for d in raw.pop("cases")),
             "prompt_dir": rootpath / raw.pop("prompts"),
             "recordings_dir": rootpath / raw.pop("recordings"),
-            "review_templates": project_path(raw["review_templates"]),
-            "scoring": project_path(raw["scoring"]),
-            "prices": project_path(raw["prices"]),
+            "review_templates": project_path(
+                raw["review_templates"], "prompteval_review_templates"
+            ),
+            "scoring": project_path(raw["scoring"], "prompteval_scoring"),
+            "prices": project_path(raw["prices"], "prompteval_prices"),
+            "case_fields": tuple(raw["case_fields"]),
+            "prompt_fields": tuple(raw["prompt_fields"]),
             "html": given_path(raw["html"]),
             "baseline": given_path(raw["baseline"]),
         }
@@ -328,15 +343,15 @@ class Settings:
         return settings
 
     def _check(self) -> None:
-        if (
-            self.results_dir is not None
-            and self.results_dir.exists()
-            and not self.results_dir.is_dir()
+        for folder, where in (
+            (self.recordings_dir, "ini prompteval_recordings"),
+            (self.results_dir, "--prompteval-results / ini prompteval_results"),
         ):
-            raise SettingError(
-                f"--prompteval-results / ini prompteval_results {display(self.results_dir)!r}: "
-                "is a file; expected a directory (or 'none')"
-            )
+            if folder is not None:
+                try:
+                    check_dir(folder, self.rootpath)  # symlinked out of the project: refused
+                except PromptevalError as exc:
+                    raise SettingError(f"{where}: {exc}") from None
         if self.html is not None:
             blocked = next((p for p in self.html.parents if p.exists()), None)
             if blocked is not None and not blocked.is_dir():
@@ -375,7 +390,7 @@ def _value(
         return _parsed(setting, environ[setting.env], "env")
     if setting.ini is not None:
         value = ini(setting.ini)
-        if setting.ini_type == "linelist":
+        if setting.ini_type in ("linelist", "args"):
             return tuple(value) if value else setting.default
         if value not in (None, ""):
             return _parsed(setting, str(value).strip(), "ini")

@@ -10,15 +10,18 @@ commit and diff.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import ApiError, PromptevalError, display
+from pytest_prompteval.core.paths import MAX_RECORDING_BYTES, read_bounded
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
@@ -30,6 +33,12 @@ FORMAT = 1
 
 class MissingRecording(PromptevalError):
     kind = "missing_recording"
+
+
+class UnreadableRecording(PromptevalError):
+    """A recording that is not what this plugin writes: its item errors, the run goes on."""
+
+    kind = "unreadable_recording"
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,8 @@ class Store:
         path = self.path_for(key)
         fresh = self.mode == "all" and key not in self._recorded
         if not fresh and path.exists():
-            return Outcome(self.read(path), replayed=key not in self._recorded, recording=path)
+            response = self.read(path, key)
+            return Outcome(response, replayed=key not in self._recorded, recording=path)
         if self.mode == "none":
             what = "judge verdict" if context.purpose == "judge" else "recording"
             raise MissingRecording(
@@ -156,14 +166,16 @@ class Store:
         return Outcome(response, replayed=False, recording=path)
 
     @staticmethod
-    def read(path: Path) -> Response:
+    def read(path: Path, key: str | None = None) -> Response:
+        """The response recorded at ``path``, checked: a regular file of bounded size, plain
+        JSON of the right types, and (given ``key``) made for this very request."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return Response.from_json(data["response"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise PromptevalError(
-                f"unreadable recording ({type(exc).__name__}: {exc}); delete it to record again",
-                path,
+            data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
+            return _checked(data, key)
+        except (PromptevalError, ValueError) as exc:
+            why = exc.message if isinstance(exc, PromptevalError) else str(exc)
+            raise UnreadableRecording(
+                f"unreadable recording: {why}; delete it to record again", path
             ) from None
 
     def write(
@@ -179,7 +191,8 @@ class Store:
         }
         if self.note:
             record["note"] = self.note
-        text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text += "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
@@ -189,3 +202,70 @@ class Store:
         except BaseException:
             os.unlink(tmp)
             raise
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _milliseconds(value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _optional_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+# What a recording's response may hold, field by field (``text`` and ``model`` required).
+_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "text": _text,
+    "model": _text,
+    "stop_reason": _optional_text,
+    "input_tokens": _count,
+    "output_tokens": _count,
+    "cache_read_tokens": _count,
+    "cache_write_tokens": _count,
+    "latency_ms": _milliseconds,
+    "request_id": _optional_text,
+    "message_id": _optional_text,
+    "tool_input": lambda value: value is None or isinstance(value, dict),
+    "batch": lambda value: isinstance(value, bool),
+}
+
+
+def _checked(data: Any, key: str | None) -> Response:
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    response, sample, request = data.get("response"), data.get("sample"), data.get("request")
+    if not isinstance(response, dict):
+        raise ValueError("'response': expected an object")
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise ValueError("'sample': expected a whole number >= 0")
+    if not isinstance(request, dict):
+        raise ValueError("'request': expected an object")
+    if key is not None:
+        if data.get("key") != key:
+            raise ValueError("its 'key' is not its file name")
+        try:
+            made_for = Request.from_api(request).key(sample)
+        except (PromptevalError, LookupError, TypeError, AttributeError):
+            raise ValueError("'request' is not a Messages API request") from None
+        if made_for != key:
+            raise ValueError("its 'request' does not hash to its key")
+    for name, valid in _FIELDS.items():
+        if name not in response:
+            if name in ("text", "model"):
+                raise ValueError(f"'response.{name}': missing")
+        elif not valid(response[name]):
+            value = response[name]
+            raise ValueError(f"'response.{name}': unexpected {type(value).__name__} {value!r:.40}")
+    return Response.from_json(response)

@@ -70,7 +70,10 @@ class Prompteval:
         """
         _, line, _ = self.node.reportinfo()
         case = inline_case(
-            self.node.path, (line or 0) + 1, {"id": id, "input": dict(input or {}), **fields}
+            self.node.path,
+            (line or 0) + 1,
+            {"id": id, "input": dict(input or {}), **fields},
+            self.engine.declared.case_fields,
         )
         prompt = self.prompt(version)
         settings = self.engine.settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -41,3 +41,15 @@ def pytest_prompteval_scorers() -> Mapping[str, Callable[..., Any]] | None:
     A scorer receives ``(case, request, response)`` and returns a number in [0, 1] or a
     :class:`pytest_prompteval.Score`. Every implementation is called; later plugins win.
     """
+
+
+def pytest_prompteval_case_fields() -> Iterable[str] | None:
+    """Return names of extra top-level case fields this project uses (for its templates or
+    hooks). The plugin rejects any case field it does not know, so a typo such as
+    ``assertions:`` is an error; fields claimed here (or in ini ``prompteval_case_fields``)
+    are accepted and kept in ``case.raw``. Every implementation is called."""
+
+
+def pytest_prompteval_prompt_fields() -> Iterable[str] | None:
+    """Like :func:`pytest_prompteval_case_fields`, for prompt version files (ini
+    ``prompteval_prompt_fields``)."""

@@ -10,6 +10,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.core.cases import Case, load_case_file_cached
+from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display, is_infrastructure
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
@@ -44,12 +45,16 @@ class CaseFile(pytest.File):
         super().__init__(**kwargs)
         self.run = run
 
+    loaded: LoadedCaseFile | None = None  # the validated file, for `prompteval list`
+
     def collect(self) -> Iterator[CaseItem]:
         run = self.run
         engine = run.engine
         store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
         cache = store.mkdir("prompteval-cases") if store is not None else None
-        case_file = load_case_file_cached(self.path, cache)
+        fields = engine.declared.case_fields
+        case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
+        self.loaded = case_file
         shown = display(self.path)
         from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in engine.versions}
         scopes = {prompt.version: prompt_scope(prompt) for prompt in engine.versions}

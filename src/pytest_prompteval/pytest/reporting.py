@@ -143,7 +143,7 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.run.collecting:
+        if self.settings.prompt is None:
             return  # only inline runs of the fixture, reported in their own block
         order = [v.version for v in self.run.engine.versions]
         self.summaries = summarize(self.results, order, self.ks)

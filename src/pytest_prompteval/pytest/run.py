@@ -13,6 +13,7 @@ import pytest
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
@@ -67,6 +68,9 @@ class PromptevalRun:
         self.registered_markers: set[str] = set()
         self.case_ids: dict[str, str] = {}
         self._skip_dirs = owned_directories(settings)
+        #: set by ``prompteval list`` and ``check-cases``: collect the cases even when no
+        #: prompt version loads, to report every problem
+        self.checking = False
 
     @property
     def engine(self) -> Engine:
@@ -74,10 +78,22 @@ class PromptevalRun:
         loads tables or providers."""
         if self._engine is None:
             try:
-                self._engine = Engine(self.settings, self.run_dir, self._scorers)
+                self._engine = Engine(self.settings, self.run_dir, self._scorers, self._declared())
             except PromptevalError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return self._engine
+
+    def _declared(self) -> Declared:
+        """The ini's declared fields and those the project's hooks claim."""
+        hook = self.config.hook
+
+        def names(ini: tuple[str, ...], answers: list[Any]) -> frozenset[str]:
+            return frozenset(ini).union(str(n) for answer in answers for n in answer or ())
+
+        return Declared(
+            names(self.settings.case_fields, hook.pytest_prompteval_case_fields()),
+            names(self.settings.prompt_fields, hook.pytest_prompteval_prompt_fields()),
+        )
 
     def _scorers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -95,7 +111,7 @@ class PromptevalRun:
         for directory in self.settings.case_dirs:
             for path in sorted(directory.rglob("*.y*ml")) if directory.is_dir() else ():
                 try:
-                    cases = load_case_file(path).cases
+                    cases = load_case_file(path, self.engine.declared.case_fields).cases
                 except PromptevalError:
                     continue  # reported where it matters: collection
                 for case in cases:
@@ -104,7 +120,7 @@ class PromptevalRun:
 
     @property
     def collecting(self) -> bool:
-        return self.settings.prompt is not None
+        return self.settings.prompt is not None or self.checking
 
     # -- xdist ----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.summary import GROUPS, VersionSummary
 
@@ -176,4 +177,5 @@ def render(
     blocks.append(("notes", notes_block(summaries)))
     for comparison in comparisons:
         blocks.append(("comparison", comparison_block(comparison, details)))
-    return [(title, lines) for title, lines in blocks if lines]
+    # labels, error kinds and case ids come from files and answers: escaped for the terminal
+    return [(title, [safe_line(line) for line in lines]) for title, lines in blocks if lines]

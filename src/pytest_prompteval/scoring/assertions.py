@@ -4,6 +4,7 @@ evaluated per response. Each gives a score in [0, 1] and a pass/fail against its
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
@@ -80,7 +82,10 @@ def parse_assertions(entries: Any, where: tuple[Any, int | None], owner: str) ->
             raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(OPTIONS)}")
         kind = entry["type"]
         if kind not in known:
-            raise fail(f"unknown assertion or scorer {kind!r}; known: {', '.join(sorted(known))}")
+            raise fail(
+                f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
+                f"{', '.join(sorted(known))}"
+            )
         value = entry.get("value")
         _check_value(kind, value, fail)
         weight = entry.get("weight", 1.0)
@@ -112,9 +117,9 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
         if not isinstance(value, str):
             raise fail(f"{kind}: expected a regular expression")
         try:
-            re.compile(value)
-        except re.error as exc:
-            raise fail(f"{kind}: invalid regular expression: {exc}") from None
+            pattern(value)
+        except PatternError as exc:
+            raise fail(f"{kind}: {exc}") from None
     if kind in LIMIT_TYPES and (
         isinstance(value, bool) or not isinstance(value, int | float) or value < 0
     ):
@@ -134,6 +139,29 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
         and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):
         raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+
+class PatternError(ValueError):
+    pass
+
+
+@functools.lru_cache(maxsize=256)
+def pattern(source: str) -> Any:
+    """``source`` compiled by RE2, whose matching time is linear in the answer's length: a
+    pattern such as ``^(a+)+$`` cannot hang a run on a hostile answer. RE2 has no lookaround
+    and no backreferences; such a pattern is an error at collection."""
+    import re2  # type: ignore[import-untyped]
+
+    options = re2.Options()
+    options.log_errors = False  # the error is ours to report, not RE2's to print
+    try:
+        return re2.compile(source, options)
+    except re2.error as exc:
+        why = exc.args[0].decode(errors="replace") if exc.args else "invalid"
+        raise PatternError(
+            f"invalid regular expression: {why} (patterns run on RE2, in linear time: no "
+            "lookaround, no backreferences)"
+        ) from None
 
 
 def parse_json(text: str) -> Any:
@@ -172,9 +200,9 @@ def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
     elif kind == "equals":
         passed, reason = text.strip() == value.strip(), f"equals {value!r}"
     elif kind == "regex":
-        passed, reason = re.search(value, text) is not None, f"matches /{value}/"
+        passed, reason = pattern(value).search(text) is not None, f"matches /{value}/"
     elif kind == "not_regex":
-        passed, reason = re.search(value, text) is None, f"does not match /{value}/"
+        passed, reason = pattern(value).search(text) is None, f"does not match /{value}/"
     elif kind == "max_length":
         passed, reason = len(text) <= value, f"length {len(text)} <= {value}"
     elif kind == "min_length":

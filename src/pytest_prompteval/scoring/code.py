@@ -23,11 +23,12 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import read_inside
+from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun, Sandbox
 from pytest_prompteval.sandbox.client import Limits
@@ -127,19 +128,22 @@ def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
         raise fail("properties", "{args: [strategy, ...], examples: N} or {file: path.py}")
     if "reference" not in case.raw:
         raise fail("properties", "a reference solution to compare with (field reference)")
+    check_keys(spec, ("args", "file", "examples"), case.path, f"case {case.id!r}, properties: ")
+    examples = spec.get("examples", 100)
+    if isinstance(examples, bool) or not isinstance(examples, int) or not 1 <= examples <= 10_000:
+        raise fail("properties", "examples: a whole number from 1 to 10000")
     if "file" in spec:
-        path = Path(case.path).parent / str(spec["file"])
         try:
             return {
-                "file": path.read_text(encoding="utf-8"),
-                "examples": int(spec.get("examples", 100)),
+                "file": read_inside(case.root or case.path.parent, spec["file"], case.path.parent),
+                "examples": examples,
             }
-        except OSError as exc:
+        except PromptevalError as exc:
             raise fail("properties", f"a readable strategies file ({exc})") from None
     args = spec.get("args")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise fail("properties", "args: a list of strategy expressions like 'integers(0, 9)'")
-    return {"args": list(args), "examples": int(spec.get("examples", 100))}
+    return {"args": list(args), "examples": examples}
 
 
 def _full(code: str | None, prompt: str, entry_point: str) -> str | None:

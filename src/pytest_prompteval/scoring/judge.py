@@ -19,6 +19,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.yamlload import line_of
@@ -31,6 +32,8 @@ DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 DEFAULT_TEMPLATE = "default_review"
 VERDICT_TOOL = "submit_verdict"
 JUDGE_MAX_TOKENS = 2048
+TEMPLATE_FIELDS = ("system_prompt", "evaluation_dimensions")
+DIMENSION_FIELDS = ("weight", "description")
 
 
 class JudgeError(PromptevalError):
@@ -53,6 +56,7 @@ def load_review_templates(path: Path | None) -> dict[str, ReviewTemplate]:
         line = line_of(data, name)
         if not isinstance(body, Mapping) or not isinstance(body.get("system_prompt"), str):
             raise PromptevalError(f"template {name!r}: expected a system_prompt", where, line)
+        check_keys(body, TEMPLATE_FIELDS, where, f"template {name!r}: ")
         dims = body.get("evaluation_dimensions")
         if not isinstance(dims, Mapping) or not dims:
             raise PromptevalError(
@@ -63,6 +67,8 @@ def load_review_templates(path: Path | None) -> dict[str, ReviewTemplate]:
             )
         parsed = {}
         for dim, spec in dims.items():
+            if isinstance(spec, Mapping):
+                check_keys(spec, DIMENSION_FIELDS, where, f"template {name!r}, dimension {dim!r}: ")
             weight = spec.get("weight") if isinstance(spec, Mapping) else None
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
                 raise PromptevalError(

@@ -23,6 +23,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.sandbox.client import Limits
@@ -43,7 +44,9 @@ def parse_strategy(prompt: PromptVersion) -> dict[str, Any] | None:
             prompt.path,
             line,
         )
-    count = spec.get("n" if spec["name"] == "best_of_n" else "attempts", 3)
+    count_field = "n" if spec["name"] == "best_of_n" else "attempts"
+    check_keys(spec, ("name", count_field), prompt.path, f"strategy {spec['name']}: ")
+    count = spec.get(count_field, 3)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 20:
         raise PromptevalError("field 'strategy': expected a count from 1 to 20", prompt.path, line)
     return {"name": spec["name"], "count": count}

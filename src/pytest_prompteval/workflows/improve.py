@@ -20,6 +20,7 @@ import yaml
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import StoredRun, load_run
+from pytest_prompteval.core.paths import check_name, output_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, load_prompt
 from pytest_prompteval.providers.base import CallContext
@@ -145,8 +146,13 @@ def render(answer: dict[str, Any], patterns: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_improved(prompt: PromptVersion, answer: dict[str, Any], output: Path) -> Path:
-    """A new prompt version file; an existing file is never overwritten."""
+def write_improved(
+    prompt: PromptVersion, answer: dict[str, Any], prompts: Path, version: str
+) -> Path:
+    """A new prompt version file ``prompts/<version>.yaml``; ``version`` follows the case-id
+    rule (no folders, no ``..``) and an existing file is never overwritten."""
+    check_name(version, "--output")
+    output = output_inside(prompts, f"{version}.yaml")
     if output.exists():
         raise PromptevalError("exists already; pick another --output name", output)
     data = dict(prompt.raw)
