@@ -215,10 +215,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
         write_json_atomically(target, document)
         s = document["summary"]
         figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
+        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
         print(
             f"{target}: {s['items']} items from {len(document['meta']['merged_from'])} "
-            f"files, pass rate {s['pass_rate']:.1%}, {figures}"
-            + (" (partial)" if document["partial"] else "")
+            f"files, pass rate {rate}, {figures}" + (" (partial)" if document["partial"] else "")
         )
     return 0
 

@@ -208,6 +208,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
     parser.addini("prompteval_concurrency", "model calls in flight at once", default="8")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
+    parser.addini(
+        "prompteval_min_effect",
+        "smallest score / pass-rate difference a comparison may call better or worse",
+        default="0.02",
+    )
 
 
 def _include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:

@@ -12,7 +12,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.session import PromptevalSession
 from pytest_prompteval.pytest.fixture import RESULT_KEY
-from pytest_prompteval.report.compare import Comparison, compare
+from pytest_prompteval.report.compare import Comparison, compare, correct, parse_min_effect
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
@@ -42,6 +42,10 @@ class RunReport:
         option = config.option
         self.ks = ps.pass_ks
         self.details: bool = option.prompteval_details
+        try:
+            self.min_effect = parse_min_effect(str(config.getini("prompteval_min_effect")))
+        except ValueError as exc:
+            raise pytest.UsageError(f"prompteval_min_effect: {exc}") from None
         self.results: list[dict[str, Any]] = []
         self.summaries: list[VersionSummary] = []
         self.comparisons: list[Comparison] = []
@@ -128,14 +132,25 @@ class RunReport:
         for other in order[1:]:
             self.comparisons.append(
                 compare(
-                    by_version.get(first, []), by_version.get(other, []), (first, other), self.ks
+                    by_version.get(first, []),
+                    by_version.get(other, []),
+                    (first, other),
+                    self.ks,
+                    self.min_effect,
                 )
             )
         if self.baseline is not None:
             label = f"baseline {self.baseline.path.name}"
             self.comparisons.append(
-                compare(self.baseline.results, by_version.get(first, []), (label, first), self.ks)
+                compare(
+                    self.baseline.results,
+                    by_version.get(first, []),
+                    (label, first),
+                    self.ks,
+                    self.min_effect,
+                )
             )
+        correct(self.comparisons)
         self._gates(first)
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -197,7 +212,9 @@ class RunReport:
             return
         for s in self.summaries:
             prefix = f"prompteval.{s.version}"
-            xml.add_global_property(f"{prefix}.pass_rate", f"{s.pass_rate:.6f}")
+            xml.add_global_property(f"{prefix}.pass_rate", _text(s.pass_rate))
+            for name in ("ran", "passed", "failed", "errored", "skipped"):
+                xml.add_global_property(f"{prefix}.{name}", str(getattr(s, name)))
             xml.add_global_property(f"{prefix}.mean_score", _text(s.mean_score))
             for k, value in s.pass_at_k.items():
                 xml.add_global_property(f"{prefix}.pass@{k}", _text(value))
