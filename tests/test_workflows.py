@@ -66,12 +66,21 @@ def test_analyze_reports_trends_best_version_and_partial_runs(
     ]
     current = next(line.split() for line in lines if line.startswith("current"))
     assert current[:2] == ["current", "3"]
-    assert "best version (latest run's mean score): current" in lines
+    best = lines.index(next(x for x in lines if x.startswith("best version")))
+    assert lines[best].startswith("best version (latest run's mean score): current 0.908 [+0.")
+    # "best" beside the runner-up: five cases cannot tell them apart.
+    assert lines[best + 1].startswith("  no verdict possible, current vs v1_baseline: 5 paired")
     assert any("29991231_235959_current.jsonl is partial" in line for line in lines)
     page = pytester.path.joinpath("trend.html").read_text()
     assert "<svg" in page and "<script" not in page and page.count("<polyline") == 2
     data = json.loads(prompteval(pytester.path, "analyze", "--json").stdout)
-    assert data["versions"]["v1_baseline"]["trend_per_run"] == 0.0
+    # Two complete runs with the same results: a test, not a slope, and nothing to see.
+    assert data["versions"]["v1_baseline"]["trend"] == {
+        "runs": 2,
+        "cases": 5,
+        "slope_per_run": None,
+        "p_value": None,
+    }
     assert len(data["versions"]["current"]["runs"]) == 3
 
 
