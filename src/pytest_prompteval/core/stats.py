@@ -168,8 +168,15 @@ class MeanTest:
     sd: float
     p: float
     t_star: tuple[float, ...] = ()  # sorted bootstrap t statistics; empty without spread
+    #: the range the mean can take (score differences: -1 to 1); the interval is cut to it,
+    #: which keeps its coverage and whether it holds 0
+    bounds: tuple[float, float] = (-math.inf, math.inf)
 
     def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
+        low, high = self._interval(alpha)
+        return (max(low, self.bounds[0]), min(high, self.bounds[1]))
+
+    def _interval(self, alpha: float) -> tuple[float, float]:
         if not self.t_star:
             # All differences equal: the exact sign-flip test inverted. Any other mean leaves
             # every shifted difference with one sign (p = 2 / 2**n), so the interval is the
@@ -185,7 +192,11 @@ class MeanTest:
 
 
 def studentized_bootstrap(
-    differences: Sequence[float], *, resamples: int = 1999, seed: int = 0
+    differences: Sequence[float],
+    *,
+    resamples: int = 1999,
+    seed: int = 0,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
 ) -> MeanTest:
     """The mean with an equal-tailed studentized (bootstrap-t) interval and the two-sided
     p-value read from the same bootstrap distribution of t: p = (2c + 1) / (resamples + 1),
@@ -202,7 +213,7 @@ def studentized_bootstrap(
     mean = statistics.fmean(differences)
     sd = statistics.stdev(differences) if n > 1 else 0.0
     if sd == 0:
-        return MeanTest(n, mean, 0.0, 1.0 if mean == 0 else min(1.0, 2.0 ** (1 - n)))
+        return MeanTest(n, mean, 0.0, 1.0 if mean == 0 else min(1.0, 2.0 ** (1 - n)), (), bounds)
     rng = random.Random(seed)
     root = math.sqrt(n)
     # Centred values keep the one-pass variance below free of cancellation.
@@ -220,7 +231,7 @@ def studentized_bootstrap(
     ts.sort()
     t_obs = mean / sd * root
     tail = min(len(ts) - bisect.bisect_left(ts, t_obs), bisect.bisect_right(ts, t_obs))
-    return MeanTest(n, mean, sd, min(1.0, (2 * tail + 1) / (resamples + 1)), tuple(ts))
+    return MeanTest(n, mean, sd, min(1.0, (2 * tail + 1) / (resamples + 1)), tuple(ts), bounds)
 
 
 def resamples_for(n: int) -> int:

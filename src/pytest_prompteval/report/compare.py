@@ -39,6 +39,8 @@ from pytest_prompteval.report.summary import (
     scored_value,
 )
 
+#: scores and pass@k lie in [0, 1], so their paired differences in [-1, 1]
+DIFFERENCE_RANGE = (-1.0, 1.0)
 TIE_RULE = "a case passes when more than half of its samples pass (a 2/4 tie fails)"
 
 
@@ -91,8 +93,9 @@ class Comparison:
 
     @property
     def detectable(self) -> float | None:
-        """The smallest mean score difference these paired cases find with 80% power."""
-        if self.score is None or self.paired < MIN_PAIRS:
+        """The smallest mean score difference these paired cases find with 80% power (None
+        with too few of them, or when every difference is the same)."""
+        if self.score is None or self.paired < MIN_PAIRS or self.score.sd == 0:
             return None
         return minimum_detectable(self.score.sd, self.paired)
 
@@ -156,10 +159,13 @@ class Comparison:
             pass_word = "up" if self.pass_rate_diff > 0 else "down"
             return f"{pair}: mean score {score_word}, pass rate {pass_word}: {changes}; {figures}"
         if outcome == "none":
-            effect = (
-                f" of at least the minimum effect {self.min_effect:g}" if self.min_effect else ""
-            )
-            return f"no significant difference{effect}, {pair}: {figures}"
+            adjusted = (self.score_p_adjusted, self.pass_p_adjusted)
+            if any(p is not None and p < ALPHA for p in adjusted):
+                return (
+                    f"no meaningful difference (under the minimum effect {self.min_effect:g}), "
+                    f"{pair}: {figures}"
+                )
+            return f"no significant difference, {pair}: {figures}"
         on = (
             "mean score and pass rate"
             if self.score_direction and self.pass_direction
@@ -172,16 +178,15 @@ class Comparison:
     def notes(self) -> list[str]:
         """What the verdict leaves out or cannot see, one line each."""
         lines = []
-        if self.paired:
+        if self.score is not None:
             detectable = self.detectable
-            lines.append(
-                f"{self.paired} paired cases; "
-                + (
-                    f"smallest mean score difference they detect (80% power): {detectable:.3f}"
-                    if detectable is not None
-                    else f"too few for any verdict (at least {MIN_PAIRS} needed)"
-                )
-            )
+            if self.paired < MIN_PAIRS:
+                power = f"too few for any verdict (at least {MIN_PAIRS} needed)"
+            elif detectable is None:
+                power = "every paired score difference is the same"
+            else:
+                power = f"smallest mean score difference they detect (80% power): {detectable:.3f}"
+            lines.append(f"{self.paired} paired cases; {power}")
         base_err, other_err = self.errored
         if base_err or other_err:
             lines.append(
@@ -287,7 +292,9 @@ def compare(
     if not shared:
         return result
     diffs = [other_views[k].score - base_views[k].score for k in shared]
-    result.score = studentized_bootstrap(diffs, resamples=resamples_for(len(diffs)))
+    result.score = studentized_bootstrap(
+        diffs, resamples=resamples_for(len(diffs)), bounds=DIFFERENCE_RANGE
+    )
     # Regressions first: what got worse is what a reader must see.
     result.regressions = [
         _label(k) for k in shared if base_views[k].passed and not other_views[k].passed
@@ -303,7 +310,9 @@ def compare(
             kdiffs = [
                 pass_at_k(*other_counts[key], k) - pass_at_k(*base_counts[key], k) for key in usable
             ]
-            test = studentized_bootstrap(kdiffs, resamples=resamples_for(len(kdiffs)))
+            test = studentized_bootstrap(
+                kdiffs, resamples=resamples_for(len(kdiffs)), bounds=DIFFERENCE_RANGE
+            )
             result.pass_at_k[k] = (test, len(usable))
     correct([result])
     return result
