@@ -75,7 +75,7 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
             "need at least 6 to reach p < 0.05; mean score -0.096 [[]*] (97.5%), p=0.38; "
             "pass rate +0.0%, McNemar p=1 (Holm over 2 tests)",
             "  5 paired cases; too few for any verdict (at least 6 needed)",
-            "  pass@1: +0.000 [[]unbounded] over the 5 cases with n >= 1 samples in both",
+            "  pass@1: +0.000 [[]-1.000, +1.000] over the 5 cases with n >= 1 samples in both",
             "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)",
         ]
     )

@@ -13,7 +13,6 @@ across every comparison of the run, and the verdict weighs both (see ``verdict``
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -353,4 +352,4 @@ def parse_min_effect(text: str) -> float:
 
 
 def interval_text(low: float, high: float) -> str:
-    return f"[{low:+.3f}, {high:+.3f}]" if math.isfinite(low + high) else "[unbounded]"
+    return f"[{low:+.3f}, {high:+.3f}]"

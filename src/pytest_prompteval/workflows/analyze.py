@@ -120,7 +120,7 @@ def _best(histories: dict[str, VersionHistory]) -> dict[str, Any] | None:
         return None
     ranked = sorted(latest, key=lambda v: statistics.fmean(latest[v][1]), reverse=True)
     run, scores = latest[ranked[0]]
-    test = studentized_bootstrap(scores, resamples=resamples_for(len(scores)))
+    test = studentized_bootstrap(scores, resamples=resamples_for(len(scores)), bounds=(0, 1))
     best: dict[str, Any] = {
         "version": ranked[0],
         "mean_score": test.mean,
