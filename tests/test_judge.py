@@ -216,7 +216,8 @@ def test_hybrid_judges_the_same_cases_for_every_version(
         [
             f"current: judge: {len(judged['current'])} judged, * tokens, $*",
             f"current: automatic vs judge on {len(judged['current'])}: Spearman *, mean |diff| *, "
-            "pass/fail agree *%",
+            "pass/fail agree *%, Cohen's kappa * (both pass *, automatic only *, judge only *, "
+            "both fail *)",
             "v1_baseline: automatic vs judge on *",
         ]
     )
@@ -248,7 +249,10 @@ def test_judge_repeats_report_their_spread(
     )
     result.assert_outcomes(passed=1)
     assert len(judge_requests(anthropic_server)) == 3
-    result.stdout.fnmatch_lines(["current: judge spread over repeats: mean 0.200"])
+    # The standard deviation of 0.9, 0.7, 0.8 (the range, 0.2, would grow with the repeats).
+    result.stdout.fnmatch_lines(
+        ["current: judge spread: mean standard deviation 0.100 over 3 repeats"]
+    )
 
 
 def test_prompteval_fixture_from_python_tests(

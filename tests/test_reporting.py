@@ -61,8 +61,8 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*prompteval summary*",
-            "version * items * passed * pass rate * score * pass@1 * p50 ms * p95 ms",
-            "current * 5 * 5 * 100.0% * 0.908 * 1.000 *",
+            "version * items * passed * failed * errored * skipped * pass rate * score * pass@1 *",
+            "current * 5 * 5 * 0 * 0 * 0 * 100.0% * 0.908 * 1.000 *",
             "*scores by dimension*",
             "accuracy * 1.000 * 0.767",
             "*accuracy by category*",
@@ -71,8 +71,12 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
             "beginner * 3/3 100% * 3/3 100%",
             "*accuracy by quality*",
             "*comparison*",
-            "no significant difference, v1_baseline vs current: -0.096 [[]*], p=0.25",
-            "  5 paired cases; pass/fail: 0 regressions, 0 improvements, McNemar exact p=1",
+            "no verdict possible, v1_baseline vs current: 5 paired cases, and exact paired tests "
+            "need at least 6 to reach p < 0.05; mean score -0.096 [[]*] (97.5%), p=0.38; "
+            "pass rate +0.0%, McNemar p=1 (Holm over 2 tests)",
+            "  5 paired cases; too few for any verdict (at least 6 needed)",
+            "  pass@1: +0.000 [[]-1.000, +1.000] over the 5 cases with n >= 1 samples in both",
+            "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)",
         ]
     )
 
@@ -91,7 +95,7 @@ def test_history_baseline_and_gates(pytester: pytest.Pytester) -> None:
         "--prompt=current", f"--prompteval-baseline={baseline}", "--prompteval-max-regression=0.01"
     )
     assert ok.ret == 0
-    ok.stdout.fnmatch_lines(["*current vs baseline *_v1_baseline.json: +0.096 [[]*]*"])
+    ok.stdout.fnmatch_lines(["*current vs baseline *_v1_baseline.json:*mean score +0.096 [[]*]*"])
     # ...while v1_baseline against current's run fails it, and fail-under fails too.
     (current,) = sorted(pytester.path.joinpath("prompt_results").glob("*_current.json"))
     bad = pytester.runpytest(
@@ -170,7 +174,9 @@ def test_a_killed_run_keeps_every_finished_item(pytester: pytest.Pytester) -> No
         "-k",
         "c00 or c01 or c02",
     )
-    compared.stdout.fnmatch_lines(["*v vs baseline *.jsonl: +0.000*", "  3 paired cases*"])
+    compared.stdout.fnmatch_lines(
+        ["*v vs baseline *.jsonl: 3 paired cases*mean score +0.000*", "  3 paired cases*"]
+    )
 
 
 def test_junit_xml_validates_and_carries_properties(pytester: pytest.Pytester) -> None:
@@ -218,7 +224,7 @@ def test_html_report_is_self_contained(pytester: pytest.Pytester) -> None:
         assert external not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert page.count("<svg") == 3
     assert "sum_loop_001" in page and "Accuracy per category" in page
-    assert "no significant difference, v1_baseline vs current" in page
+    assert "no verdict possible, v1_baseline vs current" in page
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -301,8 +307,8 @@ def test_cost_budget_stops_new_calls_and_skips_the_rest(
     assert outcomes["skipped"] == 10 - recorded
     result.stdout.fnmatch_lines(
         [
-            f"v * 10 * {recorded} * 100.0% *",
-            f"v: skipped {10 - recorded} (cost budget spent)",
+            f"v * 10 * {recorded} * 0 * 0 * {10 - recorded} * 100.0% *",
+            f"v: skipped {10 - recorded} (cost budget spent), in no denominator",
             "SKIPPED [[]*] prompt_cases/c.yaml:*: cost budget spent: $0.0*0 of "
             "--prompteval-max-cost $0.025; no new call started",
         ]

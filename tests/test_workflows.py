@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.testing import tool_use
+from pytest_prompteval.workflows.analyze import analyze, render_text, trend_word
 
 from .conftest import copy_example_suite
+from .verdict_data import item
 
 
 def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -66,12 +68,21 @@ def test_analyze_reports_trends_best_version_and_partial_runs(
     ]
     current = next(line.split() for line in lines if line.startswith("current"))
     assert current[:2] == ["current", "3"]
-    assert "best version (latest run's mean score): current" in lines
+    best = lines.index(next(x for x in lines if x.startswith("best version")))
+    assert lines[best].startswith("best version (latest run's mean score): current 0.908 [+0.")
+    # "best" beside the runner-up: five cases cannot tell them apart.
+    assert lines[best + 1].startswith("  no verdict possible, current vs v1_baseline: 5 paired")
     assert any("29991231_235959_current.jsonl is partial" in line for line in lines)
     page = pytester.path.joinpath("trend.html").read_text()
     assert "<svg" in page and "<script" not in page and page.count("<polyline") == 2
     data = json.loads(prompteval(pytester.path, "analyze", "--json").stdout)
-    assert data["versions"]["v1_baseline"]["trend_per_run"] == 0.0
+    # Two complete runs with the same results: a test, not a slope, and nothing to see.
+    assert data["versions"]["v1_baseline"]["trend"] == {
+        "runs": 2,
+        "cases": 5,
+        "slope_per_run": None,
+        "p_value": None,
+    }
     assert len(data["versions"]["current"]["runs"]) == 3
 
 
@@ -166,3 +177,61 @@ def test_improve_against_the_loopback_server(
     )
     assert again.returncode == 2 and "exists already" in again.stderr
     assert len(anthropic_server.requests) == 1  # the second run replayed the recording
+
+
+def _store(
+    directory: Path, name: str, results: list[dict[str, Any]], partial: bool = False
+) -> Path:
+    path = directory / f"{name}.json"
+    meta = {"prompt_version": "v", "started_at": name}
+    path.write_text(json.dumps({"meta": meta, "results": results, "partial": partial}))
+    return path
+
+
+def _run(passed: int, total: int, extra: int = 0) -> list[dict[str, Any]]:
+    return [item("v", f"c{i:02}", 0.9 if i < passed else 0.1) for i in range(total)] + [
+        item("v", f"new{i}", 0.9) for i in range(extra)
+    ]
+
+
+def test_analyze_trend_is_a_test_over_comparable_complete_runs(tmp_path: Path) -> None:
+    # 14/20 then 13/20 was "declining"; a partial run and cases added later change nothing.
+    _store(tmp_path, "1", _run(14, 20))
+    _store(tmp_path, "2", _run(13, 20, extra=10))
+    _store(tmp_path, "3", _run(2, 5), partial=True)
+    report = analyze(tmp_path, window=5)
+    data = report["versions"]["v"]
+    assert data["trend"] == {
+        "runs": 2,
+        "cases": 20,
+        "slope_per_run": pytest.approx(-0.05),
+        "p_value": pytest.approx(0.7357, abs=1e-4),
+    }
+    assert trend_word(data["trend"]) == "no trend (p=0.74)"
+    # The pooled pass rate over complete runs, by the summary's denominators: 37 of 50.
+    assert data["windowed_pass_rate"] == pytest.approx(37 / 50)
+    lines = render_text(report, 5)
+    assert lines[1].split()[-3:] == ["no", "trend", "(p=0.74)"]
+    assert lines[3] == "best version (latest run's mean score): v 0.713 [+0.563, +0.828]"
+    # A real decline is called one, with its p-value.
+    _store(tmp_path, "4", _run(4, 20))
+    assert trend_word(analyze(tmp_path, 5)["versions"]["v"]["trend"]).startswith("declining (p=")
+
+
+def test_analyze_agreement_never_takes_the_judge_score_for_an_automatic_0(tmp_path: Path) -> None:
+    result = item("v", "c00", 0.9, scorer="hybrid", judge_score=0.9)
+    result["automatic_score"] = 0.0
+    path = _store(tmp_path, "1", [result])
+    review = {"file": "c.yaml", "case_id": "c00", "sample": 0, "human_score": 0.2}
+    path.with_name(path.name + ".review.json").write_text(json.dumps({"reviews": [review]}))
+    agreement = analyze(tmp_path, 5)["versions"]["v"]["agreement"]
+    assert agreement["human_vs_automatic_mean_abs_diff"] == pytest.approx(0.2)
+    assert agreement["human_vs_automatic_pass_fail"] == {
+        "both_pass": 0,
+        "human_only": 0,
+        "other_only": 0,
+        "both_fail": 1,
+        "percent_agreement": 1.0,
+        "kappa": None,
+    }
+    assert agreement["human_vs_judge_pass_fail"]["other_only"] == 1

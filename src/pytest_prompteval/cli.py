@@ -156,57 +156,58 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     seen, _ = collect(args.cases, args.prompts)
     cases = [c for case_file in seen.case_files for c in case_file.cases]
     code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
-    print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
+    if not args.json:
+        print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
     if seen.problems:
         return _report_problems(seen.problems)
+    reports, untested = [], []
+    if args.mutation:
+        scorer = CodeScorer()
+        try:
+            for case, spec in code_cases:
+                if spec.reference is None:
+                    untested.append(case.id)
+                else:
+                    reports.append(mutation_test(case, spec, scorer))
+        finally:
+            scorer.close()
+    weak = [r for r in reports if r.score is not None and r.score < args.min_score]
+    if args.json:  # nothing but the JSON document on stdout
+        document: dict[str, Any] = {"cases": len(cases), "code_cases": len(code_cases)}
+        if args.mutation:
+            document["mutation"] = [r.to_json() for r in reports]
+            document["no_reference"] = untested
+        print(json.dumps(document, indent=2))
+        return 1 if weak else 0
     print("all valid")
     if not args.mutation:
         return 0
-    scorer = CodeScorer()
-    reports = []
-    try:
-        for case, spec in code_cases:
-            if spec.reference is None:
-                print(f"  {case.id}: no reference solution, not mutation-tested")
-                continue
-            reports.append(mutation_test(case, spec, scorer))
-    finally:
-        scorer.close()
-    weak = [r for r in reports if r.score < args.min_score]
-    if args.json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "case": r.case,
-                        "mutants": r.mutants,
-                        "killed": r.killed,
-                        "score": r.score,
-                        "survivors": r.survivors,
-                    }
-                    for r in reports
-                ],
-                indent=2,
-            )
-        )
-    else:
-        _print_table(
-            [["case", "mutants", "killed", "score", ""]]
-            + [
-                [
-                    r.case,
-                    str(r.mutants),
-                    str(r.killed),
-                    f"{r.score:.2f}",
-                    "WEAK TESTS" if r in weak else "",
-                ]
-                for r in reports
+    for case_id in untested:
+        print(f"  {case_id}: no reference solution, not mutation-tested")
+    _print_table(
+        [["case", "mutants", "killed", "possibly equivalent", "score", ""]]
+        + [
+            [
+                r.case,
+                str(r.mutants),
+                str(r.killed),
+                str(len(r.possibly_equivalent)),
+                "no mutants" if r.score is None else f"{r.score:.2f}",
+                "WEAK TESTS" if r in weak else "",
             ]
+            for r in reports
+        ]
+    )
+    for r in weak:
+        print(
+            f"{r.case}: tests miss {len(r.survivors)} mutants, e.g. " + "; ".join(r.survivors[:3])
         )
-        for r in weak:
+    for r in reports:
+        if r.possibly_equivalent:
             print(
-                f"{r.case}: tests miss {len(r.survivors)} mutants, e.g. "
-                + "; ".join(r.survivors[:3])
+                f"{r.case}: {len(r.possibly_equivalent)} possibly equivalent (same answers as "
+                "the reference on every probe input, not scored): "
+                + "; ".join(r.possibly_equivalent[:3])
             )
     return 1 if weak else 0
 
@@ -235,10 +236,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
         write_json_atomically(target, document)
         s = document["summary"]
         figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
+        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
         print(
             f"{target}: {s['items']} items from {len(document['meta']['merged_from'])} "
-            f"files, pass rate {s['pass_rate']:.1%}, {figures}"
-            + (" (partial)" if document["partial"] else "")
+            f"files, pass rate {rate}, {figures}" + (" (partial)" if document["partial"] else "")
         )
     return 0
 

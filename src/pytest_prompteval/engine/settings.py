@@ -209,6 +209,9 @@ SETTINGS: tuple[Setting, ...] = (
             parse=_number(0, 1), option="--prompteval-max-regression", metavar="DELTA"),
     Setting("threshold", "score an item needs to pass (0 to 1)", default=0.7,
             parse=_number(0, 1), ini="prompteval_threshold"),
+    Setting("min_effect", "smallest score / pass-rate difference a comparison may call "
+            "better or worse (0 to 1)", default=0.02, parse=_number(0, 1),
+            ini="prompteval_min_effect"),
     Setting("cases", "case directories, relative to the rootdir", default=("prompt_cases",),
             ini="prompteval_cases", ini_type="linelist"),
     Setting("prompts", "prompt version directory", default="prompts", ini="prompteval_prompts"),
@@ -272,6 +275,7 @@ class Settings:
     fail_under: float | None
     max_regression: float | None
     threshold: float
+    min_effect: float
     case_dirs: tuple[Path, ...]
     prompt_dir: Path
     recordings_dir: Path

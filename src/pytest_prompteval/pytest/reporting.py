@@ -16,7 +16,7 @@ from pytest_prompteval.pytest.adapters import junit_global_property
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import PromptevalRun
-from pytest_prompteval.report.compare import Comparison, compare
+from pytest_prompteval.report.compare import Comparison, compare, correct
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
@@ -151,17 +151,29 @@ class RunReport:
         for r in self.results:
             by_version.setdefault(r["prompt"], []).append(r)
         first = order[0]
+        min_effect = self.settings.min_effect
         for other in order[1:]:
             self.comparisons.append(
                 compare(
-                    by_version.get(first, []), by_version.get(other, []), (first, other), self.ks
+                    by_version.get(first, []),
+                    by_version.get(other, []),
+                    (first, other),
+                    self.ks,
+                    min_effect,
                 )
             )
         if self.baseline is not None:
             label = f"baseline {self.baseline.path.name}"
             self.comparisons.append(
-                compare(self.baseline.results, by_version.get(first, []), (label, first), self.ks)
+                compare(
+                    self.baseline.results,
+                    by_version.get(first, []),
+                    (label, first),
+                    self.ks,
+                    min_effect,
+                )
             )
+        correct(self.comparisons)  # Holm over every test of the run
         self._gates(first)
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -226,7 +238,9 @@ class RunReport:
             return
         for s in self.summaries:
             prefix = f"prompteval.{s.version}"
-            add(f"{prefix}.pass_rate", f"{s.pass_rate:.6f}")
+            add(f"{prefix}.pass_rate", _text(s.pass_rate))
+            for name in ("ran", "passed", "failed", "errored", "skipped"):
+                add(f"{prefix}.{name}", str(getattr(s, name)))
             add(f"{prefix}.mean_score", _text(s.mean_score))
             for k, value in s.pass_at_k.items():
                 add(f"{prefix}.pass@{k}", _text(value))

@@ -7,7 +7,16 @@ from html import escape
 from typing import Any
 
 from pytest_prompteval.report.compare import Comparison
-from pytest_prompteval.report.summary import VersionSummary, case_key, sort_results
+from pytest_prompteval.report.summary import (
+    DENOMINATORS,
+    VersionSummary,
+    case_key,
+    counts_in_denominators,
+    outcome_of,
+    scored_value,
+    sort_results,
+)
+from pytest_prompteval.report.terminal import comparison_block, pass_at_k_cell
 
 PALETTE = ("#3b6ea8", "#d9822b", "#3f9b5b", "#b8433e", "#7d5ba6", "#8c6d4f")
 CSS = """
@@ -92,7 +101,9 @@ def _histogram(results: Sequence[Mapping[str, Any]], versions: Sequence[str]) ->
     labels = [f"{i / bins:.1f}-{(i + 1) / bins:.1f}" for i in range(bins)]
     series = []
     for version in versions:
-        scores = [r["score"] for r in results if r["prompt"] == version and r["score"] is not None]
+        scores = [
+            scored_value(r) for r in results if r["prompt"] == version and counts_in_denominators(r)
+        ]
         counts = [0] * bins
         for score in scores:
             counts[min(int(score * bins), bins - 1)] += 1
@@ -116,27 +127,28 @@ def render_html(
     ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
     out.append(
         "<h2>Versions</h2><table><tr><th>version</th><th>items</th><th>passed</th>"
-        "<th>pass rate</th><th>mean score</th>"
+        "<th>failed</th><th>errored</th><th>skipped</th><th>pass rate</th><th>mean score</th>"
         + "".join(f"<th>pass@{k}</th>" for k in ks)
         + "<th>tokens in/out</th><th>cost $</th><th>p50 / p95 ms</th></tr>"
     )
     for s in summaries:
         out.append(
             f"<tr><td>{escape(s.version)}</td><td class=num>{s.items}</td>"
-            f"<td class=num>{s.passed}</td><td class=num>{s.pass_rate:.1%}</td>"
+            f"<td class=num>{s.passed}</td><td class=num>{s.failed}</td>"
+            f"<td class=num>{s.errored}</td><td class=num>{s.skipped}</td>"
+            f"<td class=num>{_fmt(s.pass_rate, '{:.1%}')}</td>"
             f"<td class=num>{_fmt(s.mean_score)}</td>"
-            + "".join(f"<td class=num>{_fmt(s.pass_at_k.get(k))}</td>" for k in ks)
+            + "".join(f"<td class=num>{escape(pass_at_k_cell(s, k))}</td>" for k in ks)
             + f"<td class=num>{s.input_tokens} / {s.output_tokens}</td>"
             f"<td class=num>{s.cost_usd:.4f}</td><td class=num>"
             f"{_fmt(s.latency_p50_ms, '{:.0f}')} / {_fmt(s.latency_p95_ms, '{:.0f}')}</td></tr>"
         )
-    out.append("</table>")
+    out.append(f"</table><p><small>{escape(DENOMINATORS)}</small></p>")
     for c in comparisons:
         out.append(
-            f"<p><b>{escape(c.verdict)}</b><br><small>{c.paired} paired cases; "
-            f"{len(c.regressions)} regressions, {len(c.improvements)} improvements"
-            f"{'' if c.mcnemar_p is None else f'; McNemar p={c.mcnemar_p:.2g}'}"
-            "</small></p>"
+            f"<p><b>{escape(c.verdict)}</b><br><small>"
+            + "<br>".join(escape(line.strip()) for line in comparison_block(c, True)[1:])
+            + "</small></p>"
         )
     categories = sorted({label for s in summaries for label in s.groups.get("category", {})})
     out.append("<h2>Charts</h2>" + _legend(versions) + '<div class="charts">')
@@ -180,11 +192,15 @@ def _rate(counts: tuple[int, int] | None) -> float | None:
 
 
 def _cell(r: Mapping[str, Any]) -> str:
-    if r["error_type"]:
-        status = f'<span class="err">{escape(r["error_type"])}</span>'
+    outcome = outcome_of(r)
+    if outcome in ("error", "skipped"):
+        status = f'<span class="err">{outcome}: {escape(r["error_type"] or "-")}</span>'
     else:
         status = (
-            '<span class="pass">pass</span>' if r["passed"] else '<span class="fail">fail</span>'
+            '<span class="pass">pass</span>'
+            if outcome == "passed"
+            else '<span class="fail">fail</span>'
+            + (f" <small>{escape(r['error_type'])}</small>" if r["error_type"] else "")
         )
     parts = [f"{status} {_fmt(r['score'])}"]
     if r.get("sample"):

@@ -1,4 +1,16 @@
-"""Aggregate per-item results into per-version figures (pure; the same with or without xdist)."""
+"""Aggregate per-item results into per-version figures (pure; the same with or without xdist).
+
+The denominators, defined here once and used by every table (terminal, JUnit, HTML, json,
+analyze):
+
+- an item's outcome is passed, failed, error or skipped (``outcome_of``);
+- failed includes what the prompt caused (template error, invalid output, code that does
+  not run): it scores 0 when it has no score;
+- error is infrastructure (the API after retries, a missing recording): not scored, in no
+  denominator, counted per version as "N errored, not scored";
+- skipped (budget stop, deselection) is in no denominator and counted as skipped;
+- pass rate, mean score, group tables and pass@k are over the passed + failed items ("ran").
+"""
 
 from __future__ import annotations
 
@@ -8,10 +20,47 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_prompteval.core.stats import Agreement, agreement, pass_at_k, percentile
+from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
+from pytest_prompteval.core.stats import Agreement, agreement, pass_at_k, percentile, spread
 
 Result = Mapping[str, Any]
 GROUPS = ("category", "difficulty", "quality")
+
+
+DENOMINATORS = (
+    "pass rate, mean score, group tables and pass@k are over the items that ran (passed + "
+    "failed); a failure the prompt caused scores 0; errored items (infrastructure) and "
+    "skipped items are in no denominator"
+)
+
+
+def outcome_of(result: Result) -> str:
+    """passed | failed | error | skipped; derived for history written before the field. An
+    item the cost budget stopped never ran: pytest reports it skipped, and so do we."""
+    outcome = result.get("outcome")
+    if outcome:
+        return str(outcome)
+    if result["passed"]:
+        return "passed"
+    error_type = result.get("error_type")
+    if error_type == "budget":
+        return "skipped"
+    return "error" if error_type in INFRASTRUCTURE_KINDS else "failed"
+
+
+def counts_in_denominators(result: Result) -> bool:
+    return outcome_of(result) in ("passed", "failed")
+
+
+def scored_value(result: Result) -> float:
+    """The score of an item that ran: a failure the prompt caused without a score is 0."""
+    score = result["score"]
+    return 0.0 if score is None else float(score)
+
+
+def case_passes(passed_samples: int, samples: int) -> bool:
+    """The tie rule between samples: more than half must pass, so 2 of 4 fails."""
+    return passed_samples * 2 > samples
 
 
 def case_key(result: Result) -> tuple[str, str]:
@@ -28,15 +77,18 @@ class VersionSummary:
     version: str
     items: int = 0
     passed: int = 0
-    scored: int = 0
+    failed: int = 0
+    errored: int = 0
     skipped: int = 0
     mean_score: float | None = None
     dimensions: dict[str, float] = field(default_factory=dict)
     pass_at_k: dict[int, float | None] = field(default_factory=dict)
+    #: per k: (cases pass@k covers, cases that ran); a case with fewer samples than k is out
+    pass_at_k_cases: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: pass@k averaged over the cases of each category / difficulty / quality label
     group_pass_at_k: dict[str, dict[str, dict[int, float | None]]] = field(default_factory=dict)
-    #: pass@k of each case ("file::case_id")
-    case_pass_at_k: dict[str, dict[int, float]] = field(default_factory=dict)
+    #: pass@k of each case ("file::case_id"); None where the case has fewer than k samples
+    case_pass_at_k: dict[str, dict[int, float | None]] = field(default_factory=dict)
     max_samples: int = 1
     groups: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
@@ -52,21 +104,31 @@ class VersionSummary:
     judge_output_tokens: int = 0
     judge_cost_usd: float = 0.0
     agreement: Agreement | None = None
+    #: mean standard deviation of the judge's repeated scores of one item, and the repeats
     judge_spread: float | None = None
+    judge_repeats: int = 0
     failed_assertions: Counter[str] = field(default_factory=Counter)
     code_failures: Counter[str] = field(default_factory=Counter)
     attempts: int = 0
 
     @property
-    def pass_rate(self) -> float:
-        """Over the items that ran: those skipped for the budget do not count."""
-        ran = self.items - self.skipped
-        return self.passed / ran if ran else 0.0
+    def ran(self) -> int:
+        """The denominator: passed + failed items (not errored, not skipped)."""
+        return self.passed + self.failed
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.ran if self.ran else None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["ran"] = self.ran
         data["pass_rate"] = self.pass_rate
         data["pass_at_k"] = {f"pass@{k}": v for k, v in self.pass_at_k.items()}
+        data["pass_at_k_cases"] = {
+            f"pass@{k}": {"cases": covered, "of": total}
+            for k, (covered, total) in self.pass_at_k_cases.items()
+        }
         data["group_pass_at_k"] = {
             g: {label: {f"pass@{k}": v for k, v in ks.items()} for label, ks in labels.items()}
             for g, labels in self.group_pass_at_k.items()
@@ -101,13 +163,14 @@ def summarize(
 
 
 def per_case_counts(results: Sequence[Result]) -> dict[tuple[str, str], tuple[int, int]]:
-    """(samples, passed samples) per case: the raw counts pass@k is computed from."""
+    """(samples that ran, passed samples) per case: the raw counts pass@k is computed from.
+    An errored sample is left out on its own; its siblings still count."""
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     for r in results:
-        if r.get("error_type") == "budget":
+        if not counts_in_denominators(r):
             continue
         n, c = counts.get(case_key(r), (0, 0))
-        counts[case_key(r)] = (n + 1, c + bool(r["passed"]))
+        counts[case_key(r)] = (n + 1, c + (outcome_of(r) == "passed"))
     return counts
 
 
@@ -118,23 +181,27 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
 
 def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
     s = VersionSummary(version=version, items=len(results))
-    scores = [r["score"] for r in results if r["score"] is not None]
-    s.scored = len(scores)
-    s.mean_score = _mean(scores)
+    ran = [r for r in results if counts_in_denominators(r)]
+    s.mean_score = _mean([scored_value(r) for r in ran])
     dimension_values: dict[str, list[float]] = {}
     latencies = []
+    for group in GROUPS:
+        s.groups[group] = {}
     for r in results:
-        s.passed += bool(r["passed"])
-        if r["error_type"] == "budget":
-            s.skipped += 1
-        elif r["error_type"]:
+        outcome = outcome_of(r)
+        s.passed += outcome == "passed"
+        s.failed += outcome == "failed"
+        s.errored += outcome == "error"
+        s.skipped += outcome == "skipped"
+        if r["error_type"] and outcome != "skipped":
             s.errors[r["error_type"]] += 1
         for name, value in r["dimensions"].items():
             dimension_values.setdefault(name, []).append(value)
-        for group in GROUPS:
-            label = r.get(group) or "-"
-            passed, total = s.groups.setdefault(group, {}).get(label, (0, 0))
-            s.groups[group][label] = (passed + bool(r["passed"]), total + 1)
+        if outcome in ("passed", "failed"):
+            for group in GROUPS:
+                label = r.get(group) or "-"
+                passed, total = s.groups[group].get(label, (0, 0))
+                s.groups[group][label] = (passed + (outcome == "passed"), total + 1)
         s.input_tokens += r["input_tokens"]
         s.output_tokens += r["output_tokens"]
         if r["response"] is not None:
@@ -163,9 +230,10 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.latency_p95_ms = percentile(latencies, 95)
     counts = per_case_counts(results)
     s.pass_at_k = {k: mean_pass_at_k(counts, k) for k in ks}
+    s.pass_at_k_cases = {k: (sum(n >= k for n, _ in counts.values()), len(counts)) for k in ks}
     s.max_samples = max((n for n, _ in counts.values()), default=1)
     s.case_pass_at_k = {
-        f"{f}::{c}": {k: pass_at_k(n, passed, k) for k in ks if n >= k}
+        f"{f}::{c}": {k: pass_at_k(n, passed, k) if n >= k else None for k in ks}
         for (f, c), (n, passed) in counts.items()
     }
     labels = {case_key(r): r for r in results}
@@ -186,6 +254,7 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
             [r["judge_score"] for r in both],
             [r["threshold"] for r in both],
         )
-    spreads = [r["judge_spread"] for r in results if len(r.get("judge_repeats") or ()) > 1]
-    s.judge_spread = _mean(spreads)
+    repeated = [r["judge_repeats"] for r in results if len(r.get("judge_repeats") or ()) > 1]
+    s.judge_spread = _mean([spread(values) for values in repeated])
+    s.judge_repeats = max((len(values) for values in repeated), default=0)
     return s

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pytest_prompteval.core.safetext import safe_line
-from pytest_prompteval.report.compare import Comparison
+from pytest_prompteval.report.compare import TIE_RULE, Comparison, interval_text
 from pytest_prompteval.report.summary import GROUPS, VersionSummary
 
 
@@ -25,6 +25,14 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
+def pass_at_k_cell(s: VersionSummary, k: int) -> str:
+    """pass@k, with how many of the cases that ran it covers when some had fewer than k
+    samples (those are "n < k", not counted as failures)."""
+    value = _fmt(s.pass_at_k.get(k))
+    covered, total = s.pass_at_k_cases.get(k, (0, 0))
+    return value if covered == total else f"{value} ({covered}/{total} cases)"
+
+
 def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
     ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
     rows = [
@@ -32,6 +40,9 @@ def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
             "version",
             "items",
             "passed",
+            "failed",
+            "errored",
+            "skipped",
             "pass rate",
             "score",
             *(f"pass@{k}" for k in ks),
@@ -48,9 +59,12 @@ def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 s.version,
                 str(s.items),
                 str(s.passed),
-                f"{s.pass_rate:.1%}",
+                str(s.failed),
+                str(s.errored),
+                str(s.skipped),
+                _fmt(s.pass_rate, "{:.1%}"),
                 _fmt(s.mean_score),
-                *(_fmt(s.pass_at_k.get(k)) for k in ks),
+                *(pass_at_k_cell(s, k) for k in ks),
                 str(s.input_tokens),
                 str(s.output_tokens),
                 f"{s.cost_usd:.4f}" + ("*" if s.unpriced else ""),
@@ -114,8 +128,14 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             notes.append(_counts("code failures", s.code_failures))
         if s.code_failures or s.attempts > s.items:
             notes.append(_per_solved(s))
+        if s.errored:
+            notes.append(f"{s.errored} errored, not scored (in no denominator)")
         if s.skipped:
-            notes.append(f"skipped {s.skipped} (cost budget spent)")
+            notes.append(f"skipped {s.skipped} (cost budget spent), in no denominator")
+        short = {k: total - covered for k, (covered, total) in s.pass_at_k_cases.items()}
+        for k, missing in short.items():
+            if missing:
+                notes.append(f"pass@{k}: {missing} cases with n < {k} samples, not covered")
         if s.failed_assertions:
             notes.append(_counts("failed assertions", s.failed_assertions, most_common=False))
         if s.judged:
@@ -123,15 +143,18 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
                 f"{s.judge_output_tokens} out tokens, ${s.judge_cost_usd:.4f}"
             )
-        if s.agreement is not None:
-            a = s.agreement
+        a = s.agreement
+        if a is not None and a.pass_fail is not None:
             notes.append(
                 f"automatic vs judge on {a.n}: Spearman {_fmt(a.spearman, '{:.2f}')}, "
                 f"mean |diff| {_fmt(a.mean_abs_diff, '{:.3f}')}, "
-                f"pass/fail agree {_fmt(a.pass_agreement, '{:.0%}')}"
+                + a.pass_fail.describe("automatic", "judge")
             )
         if s.judge_spread is not None:
-            notes.append(f"judge spread over repeats: mean {s.judge_spread:.3f}")
+            notes.append(
+                f"judge spread: mean standard deviation {s.judge_spread:.3f} over "
+                f"{s.judge_repeats} repeats"
+            )
         if s.unpriced:
             notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
         notes.append(f"{s.replayed}/{s.items} replayed from recordings")
@@ -139,29 +162,36 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
     return lines
 
 
-def comparison_block(comparison: Comparison, details: bool) -> list[str]:
-    c = comparison
-    lines = [c.verdict]
-    if not c.paired:
-        return lines
-    lines.append(
-        f"  {c.paired} paired cases"
-        + (f" ({c.excluded} left out for errors)" if c.excluded else "")
-        + f"; pass/fail: {len(c.regressions)} regressions, {len(c.improvements)} improvements,"
-        f" McNemar exact p={c.mcnemar_p:.2g}"
+def _listing(label: str, cases: Sequence[str], limit: int | None) -> list[str]:
+    if not cases:
+        return []
+    shown = cases[:limit]
+    more = (
+        f" (+{len(cases) - len(shown)} more, --prompteval-details)"
+        if len(cases) > len(shown)
+        else ""
     )
-    for k, (diff, (low, high)) in c.pass_at_k.items():
-        lines.append(f"  pass@{k}: {diff:+.3f} [{low:+.3f}, {high:+.3f}]")
+    return [f"  {label} ({len(cases)}): {', '.join(shown)}{more}"]
+
+
+def comparison_block(comparison: Comparison, details: bool) -> list[str]:
+    """The verdict, then regressions first, then what the verdict cannot see."""
+    c = comparison
     limit = None if details else 10
-    for label, cases in (("regressions", c.regressions), ("improvements", c.improvements)):
-        if cases:
-            shown = cases[:limit]
-            more = (
-                f" (+{len(cases) - len(shown)} more, --prompteval-details)"
-                if len(cases) > len(shown)
-                else ""
-            )
-            lines.append(f"  {label}: {', '.join(shown)}{more}")
+    lines = [c.verdict]
+    lines += _listing("regressions", c.regressions, limit)
+    lines += _listing("improvements", c.improvements, limit)
+    lines += [f"  {note}" for note in c.notes()]
+    lines += _listing("left out, errored under one version", c.excluded, limit)
+    lines += _listing(f"unpaired, run by {c.baseline} only", c.only_baseline, limit)
+    lines += _listing(f"unpaired, run by {c.other} only", c.only_other, limit)
+    for k, (test, covered) in c.pass_at_k.items():
+        lines.append(
+            f"  pass@{k}: {test.mean:+.3f} {interval_text(*test.interval())} over the {covered} "
+            f"cases with n >= {k} samples in both"
+        )
+    if c.paired:
+        lines.append(f"  ties: {TIE_RULE}")
     return lines
 
 

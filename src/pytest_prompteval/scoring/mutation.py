@@ -4,16 +4,22 @@ its reference solution is broken on purpose? Tests that cannot catch bugs make p
 Each mutant changes one place of the reference: an arithmetic operator swapped, a
 comparison loosened or flipped, ``and``/``or`` exchanged, a number or boolean constant
 changed, a condition negated, a ``not`` or unary minus dropped. A mutant is killed when the
-case's tests fail on it. Equivalent mutants (same behaviour, different code) count as
-survivors, so a score a little under 1 is normal.
+case's tests fail on it.
+
+A survivor (it passed the case's tests and properties) is then set against the reference on
+probe inputs near the case's own (``probe_inputs``). One that answers like the reference on
+all of them is "possibly equivalent" (``x < low`` against ``x <= low`` where both return
+``low``): listed apart and out of the score, which no test could raise. A case with no
+mutants has no score, not a perfect one.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -106,9 +112,9 @@ def _drop_unary(tree: ast.AST, position: int) -> ast.AST:
     target = list(ast.walk(tree))[position]
     assert isinstance(target, ast.UnaryOp)
     parent = parents[id(target)]
-    for field, value in ast.iter_fields(parent):
+    for name, value in ast.iter_fields(parent):
         if value is target:
-            setattr(parent, field, target.operand)
+            setattr(parent, name, target.operand)
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 if item is target:
@@ -122,21 +128,89 @@ class MutationReport:
     mutants: int
     killed: int
     survivors: list[str]
+    possibly_equivalent: list[str] = field(default_factory=list)
 
     @property
-    def score(self) -> float:
-        return self.killed / self.mutants if self.mutants else 1.0
+    def score(self) -> float | None:
+        """Killed over the mutants a test could kill; None when there are none."""
+        distinguishable = self.mutants - len(self.possibly_equivalent)
+        return self.killed / distinguishable if distinguishable else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "mutants": self.mutants,
+            "killed": self.killed,
+            "score": self.score,
+            "survivors": self.survivors,
+            "possibly_equivalent": self.possibly_equivalent,
+        }
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def probe_inputs(spec: CodeSpec) -> list[list[Any]]:
+    """The case's own argument lists, and each with one number moved at a time: to a value
+    the tests use at that position, a number of the reference's source or 0, each +-1. One
+    at a time keeps the relations between arguments the tests hold (low <= high)."""
+    assert spec.reference is not None
+    vectors = [list(t["args"]) for t in spec.tests if "args" in t]
+    constants: set[float] = {0}
+    for node in ast.walk(ast.parse(spec.reference)):
+        value = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(value, int | float) and _is_number(value):
+            constants.add(value)
+    probes = {repr(v): v for v in vectors}
+    for vector in vectors:
+        for i, value in enumerate(vector):
+            if not _is_number(value):
+                continue
+            column = {v[i] for v in vectors if len(v) > i and _is_number(v[i])}
+            for seed in sorted(column | constants):
+                for moved in (seed - 1, seed, seed + 1):
+                    probe = [*vector[:i], moved, *vector[i + 1 :]]
+                    probes.setdefault(repr(probe), probe)
+    return list(probes.values())
+
+
+def _probe(spec: CodeSpec, code: str, probes: list[list[Any]]) -> tuple[CodeSpec, str]:
+    """A job whose one check runs the mutant and the reference on every probe input and
+    compares what they return or raise."""
+    code += f"\n\n__reference = {{}}\nexec({spec.reference!r}, __reference)\n"
+    check = (
+        "import copy\n"
+        "def _outcome(function, args):\n"
+        "    try:\n"
+        "        return ('returns', function(*copy.deepcopy(args)))\n"
+        "    except Exception as exc:\n"
+        "        return ('raises', type(exc).__name__)\n"
+        "def check(candidate):\n"
+        f"    reference = __reference[{spec.entry_point!r}]\n"
+        f"    for args in {probes!r}:\n"
+        "        assert _outcome(candidate, args) == _outcome(reference, args), args\n"
+    )
+    probe = dataclasses.replace(spec, tests=({"check": check, "tag": "basic"},), properties=None)
+    return probe, code
 
 
 def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:
     assert spec.reference is not None
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
-    killed, survivors = 0, []
+    report = MutationReport(case.id, 0, 0, [])
     candidates = mutants(spec.reference)
+    report.mutants = len(candidates)
+    probes = probe_inputs(spec)
     for description, code in candidates:
         run = scorer.sandbox.run(spec.job(code), limits)
-        if measure(spec, code, run).functional:
-            survivors.append(description)
+        if not measure(spec, code, run).functional:
+            report.killed += 1
+            continue
+        probe, probe_code = _probe(spec, code, probes)
+        run = scorer.sandbox.run(probe.job(probe_code), limits)
+        if probes and measure(probe, probe_code, run).functional:
+            report.possibly_equivalent.append(description)
         else:
-            killed += 1
-    return MutationReport(case.id, len(candidates), killed, survivors)
+            report.survivors.append(description)
+    return report

@@ -1,6 +1,7 @@
-"""``prompteval analyze``: every stored run, per version over time — score and pass rate,
-windowed accuracy and trend (the seed's accuracy monitoring), the best version, regressions
-between consecutive runs of a version, and human-versus-automatic agreement from reviews."""
+"""``prompteval analyze``: every stored run, per version over time — score and pass rate
+(the summary's denominators), a trend test over comparable runs, the best version with an
+interval, regressions between consecutive runs of a version, and human-versus-automatic
+agreement from reviews."""
 
 from __future__ import annotations
 
@@ -12,31 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.history import StoredRun, load_run
-from pytest_prompteval.core.stats import spearman
-from pytest_prompteval.report.compare import compare
+from pytest_prompteval.core.stats import (
+    ALPHA,
+    pass_fail_table,
+    proportion_trend,
+    resamples_for,
+    spearman,
+    studentized_bootstrap,
+)
+from pytest_prompteval.report.compare import compare, interval_text
 from pytest_prompteval.report.html import PALETTE
-from pytest_prompteval.workflows.review import load_reviews
+from pytest_prompteval.report.summary import (
+    case_key,
+    counts_in_denominators,
+    outcome_of,
+    scored_value,
+    summarize_version,
+)
+from pytest_prompteval.workflows.review import automatic_of, load_reviews
 
 
 @dataclass
 class VersionHistory:
     version: str
     runs: list[StoredRun] = field(default_factory=list)
-
-    def points(self) -> list[tuple[str, float | None, float]]:
-        """(started_at, mean score, pass rate) per run, oldest first."""
-        out = []
-        for run in self.runs:
-            scores = [r["score"] for r in run.results if r["score"] is not None]
-            passed = sum(bool(r["passed"]) for r in run.results)
-            out.append(
-                (
-                    str(run.meta.get("started_at", run.path.stem)),
-                    statistics.fmean(scores) if scores else None,
-                    passed / len(run.results) if run.results else 0.0,
-                )
-            )
-        return out
 
 
 def load_history(directory: Path) -> dict[str, VersionHistory]:
@@ -51,28 +51,94 @@ def load_history(directory: Path) -> dict[str, VersionHistory]:
     return histories
 
 
-def trend(values: Sequence[float]) -> float | None:
-    """Least-squares slope of the values per run; None with fewer than two."""
-    if len(values) < 2:
+def run_figures(run: StoredRun) -> dict[str, Any]:
+    """One run's row, by the summary's one denominator rule."""
+    s = summarize_version(run.version, run.results, (1,))
+    return {
+        "file": run.path.name,
+        "started_at": str(run.meta.get("started_at", run.path.stem)),
+        "mean_score": s.mean_score,
+        "pass_rate": s.pass_rate,
+        "passed": s.passed,
+        "ran": s.ran,
+        "errored": s.errored,
+        "skipped": s.skipped,
+        "partial": run.partial,
+    }
+
+
+def trend_test(runs: Sequence[StoredRun]) -> dict[str, Any] | None:
+    """Cochran-Armitage trend of the pass rate over the complete, non-empty runs, each
+    restricted to the cases every one of them ran (so a changed suite is no trend)."""
+    usable = [r for r in runs if not r.partial and any(map(counts_in_denominators, r.results))]
+    if len(usable) < 2:
         return None
-    xs = range(len(values))
-    mx, my = statistics.fmean(xs), statistics.fmean(values)
-    denominator = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, values, strict=True)) / denominator
+    ran = [{case_key(x) for x in r.results if counts_in_denominators(x)} for r in usable]
+    common = set.intersection(*ran)
+    passed, totals = [], []
+    for run in usable:
+        kept = [x for x in run.results if counts_in_denominators(x) and case_key(x) in common]
+        passed.append(sum(outcome_of(x) == "passed" for x in kept))
+        totals.append(len(kept))
+    test = proportion_trend(passed, totals)
+    return {
+        "runs": len(usable),
+        "cases": len(common),
+        "slope_per_run": None if test is None else test.slope,
+        "p_value": None if test is None else test.p,
+    }
 
 
-def _word(slope: float | None) -> str:
-    if slope is None:
+def trend_word(trend: dict[str, Any] | None) -> str:
+    if trend is None:
         return "-"
-    return "improving" if slope > 0.005 else "declining" if slope < -0.005 else "flat"
+    p = trend["p_value"]
+    if p is None:
+        return "no trend (no variation)"
+    if p >= ALPHA:
+        return f"no trend (p={p:.2g})"
+    return f"{'improving' if trend['slope_per_run'] > 0 else 'declining'} (p={p:.2g})"
+
+
+def _pooled(rows: Sequence[dict[str, Any]]) -> float | None:
+    ran = sum(r["ran"] for r in rows)
+    return sum(r["passed"] for r in rows) / ran if ran else None
+
+
+def _best(histories: dict[str, VersionHistory]) -> dict[str, Any] | None:
+    """The version whose latest complete run has the highest mean score, its 95% interval,
+    and the paired verdict against the runner-up: "best" only means something beside it."""
+    latest = {}
+    for version, history in histories.items():
+        complete = [r for r in history.runs if not r.partial]
+        if not complete:
+            continue
+        scores = [scored_value(x) for x in complete[-1].results if counts_in_denominators(x)]
+        if scores:
+            latest[version] = (complete[-1], scores)
+    if not latest:
+        return None
+    ranked = sorted(latest, key=lambda v: statistics.fmean(latest[v][1]), reverse=True)
+    run, scores = latest[ranked[0]]
+    test = studentized_bootstrap(scores, resamples=resamples_for(len(scores)), bounds=(0, 1))
+    best: dict[str, Any] = {
+        "version": ranked[0],
+        "mean_score": test.mean,
+        "ci95": test.interval(),
+    }
+    if len(ranked) > 1:
+        runner = latest[ranked[1]][0]
+        c = compare(runner.results, run.results, (ranked[1], ranked[0]))
+        best["runner_up"] = ranked[1]
+        best["versus_runner_up"] = c.verdict
+    return best
 
 
 def analyze(directory: Path, window: int) -> dict[str, Any]:
     histories = load_history(directory)
     versions: dict[str, Any] = {}
     for version, history in histories.items():
-        points = history.points()
-        rates = [p[2] for p in points]
+        rows = [run_figures(run) for run in history.runs]
         regressions = []
         for before, after in zip(history.runs, history.runs[1:], strict=False):
             c = compare(before.results, after.results, (before.path.name, after.path.name))
@@ -81,53 +147,77 @@ def analyze(directory: Path, window: int) -> dict[str, Any]:
                     {"from": before.path.name, "to": after.path.name, "cases": c.regressions}
                 )
         versions[version] = {
-            "runs": [
-                {
-                    "file": run.path.name,
-                    "started_at": p[0],
-                    "mean_score": p[1],
-                    "pass_rate": p[2],
-                    "partial": run.partial,
-                }
-                for run, p in zip(history.runs, points, strict=True)
-            ],
-            "windowed_pass_rate": statistics.fmean(rates[-window:]) if rates else None,
-            "trend_per_run": trend(rates),
+            "runs": rows,
+            "windowed_pass_rate": _pooled([r for r in rows if not r["partial"]][-window:]),
+            "trend": trend_test(history.runs),
             "regressions": regressions,
             "agreement": _review_agreement(history.runs),
         }
-    latest = {
-        v: d["runs"][-1]["mean_score"]
-        for v, d in versions.items()
-        if d["runs"][-1]["mean_score"] is not None
-    }
-    return {"versions": versions, "best": max(latest, key=latest.__getitem__) if latest else None}
+    return {"versions": versions, "best": _best(histories)}
 
 
 def _review_agreement(runs: Sequence[StoredRun]) -> dict[str, Any] | None:
     human, automatic, judge_h, judge = [], [], [], []
+    human_pass, automatic_pass, judge_human_pass, judge_pass = [], [], [], []
     for run in runs:
         by_key = {(r["file"], r["case_id"], r["sample"]): r for r in run.results}
         for key, review in load_reviews(run.path).items():
             result = by_key.get(key)
             if result is None or review.get("skipped"):
                 continue
-            if result.get("automatic_score") is not None or result["score"] is not None:
+            threshold = result["threshold"]
+            auto = automatic_of(result)
+            if auto is not None:
                 human.append(review["human_score"])
-                automatic.append(result.get("automatic_score") or result["score"])
+                automatic.append(auto)
+                human_pass.append(review["human_score"] >= threshold)
+                automatic_pass.append(auto >= threshold)
             if result.get("judge_score") is not None:
                 judge_h.append(review["human_score"])
                 judge.append(result["judge_score"])
-    if not human:
+                judge_human_pass.append(review["human_score"] >= threshold)
+                judge_pass.append(result["judge_score"] >= threshold)
+    if not human and not judge:
         return None
     return {
-        "reviewed": len(human),
+        "reviewed": max(len(human), len(judge_h)),
         "human_vs_automatic_spearman": spearman(human, automatic),
         "human_vs_automatic_mean_abs_diff": statistics.fmean(
             abs(a - b) for a, b in zip(human, automatic, strict=True)
-        ),
+        )
+        if human
+        else None,
+        "human_vs_automatic_pass_fail": _table_json(human_pass, automatic_pass),
         "human_vs_judge_spearman": spearman(judge_h, judge) if judge else None,
+        "human_vs_judge_pass_fail": _table_json(judge_human_pass, judge_pass),
     }
+
+
+def _table_json(human: list[bool], other: list[bool]) -> dict[str, Any] | None:
+    if not human:
+        return None
+    table = pass_fail_table(human, other)
+    return {
+        "both_pass": table.both_pass,
+        "human_only": table.first_only,
+        "other_only": table.second_only,
+        "both_fail": table.both_fail,
+        "percent_agreement": table.percent_agreement,
+        "kappa": table.kappa,
+    }
+
+
+def _agreement_text(table: dict[str, Any], other: str) -> str:
+    kappa = "-" if table["kappa"] is None else f"{table['kappa']:.2f}"
+    return (
+        f"pass/fail agree {table['percent_agreement']:.0%}, Cohen's kappa {kappa} (both pass "
+        f"{table['both_pass']}, human only {table['human_only']}, {other} only "
+        f"{table['other_only']}, both fail {table['both_fail']})"
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def render_text(report: dict[str, Any], window: int) -> list[str]:
@@ -142,14 +232,24 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
                 version,
                 str(len(data["runs"])),
                 "-" if last["mean_score"] is None else f"{last['mean_score']:.3f}",
-                f"{last['pass_rate']:.1%}",
-                f"{data['windowed_pass_rate']:.1%}",
-                _word(data["trend_per_run"]),
+                _rate(last["pass_rate"]),
+                _rate(data["windowed_pass_rate"]),
+                trend_word(data["trend"]),
             ]
         )
     lines += table(rows)
-    if report["best"]:
-        lines.append(f"best version (latest run's mean score): {report['best']}")
+    lines.append(
+        "pass rates over the items that ran (errored and skipped in no denominator); trend: "
+        "Cochran-Armitage test over complete runs, on the cases all of them ran"
+    )
+    best = report["best"]
+    if best:
+        lines.append(
+            f"best version (latest run's mean score): {best['version']} "
+            f"{best['mean_score']:.3f} {interval_text(*best['ci95'])}"
+        )
+        if "versus_runner_up" in best:
+            lines.append(f"  {best['versus_runner_up']}")
     for version, data in report["versions"].items():
         for run in data["runs"]:
             if run["partial"]:
@@ -162,16 +262,21 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
         a = data["agreement"]
         if a:
             rho = a["human_vs_automatic_spearman"]
-            lines.append(
+            parts = [
                 f"{version}: {a['reviewed']} human reviews; human vs automatic Spearman "
-                f"{'-' if rho is None else f'{rho:.2f}'}, mean |diff| "
-                f"{a['human_vs_automatic_mean_abs_diff']:.3f}"
-                + (
-                    ""
-                    if a["human_vs_judge_spearman"] is None
-                    else f"; human vs judge Spearman {a['human_vs_judge_spearman']:.2f}"
+                f"{'-' if rho is None else f'{rho:.2f}'}"
+            ]
+            if a["human_vs_automatic_mean_abs_diff"] is not None:
+                parts.append(f"mean |diff| {a['human_vs_automatic_mean_abs_diff']:.3f}")
+            if a["human_vs_automatic_pass_fail"]:
+                parts.append(_agreement_text(a["human_vs_automatic_pass_fail"], "automatic"))
+            lines.append(", ".join(parts))
+            if a["human_vs_judge_pass_fail"]:
+                rho_j = a["human_vs_judge_spearman"]
+                lines.append(
+                    f"{version}: human vs judge Spearman {'-' if rho_j is None else f'{rho_j:.2f}'}"
+                    f", {_agreement_text(a['human_vs_judge_pass_fail'], 'judge')}"
                 )
-            )
     return lines
 
 
@@ -205,8 +310,8 @@ def render_html(report: dict[str, Any]) -> str:
         )
     parts.append("</svg>")
     rows = "".join(
-        f"<tr><td>{escape(v)}</td><td>{len(d['runs'])}</td><td>{d['windowed_pass_rate']:.1%}"
-        f"</td><td>{_word(d['trend_per_run'])}</td></tr>"
+        f"<tr><td>{escape(v)}</td><td>{len(d['runs'])}</td><td>{_rate(d['windowed_pass_rate'])}"
+        f"</td><td>{escape(trend_word(d['trend']))}</td></tr>"
         for v, d in series
     )
     return (
@@ -216,5 +321,12 @@ def render_html(report: dict[str, Any]) -> str:
         "<h1>Mean score per run</h1>"
         + "".join(parts)
         + "<table><tr><th>version</th><th>runs</th><th>windowed pass rate</th><th>trend</th>"
-        f"</tr>{rows}</table><p>best: {escape(str(report['best']))}</p></body></html>\n"
+        f"</tr>{rows}</table><p>best: {escape(_best_text(report['best']))}</p></body></html>\n"
     )
+
+
+def _best_text(best: dict[str, Any] | None) -> str:
+    if best is None:
+        return "-"
+    text = f"{best['version']} {best['mean_score']:.3f} {interval_text(*best['ci95'])}"
+    return text + (f"; {best['versus_runner_up']}" if "versus_runner_up" in best else "")

@@ -25,6 +25,17 @@ SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
 Key = tuple[str, str, int]
 
 
+def automatic_of(result: dict[str, Any]) -> float | None:
+    """The automatic score a human review is set against: ``automatic_score``, or the score
+    of a run scored automatically only. Never the judge's score (``or`` once substituted it
+    wherever the automatic score was 0)."""
+    if result.get("automatic_score") is not None:
+        return float(result["automatic_score"])
+    if result["score"] is not None and result.get("scorer") != "claude":
+        return float(result["score"])
+    return None
+
+
 def review_path(results: Path) -> Path:
     return results.with_name(results.name + ".review.json")
 
@@ -122,7 +133,7 @@ def run_review(
             "comment": comment,
             "reviewer": reviewer,
             "human_score": round(human_score(ratings, dimensions), 6),
-            "automatic_score": result.get("automatic_score", result["score"]),
+            "automatic_score": automatic_of(result),
         }
         _save(results, reviews)
         done += 1

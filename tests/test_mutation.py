@@ -1,0 +1,121 @@
+"""``check-cases --mutation``: weak tests flagged, equivalent mutants set apart, a case with
+no mutants unscored, and ``--json`` that is JSON only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_prompteval.cli import main
+
+MUTATION_CASES = """
+cases:
+- id: weak_tests
+  entry_point: fee
+  input: {}
+  reference: &fee |
+    def fee(amount, rate):
+        if amount <= 0:
+            return 0
+        return amount * rate // 100 + 1
+  tests:
+  - {args: [100, 0], expected: 1}
+- id: strong_tests
+  entry_point: fee
+  input: {}
+  reference: *fee
+  tests:
+  - {args: [0, 10], expected: 0}
+  - {args: [-5, 10], expected: 0}
+  - {args: [1, 10], expected: 1}
+  - {args: [250, 10], expected: 26}
+  - {args: [1000, 7], expected: 71}
+  - {args: [40, 50], expected: 21}
+- id: clamp_001
+  entry_point: clamp
+  input: {}
+  reference: |
+    def clamp(x, low, high):
+        if x < low:
+            return low
+        if x > high:
+            return high
+        return x
+  tests:
+  - {args: [5, 0, 10], expected: 5}
+  - {args: [-3, 0, 10], expected: 0}
+  - {args: [11, 0, 10], expected: 10}
+- id: identity
+  entry_point: same
+  input: {}
+  reference: |
+    def same(x):
+        return x
+  tests:
+  - {args: [3], expected: 3}
+- id: no_reference
+  entry_point: same
+  input: {}
+  tests:
+  - {args: [3], expected: 3}
+"""
+
+
+@pytest.fixture
+def cases(tmp_path: Path) -> Path:
+    directory = tmp_path / "prompt_cases"
+    directory.mkdir()
+    (directory / "c.yaml").write_text(MUTATION_CASES)
+    return directory
+
+
+def test_mutation_json_is_pure_json_and_sets_equivalent_mutants_apart(
+    cases: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check-cases", "--mutation", "--cases", str(cases), "--json"])
+    document = json.loads(capsys.readouterr().out)  # the whole output: nothing before it
+    assert code == 1  # the weak case is flagged
+    assert (document["cases"], document["code_cases"]) == (5, 5)
+    assert document["no_reference"] == ["no_reference"]
+    reports = {r["case"]: r for r in document["mutation"]}
+    assert reports["strong_tests"]["score"] >= 0.85
+    assert reports["weak_tests"]["score"] < 0.6
+    # amount < 0 differs from amount <= 0 at 0, a probe input: a real survivor.
+    assert any("LtE -> Lt" in s for s in reports["weak_tests"]["survivors"])
+    # x <= low returns low where x < low returned x == low: no test could tell them apart.
+    clamp = reports["clamp_001"]
+    assert "line 2: Lt -> LtE" in clamp["possibly_equivalent"]
+    assert "line 4: Gt -> GtE" in clamp["possibly_equivalent"]
+    assert clamp["survivors"] == [] and clamp["score"] == 1.0
+    assert clamp["killed"] == clamp["mutants"] - len(clamp["possibly_equivalent"])
+    # No mutants is no score, not a perfect one.
+    assert reports["identity"] == {
+        "case": "identity",
+        "mutants": 0,
+        "killed": 0,
+        "score": None,
+        "survivors": [],
+        "possibly_equivalent": [],
+    }
+
+
+def test_mutation_table_says_no_mutants_and_possibly_equivalent(
+    cases: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check-cases", "--mutation", "--cases", str(cases)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["5 cases in 1 files (5 code cases)", "all valid"]
+    assert "  no_reference: no reference solution, not mutation-tested" in lines
+    identity = next(line.split() for line in lines if line.strip().startswith("identity"))
+    assert identity == ["identity", "0", "0", "0", "no", "mutants"]
+    assert any(
+        line.startswith("clamp_001: 2 possibly equivalent (same answers as the reference")
+        for line in lines
+    )
+
+
+def test_check_cases_json_without_mutation(cases: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-cases", "--cases", str(cases), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"cases": 5, "code_cases": 5}

@@ -1,0 +1,229 @@
+"""Each misleading verdict of issue #16, rebuilt from its reproduced input, and what is said now."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.core.stats import agreement, mcnemar_exact
+from pytest_prompteval.report.compare import Comparison, compare, correct
+from pytest_prompteval.report.summary import summarize_version
+from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
+from pytest_prompteval.report.terminal import versions_block as table
+
+from .verdict_data import item
+
+
+def cases(prompt: str, scores: list[float | None], **kw: Any) -> list[dict[str, Any]]:
+    return [item(prompt, f"c{i:02}", s, **kw) for i, s in enumerate(scores)]
+
+
+def block(c: Comparison) -> list[str]:
+    return comparison_block(c, details=False)
+
+
+def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
+    # B scores 0.75 on 12 cases and hits a template error on 8: once "better, +0.150 (8 left
+    # out for errors)"; those are the prompt's failures, so B is worse.
+    a = cases("A", [0.6] * 20, threshold=0.5)
+    b = cases("B", [0.75] * 12, threshold=0.5) + [
+        item("B", f"c{i:02}", None, threshold=0.5, error_type="template") for i in range(12, 20)
+    ]
+    c = compare(a, b, ("A", "B"))
+    assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
+    assert c.verdict == (
+        "B worse than A on pass rate: 8 regressions, 0 improvements; mean score -0.150 "
+        "[-0.334, +0.000] (95%), p=0.11; pass rate -40.0%, McNemar p=0.016 (Holm over 2 tests)"
+    )
+    assert block(c)[1].startswith("  regressions (8): c.yaml::c12, c.yaml::c13")
+
+
+def test_infrastructure_errors_are_listed_per_version_and_the_verdict_may_change() -> None:
+    a = cases("A", [0.6] * 20, threshold=0.5)
+    b = cases("B", [0.75] * 17, threshold=0.5) + [
+        item("B", f"c{i:02}", None, threshold=0.5, error_type="api_error") for i in range(17, 20)
+    ]
+    c = compare(a, b, ("A", "B"))
+    assert (c.paired, c.errored, c.excluded) == (
+        17,
+        (0, 3),
+        ["c.yaml::c17", "c.yaml::c18", "c.yaml::c19"],
+    )
+    lines = block(c)
+    assert (
+        "  not scored (infrastructure errors): A 0 items, B 3 items; 3 cases left out, so the "
+        "verdict may change once they run" in lines
+    )
+    assert (
+        "  left out, errored under one version (3): c.yaml::c17, c.yaml::c18, c.yaml::c19" in lines
+    )
+
+
+def test_cases_run_by_one_version_only_are_listed_as_unpaired() -> None:
+    # A: 10 cases at 0.9 and 10 at 0.1; B ran the first 10 only.
+    a = cases("A", [0.9] * 10 + [0.1] * 10)
+    b = cases("B", [0.95] * 10)
+    c = compare(a, b, ("A", "B"))
+    assert c.paired == 10 and c.only_baseline == [f"c.yaml::c{i}" for i in range(10, 20)]
+    assert c.only_other == []
+    assert any(line.startswith("  unpaired, run by A only (10): c.yaml::c10") for line in block(c))
+
+
+def test_one_errored_sample_never_removes_its_siblings() -> None:
+    a = [item("A", f"c{i:02}", 0.5, sample=s) for i in range(8) for s in range(3)]
+    b = [item("B", f"c{i:02}", 0.9, sample=s) for i in range(8) for s in range(3)]
+    b[0] = item("B", "c00", None, sample=0, error_type="api_error")
+    c = compare(a, b, ("A", "B"))
+    assert c.paired == 8 and c.excluded == [] and c.errored == (0, 1)
+    # c00 is paired on its two scored samples; pass@3 needs three, so it is not covered there.
+    c3 = compare(a, b, ("A", "B"), ks=(1, 3))
+    assert c3.pass_at_k[1][1] == 8 and c3.pass_at_k[3][1] == 7
+
+
+def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
+    # 15 cases 0.80 -> 0.85, 5 cases 0.72 -> 0.68, threshold 0.7: once "B better, +0.027".
+    a = cases("A", [0.80] * 15 + [0.72] * 5)
+    b = cases("B", [0.85] * 15 + [0.68] * 5)
+    c = compare(a, b, ("A", "B"))
+    assert c.outcome == "mixed" and not c.significant
+    assert c.verdict == (
+        "B vs A: mean score up, pass rate down: 5 regressions, 0 improvements; mean score "
+        "+0.027 [-0.008, +0.047] (97.5%), p=0.095; pass rate -25.0%, McNemar p=0.095 "
+        "(Holm over 2 tests)"
+    )
+    lines = block(c)
+    assert lines[1] == (
+        "  regressions (5): c.yaml::c15, c.yaml::c16, c.yaml::c17, c.yaml::c18, c.yaml::c19"
+    )
+
+
+def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None:
+    # [.1,.2,.1,.3,.2] once printed +0.180 [+0.120, +0.240] beside "no significant difference".
+    a = cases("A", [0.5] * 5)
+    b = cases("B", [0.6, 0.7, 0.6, 0.8, 0.7])
+    c = compare(a, b, ("A", "B"))
+    assert c.outcome == "impossible"
+    assert c.verdict == (
+        "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
+        "to reach p < 0.05; mean score +0.180 [-1.000, +0.292] (97.5%), p=0.075; pass rate "
+        "+60.0%, McNemar p=0.25 (Holm over 2 tests)"
+    )
+    assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
+
+
+def test_zero_difference_and_differences_under_the_minimum_effect_are_never_better() -> None:
+    same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
+    assert same.verdict.startswith("no significant difference, B vs A: mean score +0.000")
+    tiny = compare(cases("A", [0.8] * 20), cases("B", [0.81] * 20), ("A", "B"), min_effect=0.02)
+    assert tiny.outcome == "none"
+    assert tiny.verdict.startswith(
+        "no meaningful difference (under the minimum effect 0.02), B vs A: mean score +0.010 "
+        "[+0.010, +0.010] (97.5%), p=3.8e-06"
+    )
+
+
+def test_power_is_stated() -> None:
+    a = cases("A", [0.80] * 15 + [0.72] * 5)
+    b = cases("B", [0.85] * 15 + [0.68] * 5)
+    c = compare(a, b, ("A", "B"))
+    assert c.detectable == pytest.approx(0.025, abs=5e-4)
+    assert "  20 paired cases; smallest mean score difference they detect (80% power): 0.025" in (
+        block(c)
+    )
+
+
+def test_holm_across_several_compared_versions() -> None:
+    # Eight versions that are truly equal: alone, v3 looks better than v0 (p=0.0175); across
+    # the seven comparisons' 14 tests it is not.
+    rng = random.Random(7)
+    base = cases("v0", [round(rng.random(), 2) for _ in range(20)])
+    comparisons = [
+        compare(base, cases(f"v{v}", [round(rng.random(), 2) for _ in range(20)]), ("v0", f"v{v}"))
+        for v in range(1, 8)
+    ]
+    assert [c.outcome for c in comparisons].count("better") == 1
+    correct(comparisons)
+    v3 = comparisons[2]
+    assert [c.outcome for c in comparisons] == ["none"] * 7
+    assert (v3.score.p if v3.score else None, v3.score_p_adjusted) == (0.0175, pytest.approx(0.245))
+    assert v3.verdict.startswith("no significant difference, v3 vs v0: mean score")
+    assert v3.verdict.endswith("(Holm over 14 tests)")
+    low, high = v3.ci or (0, 0)
+    assert low < 0 < high  # shown at the level Holm decided it: it holds 0, as the verdict says
+
+
+def test_one_denominator_rule_in_every_table() -> None:
+    # 20 items: 12 ran (8 passed), 6 skipped for the budget, 2 errored; a difficulty that never
+    # ran. Once 60% / "2/20 10%" / "0/15 0%" / 21.1%.
+    results = (
+        [item("v", f"p{i}", 0.9, category="x", difficulty="easy") for i in range(8)]
+        + [item("v", f"f{i}", 0.3, category="x", difficulty="easy") for i in range(3)]
+        + [item("v", "t0", None, category="x", difficulty="easy", error_type="template")]
+        + [
+            item("v", f"s{i}", None, category="x", difficulty="hard", error_type="budget")
+            for i in range(6)
+        ]
+        + [item("v", f"e{i}", None, category="x", error_type="api_error") for i in range(2)]
+    )
+    s = summarize_version("v", results, (1,))
+    assert (s.items, s.ran, s.passed, s.failed, s.errored, s.skipped) == (20, 12, 8, 4, 2, 6)
+    assert s.pass_rate == pytest.approx(8 / 12)
+    assert s.mean_score == pytest.approx((8 * 0.9 + 3 * 0.3 + 0) / 12)
+    assert s.pass_at_k[1] == pytest.approx(8 / 12)
+    assert s.groups["category"] == {"x": (8, 12)}
+    assert s.groups["difficulty"] == {"easy": (8, 12)}  # "hard" never ran: no row
+    assert table([s])[1].split()[:8] == ["v", "20", "8", "4", "2", "6", "66.7%", "0.675"]
+    assert group_block([s], "category")[1].split() == ["x", "8/12", "67%"]
+    notes = notes_block([s])
+    assert "v: 2 errored, not scored (in no denominator)" in notes
+    assert "v: skipped 6 (cost budget spent), in no denominator" in notes
+
+
+def test_pass_at_k_says_which_cases_it_covers() -> None:
+    # One case with 1 sample (failed), one with 5 (2 passed): pass@1 and pass@5 once covered
+    # different cases silently.
+    results = [item("v", "short", 0.1)] + [
+        item("v", "long", 0.9 if s < 2 else 0.1, sample=s) for s in range(5)
+    ]
+    s = summarize_version("v", results, (1, 5))
+    assert s.pass_at_k_cases == {1: (2, 2), 5: (1, 2)}
+    assert s.case_pass_at_k["c.yaml::short"] == {1: 0.0, 5: None}
+    assert table([s])[1].split()[8:12] == ["0.200", "1.000", "(1/2", "cases)"]
+    assert "v: pass@5: 1 cases with n < 5 samples, not covered" in notes_block([s])
+
+
+def test_ties_between_samples_fail_and_the_rule_is_stated() -> None:
+    a = [item("A", f"c{i}", 0.9, sample=s) for i in range(6) for s in range(4)]
+    b = [item("B", f"c{i}", 0.9 if s < 2 else 0.1, sample=s) for i in range(6) for s in range(4)]
+    c = compare(a, b, ("A", "B"))
+    assert len(c.regressions) == 6  # 2 of 4 samples passing is a failed case
+    assert "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)" in (
+        block(c)
+    )
+
+
+def test_agreement_shows_kappa_and_the_table() -> None:
+    # Automatic passes 18/20, the judge 20/20: once just "pass/fail agree 90%".
+    a = agreement([0.9] * 18 + [0.5] * 2, [0.9] * 20, [0.7] * 20)
+    assert a.pass_fail is not None and a.pass_fail.kappa == 0.0
+    assert a.pass_fail.describe("automatic", "judge") == (
+        "pass/fail agree 90%, Cohen's kappa 0.00 (both pass 18, automatic only 0, judge only 2, "
+        "both fail 0)"
+    )
+
+
+def test_judge_spread_is_a_standard_deviation_with_its_repeats() -> None:
+    results = [
+        item("v", "c0", 0.8, judge_repeats=[0.7, 0.8, 0.9]),
+        item("v", "c1", 0.5, judge_repeats=[0.5, 0.5, 0.5]),
+    ]
+    s = summarize_version("v", results, (1,))
+    assert s.judge_spread == pytest.approx(0.05) and s.judge_repeats == 3
+    assert "v: judge spread: mean standard deviation 0.050 over 3 repeats" in notes_block([s])
+
+
+def test_mcnemar_at_1030_discordant_pairs() -> None:
+    assert mcnemar_exact(515, 515) == 1.0
+    assert 0 < mcnemar_exact(450, 580) < 1e-4
