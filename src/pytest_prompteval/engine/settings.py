@@ -198,7 +198,8 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="USD"),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
             option="--prompteval-html", metavar="FILE"),
-    Setting("baseline", "compare the --prompt version with a stored run's results",
+    Setting("baseline", "compare the --prompt version with a stored run's results, or with "
+            "a prompt version as committed at a git ref (NAME@REF, e.g. current@origin/main)",
             option="--prompteval-baseline", metavar="FILE"),
     Setting("fail_under", "fail the session when the --prompt version's mean score is under "
             "SCORE (0 to 1)", parse=_number(0, 1), option="--prompteval-fail-under",
@@ -264,6 +265,7 @@ class Settings:
     max_cost: float | None
     html: Path | None
     baseline: Path | None
+    baseline_version: str | None  # --prompteval-baseline NAME@REF: run as a version too
     fail_under: float | None
     max_regression: float | None
     threshold: float
@@ -278,7 +280,8 @@ class Settings:
         """The prompt versions named on the command line, --prompt first."""
         if self.prompt is None:
             return ()
-        return tuple(dict.fromkeys((self.prompt, *self.compare)))
+        extra = (self.baseline_version,) if self.baseline_version else ()
+        return tuple(dict.fromkeys((self.prompt, *self.compare, *extra)))
 
     def record_mode(self, provider_live: bool) -> str:
         return self.record or ("new" if provider_live else "none")
@@ -309,6 +312,9 @@ class Settings:
             return None if not value else here / value
 
         results = raw.pop("results")
+        baseline, baseline_version = raw["baseline"], None
+        if baseline and "@" in baseline and not (here / baseline).is_file():
+            baseline, baseline_version = None, baseline
         values = {
             **raw,
             "rootpath": rootpath,
@@ -321,7 +327,8 @@ class Settings:
             "scoring": project_path(raw["scoring"]),
             "prices": project_path(raw["prices"]),
             "html": given_path(raw["html"]),
-            "baseline": given_path(raw["baseline"]),
+            "baseline": given_path(baseline),
+            "baseline_version": baseline_version,
         }
         settings = cls(**{f.name: values[f.name] for f in fields(cls)})
         settings._check()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.core.version import __version__
@@ -16,6 +17,7 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.report.compare import Comparison, compare
 from pytest_prompteval.report.html import render_html
+from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
 
@@ -47,6 +49,7 @@ class RunReport:
         self.summaries: list[VersionSummary] = []
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
+        self.prompt_changes = _git_version_changes(engine)
         self.written: list[Path] = []
         self.html_written: Path | None = None
         self.baseline: StoredRun | None = None
@@ -126,10 +129,19 @@ class RunReport:
         for r in self.results:
             by_version.setdefault(r["prompt"], []).append(r)
         first = order[0]
+        based = self.settings.baseline_version
         for other in order[1:]:
+            if other == based:
+                continue
             self.comparisons.append(
                 compare(
                     by_version.get(first, []), by_version.get(other, []), (first, other), self.ks
+                )
+            )
+        if based is not None and based != first:
+            self.comparisons.append(
+                compare(
+                    by_version.get(based, []), by_version.get(first, []), (based, first), self.ks
                 )
             )
         if self.baseline is not None:
@@ -204,6 +216,7 @@ class RunReport:
             "versions": {s.version: s.to_json() for s in self.summaries},
             "comparisons": [c.to_json() for c in self.comparisons],
             "gate_failures": self.gate_failures,
+            "prompt_changes": self.prompt_changes,
             "results_files": [display(p) for p in self.written],
         }
 
@@ -214,12 +227,27 @@ class RunReport:
             terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        if self.prompt_changes:
+            terminalreporter.write_sep("-", "prompt changes")
+            for line in self.prompt_changes:
+                terminalreporter.write_line(line)
         for failure in self.gate_failures:
             terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
             terminalreporter.write_line(f"prompteval results: {display(path)}")
         if self.html_written is not None:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+
+
+def _git_version_changes(engine: Engine) -> list[str]:
+    """What changed in the --prompt version against each version read from git."""
+    first, *others = engine.versions or (None,)
+    lines: list[str] = []
+    for other in others:
+        if first is not None and SEPARATOR in other.version + first.version:
+            old, new = (other, first) if SEPARATOR in other.version else (first, other)
+            lines += prompt_changes(old, new)
+    return lines
 
 
 def _text(value: float | None) -> str:
