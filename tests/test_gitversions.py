@@ -135,3 +135,40 @@ def test_outside_a_git_repository(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--prompt=current@main")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: prompt version 'current@main': * is not inside a git *"])
+
+
+def test_affected_selects_changed_case_entries_then_every_case_of_a_changed_prompt(
+    repo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    root = repo.path
+    (root / "prompt_cases" / "d.yaml").write_text("cases:\n- id: d1\n  input: {n: 9}\n")
+    commit(root, "second file")
+    # c2 moved above c1 and edited, c3 added; c1 and d1 only moved or untouched
+    (root / "prompt_cases" / "c.yaml").write_text(
+        "cases:\n- id: c2\n  input: {n: 20}\n\n- {id: c1, input: {n: 1}}\n- id: c3\n  input: {}\n"
+    )
+    args = ("--prompt=current", "--compare=current@HEAD", "--prompteval-affected=HEAD", PROVIDER)
+
+    result = repo.runpytest(*args, "-v", *xdist_args)
+
+    result.stdout.fnmatch_lines(
+        ["prompteval affected since HEAD: 2 of 4 cases selected (changed case entries), 2 skipped"]
+    )
+    # xdist's workers deselect, and its controller does not count them
+    result.assert_outcomes(passed=4, deselected=0 if xdist_args else 4)
+    ran = {line.split("::")[1].split(" ")[0] for line in result.outlines if "PASSED" in line}
+    assert ran == {"c2[current]", "c2[current@HEAD]", "c3[current]", "c3[current@HEAD]"}
+
+    (root / "prompts" / "current.yaml").write_text("system_prompt: edited\n")
+    everything = repo.runpytest(*args, *xdist_args)
+    everything.stdout.fnmatch_lines(
+        ["prompteval affected since HEAD: 4 of 4 cases selected (prompt changed: current), "
+         "0 skipped"]
+    )  # fmt: skip
+    everything.assert_outcomes(passed=8)
+
+
+def test_affected_with_a_bad_ref(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--prompt=current", "--prompteval-affected=nope", PROVIDER)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --prompteval-affected: unknown git ref 'nope'*"])

@@ -196,6 +196,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
             "the rest skip", parse=_number(0, above=True), option="--prompteval-max-cost",
             metavar="USD"),
+    Setting("affected", "run only the cases whose case-file entry changed since git ref REF, "
+            "and every case when a prompt version's file changed", option="--prompteval-affected",
+            metavar="REF"),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
             option="--prompteval-html", metavar="FILE"),
     Setting("baseline", "compare the --prompt version with a stored run's results, or with "
@@ -263,6 +266,7 @@ class Settings:
     code_pass: str
     code_timeout: float
     max_cost: float | None
+    affected: str | None
     html: Path | None
     baseline: Path | None
     baseline_version: str | None  # --prompteval-baseline NAME@REF: run as a version too

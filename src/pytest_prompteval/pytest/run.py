@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from pytest_prompteval.pytest.adapters import rootdir_moved_by
 from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
+from pytest_prompteval.workflows.affected import Affected, affected_since
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_KEY = pytest.StashKey["PromptevalRun"]()
@@ -66,6 +68,7 @@ class PromptevalRun:
         self.registered_markers: set[str] = set()
         self.case_ids: dict[str, str] = {}
         self._skip_dirs = owned_directories(settings)
+        self.affected: Affected | None = None
 
     @property
     def engine(self) -> Engine:
@@ -76,6 +79,14 @@ class PromptevalRun:
                 self._engine = Engine(self.settings, self.run_dir, self._scorers)
             except PromptevalError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            ref = self.settings.affected
+            if self.collecting and ref is not None:
+                try:  # before anything is written: a bad ref is a usage error
+                    self.affected = affected_since(
+                        ref, self.settings.case_dirs, self._engine.versions
+                    )
+                except PromptevalError as exc:
+                    raise pytest.UsageError(f"--prompteval-affected: {exc}") from None
         return self._engine
 
     def _scorers(self) -> dict[str, Any]:
@@ -111,7 +122,13 @@ class PromptevalRun:
             return CaseFile.from_parent(parent, path=file_path, run=self)
         return None
 
+    def pytest_report_header(self) -> list[str]:
+        return [self.affected.describe()] if self.affected is not None else []
+
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.affected is not None:
+            keeps = self.affected.keeps
+            deselect(self.config, items, lambda i: keeps(i.case.path, i.case.id))
         if self.settings.shard is None:
             return
         index, count = self.settings.shard
@@ -148,6 +165,17 @@ class PromptevalRun:
             self._engine.close()
         if not self.worker:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def deselect(
+    config: pytest.Config, items: list[pytest.Item], keep: Callable[[CaseItem], bool]
+) -> None:
+    """Deselect the case items ``keep`` rejects (other tests stay)."""
+    drop = [i for i in items if isinstance(i, CaseItem) and not keep(i)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        dropped = set(map(id, drop))
+        items[:] = [i for i in items if id(i) not in dropped]
 
 
 def include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:
