@@ -201,6 +201,9 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="REF"),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
             option="--prompteval-html", metavar="FILE"),
+    Setting("markdown", "write the run as GitHub-flavoured Markdown to FILE (also appended to "
+            "$GITHUB_STEP_SUMMARY when that is set)", option="--prompteval-markdown",
+            metavar="FILE"),
     Setting("baseline", "compare the --prompt version with a stored run's results, or with "
             "a prompt version as committed at a git ref (NAME@REF, e.g. current@origin/main)",
             option="--prompteval-baseline", metavar="FILE"),
@@ -268,6 +271,7 @@ class Settings:
     max_cost: float | None
     affected: str | None
     html: Path | None
+    markdown: Path | None
     baseline: Path | None
     baseline_version: str | None  # --prompteval-baseline NAME@REF: run as a version too
     fail_under: float | None
@@ -331,6 +335,7 @@ class Settings:
             "scoring": project_path(raw["scoring"]),
             "prices": project_path(raw["prices"]),
             "html": given_path(raw["html"]),
+            "markdown": given_path(raw["markdown"]),
             "baseline": given_path(baseline),
             "baseline_version": baseline_version,
         }

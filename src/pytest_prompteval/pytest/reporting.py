@@ -3,6 +3,7 @@ and the CI formats. Registered only on the process that prints (never on an xdis
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.report.compare import Comparison, compare
+from pytest_prompteval.report.flaky import case_samples
 from pytest_prompteval.report.html import render_html
+from pytest_prompteval.report.markdown import (
+    Linker,
+    MarkdownRun,
+    github_linker,
+    relative_link,
+    render_markdown,
+)
 from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
@@ -52,6 +61,8 @@ class RunReport:
         self.prompt_changes = _git_version_changes(engine)
         self.written: list[Path] = []
         self.html_written: Path | None = None
+        self.markdown_written: list[str] = []
+        self.locations: dict[str, tuple[str, int]] = {}  # "file::case_id" -> (path, line)
         self.baseline: StoredRun | None = None
         if settings.baseline is not None:
             try:
@@ -91,6 +102,8 @@ class RunReport:
         for key, value in report.user_properties:
             if key == RESULT_KEY and isinstance(value, dict):
                 self.results.append(value)
+                path, line, _ = report.location
+                self.locations[f"{value['file']}::{value['case_id']}"] = (path, (line or 0) + 1)
                 if self.history is not None:
                     self.history.add(value)
                 self._progress()
@@ -163,6 +176,7 @@ class RunReport:
             )
             html.write_text(page, encoding="utf-8")
             self.html_written = html
+        self._markdown()
         if self.history is not None:
             partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
                 pytest.ExitCode.INTERRUPTED,
@@ -171,6 +185,34 @@ class RunReport:
             self.written = self.history.finalize(
                 {s.version: s.to_json() for s in self.summaries}, partial
             )
+
+    def _markdown(self) -> None:
+        targets = [p for p in (self.settings.markdown,) if p is not None]
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            targets.append(Path(step_summary))
+        if not targets:
+            return
+        run = MarkdownRun(
+            self.summaries,
+            self.comparisons,
+            self.gate_failures,
+            self.prompt_changes,
+            case_samples(self.results),
+            self.locations,
+            self.ks,
+        )
+        env = os.environ
+        link: Linker = relative_link
+        if env.get("GITHUB_REPOSITORY") and env.get("GITHUB_SHA"):
+            server = env.get("GITHUB_SERVER_URL", "https://github.com")
+            link = github_linker(server, env["GITHUB_REPOSITORY"], env["GITHUB_SHA"])
+        text = render_markdown(run, link)
+        for target in targets:
+            # the step summary collects every step's output: appended, never replaced
+            with target.open("a" if str(target) == step_summary else "w", encoding="utf-8") as f:
+                f.write(text)
+            self.markdown_written.append(display(target))
 
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
@@ -237,6 +279,8 @@ class RunReport:
             terminalreporter.write_line(f"prompteval results: {display(path)}")
         if self.html_written is not None:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+        for shown in self.markdown_written:
+            terminalreporter.write_line(f"prompteval markdown: {shown}")
 
 
 def _git_version_changes(engine: Engine) -> list[str]:
