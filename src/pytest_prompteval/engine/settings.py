@@ -19,6 +19,8 @@ from typing import Any
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+from pytest_prompteval.report.flaky import MinPass, parse_min_pass
+from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, NO_VERDICT
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -213,6 +215,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_regression", "fail the session when the --prompt version scores more than "
             "DELTA (0 to 1) below the baseline or a compared version, on paired cases",
             parse=_number(0, 1), option="--prompteval-max-regression", metavar="DELTA"),
+    Setting("min_pass", "a case passes when at least this many of its samples pass: a count "
+            "like 4 or a fraction like 0.8 (a case's min_pass: wins); failing samples then show "
+            "as xfail", parse=parse_min_pass, option="--prompteval-min-pass", metavar="N|FRACTION",
+            ini="prompteval_min_pass"),
+    Setting("exit", "tests: the exit code is pytest's (any failed sample fails the run); gates: "
+            f"it follows the gates alone ({GATE_FAILED}: a gate failed, {NO_VERDICT}: errors "
+            "prevented a verdict)", default="tests", parse=_choice(EXIT_MODES),
+            option="--prompteval-exit", ini="prompteval_exit", choices=EXIT_MODES),
     Setting("threshold", "score an item needs to pass (0 to 1)", default=0.7,
             parse=_number(0, 1), ini="prompteval_threshold"),
     Setting("cases", "case directories, relative to the rootdir", default=("prompt_cases",),
@@ -276,6 +286,8 @@ class Settings:
     baseline_version: str | None  # --prompteval-baseline NAME@REF: run as a version too
     fail_under: float | None
     max_regression: float | None
+    min_pass: MinPass | None
+    exit: str
     threshold: float
     case_dirs: tuple[Path, ...]
     prompt_dir: Path

@@ -4,6 +4,7 @@ and the CI formats. Registered only on the process that prints (never on an xdis
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.report.compare import Comparison, compare
-from pytest_prompteval.report.flaky import case_samples
+from pytest_prompteval.report.flaky import (
+    INFRASTRUCTURE_ERRORS,
+    CaseSamples,
+    case_samples,
+    mean_pass_hat_k,
+    min_pass_failures,
+    sample_lines,
+)
+from pytest_prompteval.report.gates import gates_exit_code
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.markdown import (
     Linker,
@@ -56,6 +65,7 @@ class RunReport:
         self.details = settings.details
         self.results: list[dict[str, Any]] = []
         self.summaries: list[VersionSummary] = []
+        self.cases: list[CaseSamples] = []
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
         self.prompt_changes = _git_version_changes(engine)
@@ -162,8 +172,19 @@ class RunReport:
             self.comparisons.append(
                 compare(self.baseline.results, by_version.get(first, []), (label, first), self.ks)
             )
+        self.cases = case_samples(self.results)
         self._gates(first)
-        if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
+        gates_only = self.settings.exit == "gates"
+        # gates mode: the --prompt version is judged, compared versions are references
+        judged = [c for c in self.cases if not gates_only or c.version == first]
+        self.gate_failures += min_pass_failures(judged)
+        if gates_only:
+            self.gate_failures += significant_regressions(self.comparisons, first)
+            errored = sum(r.get("error_type") in INFRASTRUCTURE_ERRORS for r in self.results)
+            session.exitstatus = gates_exit_code(
+                int(session.exitstatus), len(self.gate_failures), errored
+            )
+        elif self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._junit_suite_properties()
         html = self.settings.html
@@ -198,7 +219,7 @@ class RunReport:
             self.comparisons,
             self.gate_failures,
             self.prompt_changes,
-            case_samples(self.results),
+            self.cases,
             self.locations,
             self.ks,
         )
@@ -249,6 +270,9 @@ class RunReport:
             add(f"{prefix}.mean_score", _text(s.mean_score))
             for k, value in s.pass_at_k.items():
                 add(f"{prefix}.pass@{k}", _text(value))
+            for k in self.ks:
+                mine = [c for c in self.cases if c.version == s.version]
+                add(f"{prefix}.pass^{k}", _text(mean_pass_hat_k(mine, k)))
             for group, labels in s.groups.items():
                 for label, (passed, total) in labels.items():
                     add(f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else "")
@@ -259,6 +283,15 @@ class RunReport:
             "comparisons": [c.to_json() for c in self.comparisons],
             "gate_failures": self.gate_failures,
             "prompt_changes": self.prompt_changes,
+            "pass_hat_k": {
+                v: {f"pass^{k}": mean_pass_hat_k(cs, k) for k in self.ks}
+                for v, cs in _by_version(self.cases).items()
+            },
+            "flaky": [
+                {**asdict(c), "wilson95": c.interval, "verdict": c.verdict}
+                for c in self.cases
+                if c.flaky
+            ],
             "results_files": [display(p) for p in self.written],
         }
 
@@ -268,6 +301,11 @@ class RunReport:
         for title, lines in render(self.summaries, self.comparisons, self.details):
             terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
             for line in lines:
+                terminalreporter.write_line(line)
+        samples = sample_lines(self.cases, self.ks)
+        if samples:
+            terminalreporter.write_sep("-", "samples")
+            for line in samples:
                 terminalreporter.write_line(line)
         if self.prompt_changes:
             terminalreporter.write_sep("-", "prompt changes")
@@ -281,6 +319,24 @@ class RunReport:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
         for shown in self.markdown_written:
             terminalreporter.write_line(f"prompteval markdown: {shown}")
+
+
+def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
+    grouped: dict[str, list[CaseSamples]] = {}
+    for c in cases:
+        grouped.setdefault(c.version, []).append(c)
+    return grouped
+
+
+def significant_regressions(comparisons: list[Comparison], first: str) -> list[str]:
+    """Comparisons in which the --prompt version is significantly worse than its reference."""
+    return [
+        f"significant regression: {c.verdict}"
+        for c in comparisons
+        if c.significant
+        and c.mean_diff is not None
+        and (c.mean_diff < 0 if c.other == first else c.mean_diff > 0)
+    ]
 
 
 def _git_version_changes(engine: Engine) -> list[str]:

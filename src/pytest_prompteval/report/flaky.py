@@ -7,9 +7,11 @@ which is what a user who runs the prompt k times and needs every answer right ge
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pytest_prompteval.core.stats import pass_at_k
 
 #: error types of the infrastructure, not the prompt: such samples are not scored
 INFRASTRUCTURE_ERRORS = frozenset({"api_error", "api_stop", "missing_recording", "budget"})
@@ -35,7 +37,10 @@ def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
     denominator = 1 + z * z / total
     centre = (rate + z * z / (2 * total)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / total + z * z / (4 * total * total)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0/n and n/n the bound is exactly 0 or 1; the formula only gets there up to rounding
+    low = 0.0 if passed == 0 else max(0.0, centre - half)
+    high = 1.0 if passed == total else min(1.0, centre + half)
+    return low, high
 
 
 MinPass = int | float  # an int is a count of samples, a float a fraction of them
@@ -121,3 +126,43 @@ def case_samples(results: Iterable[Mapping[str, Any]]) -> list[CaseSamples]:
 def mean_pass_hat_k(cases: Iterable[CaseSamples], k: int) -> float | None:
     values = [pass_hat_k(c.scored, c.passed, k) for c in cases if c.scored >= k]
     return sum(values) / len(values) if values else None
+
+
+def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
+    """pass^k beside pass@k per version, then each flaky case with its Wilson interval and,
+    under min_pass, its verdict. Empty when no case has more than one sample."""
+    if not any(c.scored > 1 for c in cases):
+        return []
+    lines = []
+    for version in dict.fromkeys(c.version for c in cases):
+        mine = [c for c in cases if c.version == version]
+        figures = []
+        for k in ks:
+            at = [pass_at_k(c.scored, c.passed, k) for c in mine if c.scored >= k]
+            hat = mean_pass_hat_k(mine, k)
+            if at and hat is not None:
+                figures.append(f"pass@{k} {sum(at) / len(at):.3f}  pass^{k} {hat:.3f}")
+        flaky = sum(c.flaky for c in mine)
+        lines.append(f"{version}: {'; '.join(figures) or 'too few samples'}; {flaky} flaky cases")
+    for c in cases:
+        if c.flaky:
+            low, high = c.interval
+            verdict = (
+                ""
+                if c.verdict is None
+                else (f", min_pass {c.min_pass}: {'passes' if c.verdict else 'fails'}")
+            )
+            lines.append(
+                f"  flaky {c.case} [{c.version}]: {c.passed}/{c.scored} passed, "
+                f"95% CI [{low:.2f}, {high:.2f}]{verdict}"
+            )
+    return lines
+
+
+def min_pass_failures(cases: Iterable[CaseSamples]) -> list[str]:
+    return [
+        f"case {c.case} [{c.version}]: {c.passed}/{c.scored} samples passed, min_pass "
+        f"{c.min_pass} needs {c.needed}"
+        for c in cases
+        if c.verdict is False
+    ]
