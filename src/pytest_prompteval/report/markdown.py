@@ -74,7 +74,7 @@ def _verdict(run: MarkdownRun) -> str:
     elif errored:
         lines = [f"## ⚠️ prompteval: {errored} items errored, not scored"]
     else:
-        lines = ["## ✅ prompteval: passed"]
+        lines = ["## ✅ prompteval: gates passed"]
     verdicts = [c.verdict for c in run.comparisons]
     if verdicts:
         lines += ["", *(f"**{_cell(v)}**  " for v in verdicts)]
