@@ -201,6 +201,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("affected", "run only the cases whose case-file entry changed since git ref REF, "
             "and every case when a prompt version's file changed", option="--prompteval-affected",
             metavar="REF"),
+    Setting("estimate", "make no generation calls: count input tokens through the API and "
+            "print calls, tokens and dollars per version, replayed and new; with "
+            "--prompteval-max-cost, fail when the estimate exceeds it", default=False,
+            option="--prompteval-estimate", flag=True),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
             option="--prompteval-html", metavar="FILE"),
     Setting("markdown", "write the run as GitHub-flavoured Markdown to FILE (also appended to "
@@ -280,6 +284,7 @@ class Settings:
     code_timeout: float
     max_cost: float | None
     affected: str | None
+    estimate: bool
     html: Path | None
     markdown: Path | None
     baseline: Path | None

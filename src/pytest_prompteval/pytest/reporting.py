@@ -80,7 +80,7 @@ class RunReport:
             except PromptevalError as exc:
                 raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
         self.history: RunHistory | None = None
-        if settings.results_dir is not None:
+        if settings.results_dir is not None and not settings.estimate:
             self.history = RunHistory(
                 settings.results_dir,
                 {
@@ -146,6 +146,8 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.settings.estimate:
+            return  # nothing ran
         order = [v.version for v in self.engine.versions]
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[dict[str, Any]]] = {}

@@ -18,6 +18,7 @@ from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
 from pytest_prompteval.pytest.adapters import rootdir_moved_by
 from pytest_prompteval.pytest.batch import send_session_batch
+from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.workflows.affected import Affected, affected_since
@@ -46,6 +47,8 @@ def build_settings(config: pytest.Config) -> Settings:
         )
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.estimate and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
     if settings.batch and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(
             "--prompteval-batch sends one batch per run: use it without -n (xdist)"
@@ -144,9 +147,14 @@ class PromptevalRun:
     # -- running --------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if self.settings.estimate and self.collecting:
+            if not session.config.option.collectonly:
+                run_estimate(session, self.engine)
+            return True  # no item runs
         if self.settings.batch and not session.config.option.collectonly and session.items:
             send_session_batch(session, self.engine, self.settings.batch_poll)
+        return None
 
     def ahead(self, session: pytest.Session, item: Any) -> None:
         """Calls for the items after ``item`` sent ahead of them (not with concurrency 1)."""
