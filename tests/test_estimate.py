@@ -59,9 +59,7 @@ def test_estimate_over_the_budget_refuses_to_start(
     )
     assert result.ret == GATE_FAILED
     result.stdout.fnmatch_lines(
-        [
-            "*prompteval estimate $0.00* exceeds --prompteval-max-cost 1e-06: the run would not start*"
-        ]
+        ["*prompteval estimate $0.00* exceeds --prompteval-max-cost 1e-06: the run would not *"]
     )
     assert set(paths(anthropic_server)) == {"/v1/messages/count_tokens"}
 
