@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from itertools import combinations
+from itertools import combinations, product
 
 import pytest
 
 from pytest_prompteval.core.stats import pass_at_k
-from pytest_prompteval.report.flaky import needed, parse_min_pass, pass_hat_k, wilson
+from pytest_prompteval.report.flaky import (
+    CaseSamples,
+    needed,
+    parse_min_pass,
+    pass_hat_k,
+    verdict_decided,
+    wilson,
+)
 from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT
 
 APP = """
+from pathlib import Path
+
 def answer(request, *, case, prompt, sample):
+    with Path(__file__).with_name("calls.log").open("a") as log:
+        log.write(f"{case.id} {sample}\\n")
     return "a loop" if sample < case.raw["passes"] else "nothing"
 """
 PROVIDER = "--prompteval-provider=python:flakyapp:answer"
@@ -137,3 +148,38 @@ def test_bad_min_pass_values(project: pytest.Pytester) -> None:
     case = project.runpytest("--prompt=v", PROVIDER)
     case.stdout.fnmatch_lines(["prompt_cases/c.yaml:20: case 'rarely' field 'min_pass': expected*"])
     assert "Traceback" not in case.stdout.str()
+
+
+def test_stopping_early_never_changes_a_verdict() -> None:
+    """Every pass/fail sequence of up to 6 samples, every min_pass: the verdict of the samples
+    drawn when the verdict is decided is the verdict of all of them."""
+    for samples in range(1, 7):
+        for min_pass in (1, 2, 3, 4, 6, 0.5, 0.8, 1.0):
+            for sequence in product((True, False), repeat=samples):
+                full = CaseSamples("v", "c", samples, sum(sequence), 0, min_pass).verdict
+                drawn = next(
+                    n
+                    for n in range(1, samples + 1)
+                    if verdict_decided(sum(sequence[:n]), n, samples, min_pass)
+                )
+                early = CaseSamples("v", "c", drawn, sum(sequence[:drawn]), 0, min_pass)
+                assert early.verdict == full, (sequence, min_pass)
+
+
+def test_stop_early_saves_calls_with_the_same_verdicts(project: pytest.Pytester) -> None:
+    args = ("--prompt=v", PROVIDER, "--prompteval-min-pass=3", "--prompteval-results=none")
+    full = project.runpytest(*args, "--prompteval-record=all")
+    full.assert_outcomes(passed=11, xfailed=4)
+    log = project.path / "calls.log"
+    assert len(log.read_text().splitlines()) == 15
+    log.unlink()
+    early = project.runpytest(*args, "--prompteval-record=all", "--prompteval-stop-early")
+    # steady and mostly pass their first 3 samples: decided; rarely (2 pass, 3 fail): all 5
+    early.assert_outcomes(passed=8, xfailed=3, skipped=4)
+    early.stdout.fnmatch_lines(["--prompteval-stop-early: 4 samples not drawn (calls saved)"])
+    assert len(log.read_text().splitlines()) == 11
+    gate = "prompteval gate failed: case c.yaml::rarely ?v?: * min_pass 3 needs 3"
+    full.stdout.fnmatch_lines([gate])
+    early.stdout.fnmatch_lines([gate])
+    assert "mostly" not in "".join(line for line in early.outlines if "gate failed" in line)
+    assert early.ret == full.ret == pytest.ExitCode.TESTS_FAILED

@@ -223,6 +223,9 @@ SETTINGS: tuple[Setting, ...] = (
             "like 4 or a fraction like 0.8 (a case's min_pass: wins); failing samples then show "
             "as xfail", parse=parse_min_pass, option="--prompteval-min-pass", metavar="N|FRACTION",
             ini="prompteval_min_pass"),
+    Setting("stop_early", "with min_pass: draw no more samples of a case once its verdict "
+            "can no longer change (the rest skip; calls are then not sent ahead)",
+            default=False, option="--prompteval-stop-early", flag=True),
     Setting("exit", "tests: the exit code is pytest's (any failed sample fails the run); gates: "
             f"it follows the gates alone ({GATE_FAILED}: a gate failed, {NO_VERDICT}: errors "
             "prevented a verdict)", default="tests", parse=_choice(EXIT_MODES),
@@ -292,6 +295,7 @@ class Settings:
     fail_under: float | None
     max_regression: float | None
     min_pass: MinPass | None
+    stop_early: bool
     exit: str
     threshold: float
     case_dirs: tuple[Path, ...]

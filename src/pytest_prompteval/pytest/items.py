@@ -12,7 +12,7 @@ from pytest_prompteval.core.cases import Case, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.core.result import RESULT_KEY
+from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
@@ -23,7 +23,7 @@ from pytest_prompteval.engine.evaluate import (
     new_result,
 )
 from pytest_prompteval.providers.budget import BudgetSpent
-from pytest_prompteval.report.flaky import MinPass, parse_min_pass
+from pytest_prompteval.report.flaky import INFRASTRUCTURE_ERRORS, MinPass, parse_min_pass
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.strategies import parse_strategy
@@ -143,11 +143,22 @@ class CaseItem(pytest.Item):
         return self.prepared
 
     def runtest(self) -> None:
+        tally, min_pass = self.run.tally, self.result.get("min_pass")
+        case = (self.prompt.version, str(self.path), self.case.id)
+        if (
+            tally is not None
+            and min_pass is not None
+            and tally.decided(case, self.spec.samples, min_pass)
+        ):
+            self.user_properties.append((STOPPED_EARLY_KEY, self.prompt.version))
+            pytest.skip("--prompteval-stop-early: the case's verdict is already decided")
         self.user_properties.append((RESULT_KEY, self.result))
         self.run.ahead(self.session, self)
         try:
             request, self.prepared = self.prepared, None
             evaluate(self.ihook, self.run.engine, self.spec, self.result, request)
+            if tally is not None and self.result.get("error_type") not in INFRASTRUCTURE_ERRORS:
+                tally.add(case, bool(self.result["passed"]))
             if not self.result["passed"]:
                 if self.result.get("min_pass") is not None:
                     # one sample of several: the case's verdict follows min_pass at the end

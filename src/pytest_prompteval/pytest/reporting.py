@@ -13,7 +13,7 @@ import pytest
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
-from pytest_prompteval.core.result import RESULT_KEY
+from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.pytest.adapters import junit_global_property
@@ -66,6 +66,7 @@ class RunReport:
         self.results: list[dict[str, Any]] = []
         self.summaries: list[VersionSummary] = []
         self.cases: list[CaseSamples] = []
+        self.stopped_early = 0  # samples --prompteval-stop-early did not draw
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
         self.prompt_changes = _git_version_changes(engine)
@@ -110,6 +111,8 @@ class RunReport:
         if report.when != "call" and not (report.when == "setup" and report.skipped):
             return
         for key, value in report.user_properties:
+            if key == STOPPED_EARLY_KEY:
+                self.stopped_early += 1
             if key == RESULT_KEY and isinstance(value, dict):
                 self.results.append(value)
                 path, line, _ = report.location
@@ -285,6 +288,7 @@ class RunReport:
             "comparisons": [c.to_json() for c in self.comparisons],
             "gate_failures": self.gate_failures,
             "prompt_changes": self.prompt_changes,
+            "stopped_early": self.stopped_early,
             "pass_hat_k": {
                 v: {f"pass^{k}": mean_pass_hat_k(cs, k) for k in self.ks}
                 for v, cs in _by_version(self.cases).items()
@@ -305,6 +309,10 @@ class RunReport:
             for line in lines:
                 terminalreporter.write_line(line)
         samples = sample_lines(self.cases, self.ks)
+        if self.settings.stop_early:
+            samples.append(
+                f"--prompteval-stop-early: {self.stopped_early} samples not drawn (calls saved)"
+            )
         if samples:
             terminalreporter.write_sep("-", "samples")
             for line in samples:

@@ -21,6 +21,7 @@ from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
+from pytest_prompteval.report.flaky import SampleTally
 from pytest_prompteval.workflows.affected import Affected, affected_since
 
 RUN_DIR_KEY = "prompteval_run_dir"
@@ -49,6 +50,10 @@ def build_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(str(exc)) from None
     if settings.estimate and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
+    if settings.stop_early and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompteval-stop-early decides from the samples drawn before: use it without -n"
+        )
     if settings.batch and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(
             "--prompteval-batch sends one batch per run: use it without -n (xdist)"
@@ -72,6 +77,7 @@ class PromptevalRun:
         self.case_ids: dict[str, str] = {}
         self._skip_dirs = owned_directories(settings)
         self.affected: Affected | None = None
+        self.tally = SampleTally() if settings.stop_early else None
 
     @property
     def engine(self) -> Engine:
@@ -158,8 +164,8 @@ class PromptevalRun:
 
     def ahead(self, session: pytest.Session, item: Any) -> None:
         """Calls for the items after ``item`` sent ahead of them (not with concurrency 1)."""
-        if self.settings.concurrency <= 1:
-            return
+        if self.settings.concurrency <= 1 or self.tally is not None:
+            return  # stop-early: a sample's call waits for the verdict of those before it
         if self.lookahead is None:
             self.lookahead = Lookahead(session, self.engine, self.settings.concurrency)
         self.lookahead.ahead(item)

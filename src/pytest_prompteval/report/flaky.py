@@ -7,7 +7,7 @@ which is what a user who runs the prompt k times and needs every answer right ge
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,28 @@ def needed(min_pass: MinPass, samples: int) -> int:
     if isinstance(min_pass, int):
         return min(min_pass, samples)
     return max(1, math.ceil(min_pass * samples - 1e-9))
+
+
+def verdict_decided(passed: int, drawn: int, samples: int, min_pass: MinPass) -> bool:
+    """Whether more samples can no longer change the verdict under min_pass. The verdict
+    of the samples drawn so far (``needed(min_pass, drawn)``) is then the full run's."""
+    need = needed(min_pass, samples)
+    return passed >= need or passed + (samples - drawn) < need
+
+
+class SampleTally:
+    """Scored samples so far per case, for ``--prompteval-stop-early`` (one process)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[Hashable, tuple[int, int]] = {}
+
+    def add(self, case: Hashable, passed: bool) -> None:
+        done, good = self._counts.get(case, (0, 0))
+        self._counts[case] = (done + 1, good + passed)
+
+    def decided(self, case: Hashable, samples: int, min_pass: MinPass) -> bool:
+        done, good = self._counts.get(case, (0, 0))
+        return bool(done) and verdict_decided(good, done, samples, min_pass)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_prompteval.report.compare import Comparison
-from pytest_prompteval.report.flaky import CaseSamples, mean_pass_hat_k
+from pytest_prompteval.report.flaky import INFRASTRUCTURE_ERRORS, CaseSamples, mean_pass_hat_k
 from pytest_prompteval.report.summary import VersionSummary
 
 #: "file::case_id" -> (path relative to the repository, 1-based line)
@@ -67,7 +67,9 @@ def _figure(value: float | None, digits: int = 3) -> str:
 
 
 def _verdict(run: MarkdownRun) -> str:
-    errored = sum(sum(s.errors.values()) for s in run.summaries)
+    errored = sum(
+        n for s in run.summaries for kind, n in s.errors.items() if kind in INFRASTRUCTURE_ERRORS
+    )
     if run.gate_failures:
         lines = ["## ❌ prompteval: gate failed", ""]
         lines += [f"- {_cell(f)}" for f in run.gate_failures]
