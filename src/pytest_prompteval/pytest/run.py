@@ -131,8 +131,9 @@ class PromptevalRun:
             return CaseFile.from_parent(parent, path=file_path, run=self)
         return None
 
-    def pytest_report_header(self) -> list[str]:
-        return [self.affected.describe()] if self.affected is not None else []
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.affected is not None and not self.worker:
+            terminalreporter.write_line(self.affected.describe())
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         if self.affected is not None:
