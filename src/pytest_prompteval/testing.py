@@ -157,6 +157,11 @@ class AnthropicServer:
             "usage": {"input_tokens": _tokens(prompt), "output_tokens": _tokens(answer)},
         }, number
 
+    def count_tokens(self, request: dict[str, Any]) -> int:
+        """POST /v1/messages/count_tokens: the input tokens a message would report."""
+        prompt = json.dumps(request.get("system", "")) + json.dumps(request.get("messages", []))
+        return _tokens(prompt)
+
     def _batch_object(self, batch: dict[str, Any]) -> dict[str, Any]:
         total = len(batch["requests"])
         ended = batch["status"] == "ended"
@@ -307,6 +312,13 @@ class AnthropicServer:
                     time.sleep(owner.latency)
                 if self.path.startswith("/v1/messages/batches"):
                     self._batches("POST", body)
+                    return
+                if self.path.split("?")[0] == "/v1/messages/count_tokens":
+                    if fault is not None:
+                        self._fault(fault)
+                    else:
+                        counted = {"input_tokens": owner.count_tokens(body)}
+                        self._send(200, json.dumps(counted).encode(), {})
                     return
                 if self.path.split("?")[0] != "/v1/messages":
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}

@@ -52,6 +52,7 @@ CASE_FIELDS = frozenset(
         "expected_topics",
         "threshold",
         "samples",
+        "min_pass",
         "assert",
         # the automatic scorer and the judge
         "audience",

@@ -37,11 +37,18 @@ class StoredRun:
         return str(self.meta.get("prompt_version", self.path.stem.split("_", 2)[-1]))
 
 
+def _file_part(version: str) -> str:
+    """A version as part of a file name: a git version's ref may hold a slash."""
+    return version.replace("/", "+")
+
+
 def _stamp(directory: Path, versions: Sequence[str]) -> str:
     base = time.strftime("%Y%m%d_%H%M%S")
     stamp, n = base, 1
     while any(
-        (directory / f"{stamp}_{v}.{ext}").exists() for v in versions for ext in ("json", "jsonl")
+        (directory / f"{stamp}_{_file_part(v)}.{ext}").exists()
+        for v in versions
+        for ext in ("json", "jsonl")
     ):
         n += 1
         stamp = f"{base}-{n}"
@@ -66,7 +73,7 @@ class RunHistory:
             self._journals[version] = journal
 
     def path(self, version: str, ext: str = "json") -> Path:
-        return self.directory / f"{self.stamp}_{version}.{ext}"
+        return self.directory / f"{self.stamp}_{_file_part(version)}.{ext}"
 
     def add(self, result: dict[str, Any]) -> None:
         version = result["prompt"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import display
+from pytest_prompteval.core.gitversions import load_version_at, split_version
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.schema import Declared
@@ -50,14 +51,19 @@ def resolve_versions(
     available = available_versions(prompt_dir)
     if ALL_VERSIONS in names:
         names = list(available)
-    unknown = [n for n in names if n not in available]
+    unknown = [n for n in names if n not in available and split_version(n)[1] is None]
     if unknown or not names:
         listing = ", ".join(available) or f"none: no *.yaml files in {prompt_dir}"
         raise SettingError(
             f"unknown prompt version {', '.join(map(repr, unknown))} (prompt directory "
             f"{display(prompt_dir)}); available: {listing}"
         )
-    return tuple(load_prompt(available[n], fields) for n in dict.fromkeys(names))
+    return tuple(
+        load_prompt(available[n], fields)
+        if n in available
+        else load_version_at(prompt_dir, n, fields)
+        for n in dict.fromkeys(names)
+    )
 
 
 class Engine:

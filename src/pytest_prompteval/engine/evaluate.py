@@ -118,7 +118,8 @@ def _sample_texts(
 ) -> list[str]:
     """Every sample's text, for consistency; samples not recorded yet are fetched now."""
     texts = []
-    for sample in range(n):
+    # --prompteval-stop-early: only the samples drawn so far, or every sample would be drawn
+    for sample in range(ctx.sample + 1 if engine.settings.stop_early else n):
         if sample == ctx.sample:
             texts.append(own.response.text)
             continue

@@ -20,6 +20,8 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+from pytest_prompteval.report.flaky import MinPass, parse_min_pass
+from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, NO_VERDICT
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -197,9 +199,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
             "the rest skip", parse=_number(0, above=True), option="--prompteval-max-cost",
             metavar="USD"),
+    Setting("affected", "run only the cases whose case-file entry changed since git ref REF, "
+            "and every case when a prompt version's file changed", option="--prompteval-affected",
+            metavar="REF"),
+    Setting("estimate", "make no generation calls: count input tokens through the API and "
+            "print calls, tokens and dollars per version, replayed and new; with "
+            "--prompteval-max-cost, fail when the estimate exceeds it", default=False,
+            option="--prompteval-estimate", flag=True),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
             option="--prompteval-html", metavar="FILE"),
-    Setting("baseline", "compare the --prompt version with a stored run's results",
+    Setting("markdown", "write the run as GitHub-flavoured Markdown to FILE (also appended to "
+            "$GITHUB_STEP_SUMMARY when that is set)", option="--prompteval-markdown",
+            metavar="FILE"),
+    Setting("baseline", "compare the --prompt version with a stored run's results, or with "
+            "a prompt version as committed at a git ref (NAME@REF, e.g. current@origin/main)",
             option="--prompteval-baseline", metavar="FILE"),
     Setting("fail_under", "fail the session when the --prompt version's mean score is under "
             "SCORE (0 to 1)", parse=_number(0, 1), option="--prompteval-fail-under",
@@ -207,6 +220,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_regression", "fail the session when the --prompt version scores more than "
             "DELTA (0 to 1) below the baseline or a compared version, on paired cases",
             parse=_number(0, 1), option="--prompteval-max-regression", metavar="DELTA"),
+    Setting("min_pass", "a case passes when at least this many of its samples pass: a count "
+            "like 4 or a fraction like 0.8 (a case's min_pass: wins); failing samples then show "
+            "as xfail", parse=parse_min_pass, option="--prompteval-min-pass", metavar="N|FRACTION",
+            ini="prompteval_min_pass"),
+    Setting("stop_early", "with min_pass: draw no more samples of a case once its verdict "
+            "can no longer change (the rest skip; calls are then not sent ahead)",
+            default=False, option="--prompteval-stop-early", flag=True),
+    Setting("exit", "tests: the exit code is pytest's (any failed sample fails the run); gates: "
+            f"it follows the gates alone ({GATE_FAILED}: a gate failed, {NO_VERDICT}: errors "
+            "prevented a verdict)", default="tests", parse=_choice(EXIT_MODES),
+            option="--prompteval-exit", ini="prompteval_exit", choices=EXIT_MODES),
     Setting("threshold", "score an item needs to pass (0 to 1)", default=0.7,
             parse=_number(0, 1), ini="prompteval_threshold"),
     Setting("min_effect", "smallest score / pass-rate difference a comparison may call "
@@ -270,10 +294,17 @@ class Settings:
     code_pass: str
     code_timeout: float
     max_cost: float | None
+    affected: str | None
+    estimate: bool
     html: Path | None
+    markdown: Path | None
     baseline: Path | None
+    baseline_version: str | None  # --prompteval-baseline NAME@REF: run as a version too
     fail_under: float | None
     max_regression: float | None
+    min_pass: MinPass | None
+    stop_early: bool
+    exit: str
     threshold: float
     min_effect: float
     case_dirs: tuple[Path, ...]
@@ -289,7 +320,8 @@ class Settings:
         """The prompt versions named on the command line, --prompt first."""
         if self.prompt is None:
             return ()
-        return tuple(dict.fromkeys((self.prompt, *self.compare)))
+        extra = (self.baseline_version,) if self.baseline_version else ()
+        return tuple(dict.fromkeys((self.prompt, *self.compare, *extra)))
 
     def record_mode(self, provider_live: bool) -> str:
         return self.record or ("new" if provider_live else "none")
@@ -324,6 +356,9 @@ class Settings:
             return None if not value else here / value
 
         results = raw.pop("results")
+        baseline, baseline_version = raw["baseline"], None
+        if baseline and "@" in baseline and not (here / baseline).is_file():
+            baseline, baseline_version = None, baseline
         values = {
             **raw,
             "rootpath": rootpath,
@@ -340,7 +375,9 @@ class Settings:
             "case_fields": tuple(raw["case_fields"]),
             "prompt_fields": tuple(raw["prompt_fields"]),
             "html": given_path(raw["html"]),
-            "baseline": given_path(raw["baseline"]),
+            "markdown": given_path(raw["markdown"]),
+            "baseline": given_path(baseline),
+            "baseline_version": baseline_version,
         }
         settings = cls(**{f.name: values[f.name] for f in fields(cls)})
         settings._check()

@@ -3,21 +3,42 @@ and the CI formats. Registered only on the process that prints (never on an xdis
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
-from pytest_prompteval.core.result import RESULT_KEY
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.pytest.adapters import junit_global_property
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import PromptevalRun
 from pytest_prompteval.report.compare import Comparison, compare, correct
+from pytest_prompteval.report.flaky import (
+    CaseSamples,
+    case_samples,
+    mean_pass_hat_k,
+    min_pass_failures,
+    sample_lines,
+)
+from pytest_prompteval.report.gates import gates_exit_code
 from pytest_prompteval.report.html import render_html
+from pytest_prompteval.report.markdown import (
+    Linker,
+    MarkdownRun,
+    github_linker,
+    relative_link,
+    render_markdown,
+)
+from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
 
@@ -47,10 +68,15 @@ class RunReport:
         self.details = settings.details
         self.results: list[dict[str, Any]] = []
         self.summaries: list[VersionSummary] = []
+        self.cases: list[CaseSamples] = []
+        self.stopped_early = 0  # samples --prompteval-stop-early did not draw
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
+        self.prompt_changes: list[str] = []
         self.written: list[Path] = []
         self.html_written: Path | None = None
+        self.markdown_written: list[str] = []
+        self.locations: dict[str, tuple[str, int]] = {}  # "file::case_id" -> (path, line)
         self.baseline: StoredRun | None = None
         if settings.baseline is not None:
             try:
@@ -80,16 +106,20 @@ class RunReport:
         if report.when != "call" and not (report.when == "setup" and not report.passed):
             return
         for key, value in report.user_properties:
+            if key == STOPPED_EARLY_KEY:
+                self.stopped_early += 1
             if key == RESULT_KEY and isinstance(value, dict) and value.get("inline"):
                 self.inline.append(value)
             elif key == RESULT_KEY and isinstance(value, dict):
                 self.results.append(value)
+                path, line, _ = report.location
+                self.locations[f"{value['file']}::{value['case_id']}"] = (path, (line or 0) + 1)
                 self._journal(value)
                 self._progress()
 
     def _journal(self, result: dict[str, Any]) -> None:
         results_dir = self.settings.results_dir
-        if results_dir is None or self.output_errors:
+        if results_dir is None or self.output_errors or self.settings.estimate:
             return
         try:
             if self.history is None:
@@ -143,21 +173,35 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.settings.prompt is None:
-            return  # only inline runs of the fixture, reported in their own block
+        if self.settings.prompt is None or self.settings.estimate:
+            return  # nothing ran, or only inline runs of the fixture (their own block)
         order = [v.version for v in self.run.engine.versions]
+        self.prompt_changes = _git_version_changes(self.run.engine.versions)
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[dict[str, Any]]] = {}
         for r in self.results:
             by_version.setdefault(r["prompt"], []).append(r)
         first = order[0]
         min_effect = self.settings.min_effect
+        based = self.settings.baseline_version
         for other in order[1:]:
+            if other == based:
+                continue
             self.comparisons.append(
                 compare(
                     by_version.get(first, []),
                     by_version.get(other, []),
                     (first, other),
+                    self.ks,
+                    min_effect,
+                )
+            )
+        if based is not None and based != first:
+            self.comparisons.append(
+                compare(
+                    by_version.get(based, []),
+                    by_version.get(first, []),
+                    (based, first),
                     self.ks,
                     min_effect,
                 )
@@ -174,8 +218,19 @@ class RunReport:
                 )
             )
         correct(self.comparisons)  # Holm over every test of the run
+        self.cases = case_samples(self.results)
         self._gates(first)
-        if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
+        gates_only = self.settings.exit == "gates"
+        # gates mode: the --prompt version is judged, compared versions are references
+        judged = [c for c in self.cases if not gates_only or c.version == first]
+        self.gate_failures += min_pass_failures(judged)
+        if gates_only:
+            self.gate_failures += significant_regressions(self.comparisons, first)
+            errored = sum(r.get("outcome") == "error" for r in self.results)
+            session.exitstatus = gates_exit_code(
+                int(session.exitstatus), len(self.gate_failures), errored
+            )
+        elif self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # each output on its own: one that cannot be written loses none of the others
         self._junit_suite_properties()
@@ -193,6 +248,7 @@ class RunReport:
                 self.html_written = html
             except OSError as exc:
                 self._output_failed("--prompteval-html", html, exc)
+        self._markdown()
         if self.history is not None:
             partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
                 pytest.ExitCode.INTERRUPTED,
@@ -206,6 +262,34 @@ class RunReport:
                 self._output_failed("--prompteval-results", self.history.directory, exc)
         if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _markdown(self) -> None:
+        targets = [p for p in (self.settings.markdown,) if p is not None]
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            targets.append(Path(step_summary))
+        if not targets:
+            return
+        run = MarkdownRun(
+            self.summaries,
+            self.comparisons,
+            self.gate_failures,
+            self.prompt_changes,
+            self.cases,
+            self.locations,
+            self.ks,
+        )
+        env = os.environ
+        link: Linker = relative_link
+        if env.get("GITHUB_REPOSITORY") and env.get("GITHUB_SHA"):
+            server = env.get("GITHUB_SERVER_URL", "https://github.com")
+            link = github_linker(server, env["GITHUB_REPOSITORY"], env["GITHUB_SHA"])
+        text = render_markdown(run, link)
+        for target in targets:
+            # the step summary collects every step's output: appended, never replaced
+            with target.open("a" if str(target) == step_summary else "w", encoding="utf-8") as f:
+                f.write(text)
+            self.markdown_written.append(display(target))
 
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
@@ -244,6 +328,9 @@ class RunReport:
             add(f"{prefix}.mean_score", _text(s.mean_score))
             for k, value in s.pass_at_k.items():
                 add(f"{prefix}.pass@{k}", _text(value))
+            for k in self.ks:
+                mine = [c for c in self.cases if c.version == s.version]
+                add(f"{prefix}.pass^{k}", _text(mean_pass_hat_k(mine, k)))
             for group, labels in s.groups.items():
                 for label, (passed, total) in labels.items():
                     add(f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else "")
@@ -253,6 +340,17 @@ class RunReport:
             "versions": {s.version: s.to_json() for s in self.summaries},
             "comparisons": [c.to_json() for c in self.comparisons],
             "gate_failures": self.gate_failures,
+            "prompt_changes": self.prompt_changes,
+            "stopped_early": self.stopped_early,
+            "pass_hat_k": {
+                v: {f"pass^{k}": mean_pass_hat_k(cs, k) for k in self.ks}
+                for v, cs in _by_version(self.cases).items()
+            },
+            "flaky": [
+                {**asdict(c), "wilson95": c.interval, "verdict": c.verdict}
+                for c in self.cases
+                if c.flaky
+            ],
             "results_files": [display(p) for p in self.written],
             "output_errors": self.output_errors,
             "inline": [
@@ -273,6 +371,19 @@ class RunReport:
             terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
             for line in lines:
                 terminalreporter.write_line(line)
+        samples = sample_lines(self.cases, self.ks)
+        if self.settings.stop_early:
+            samples.append(
+                f"--prompteval-stop-early: {self.stopped_early} samples not drawn (calls saved)"
+            )
+        if samples:
+            terminalreporter.write_sep("-", "samples")
+            for line in samples:
+                terminalreporter.write_line(line)
+        if self.prompt_changes:
+            terminalreporter.write_sep("-", "prompt changes")
+            for line in self.prompt_changes:
+                terminalreporter.write_line(line)
         for failure in self.gate_failures:
             terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
@@ -281,6 +392,37 @@ class RunReport:
             terminalreporter.write_line(f"prompteval: not written: {error}", red=True, bold=True)
         if self.html_written is not None:
             terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+        for shown in self.markdown_written:
+            terminalreporter.write_line(f"prompteval markdown: {shown}")
+
+
+def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
+    grouped: dict[str, list[CaseSamples]] = {}
+    for c in cases:
+        grouped.setdefault(c.version, []).append(c)
+    return grouped
+
+
+def significant_regressions(comparisons: list[Comparison], first: str) -> list[str]:
+    """Comparisons in which the --prompt version is significantly worse than its reference."""
+    return [
+        f"significant regression: {c.verdict}"
+        for c in comparisons
+        if c.significant
+        and c.mean_diff is not None
+        and (c.mean_diff < 0 if c.other == first else c.mean_diff > 0)
+    ]
+
+
+def _git_version_changes(versions: Sequence[PromptVersion]) -> list[str]:
+    """What changed in the --prompt version against each version read from git."""
+    first, *others = versions or (None,)
+    lines: list[str] = []
+    for other in others:
+        if first is not None and SEPARATOR in other.version + first.version:
+            old, new = (other, first) if SEPARATOR in other.version else (first, other)
+            lines += prompt_changes(old, new)
+    return lines
 
 
 def inline_lines(results: list[dict[str, Any]]) -> list[str]:

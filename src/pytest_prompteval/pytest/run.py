@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,11 @@ from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
 from pytest_prompteval.pytest.adapters import rootdir_moved_by
 from pytest_prompteval.pytest.batch import send_session_batch
+from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
+from pytest_prompteval.report.flaky import SampleTally
+from pytest_prompteval.workflows.affected import Affected, affected_since
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_KEY = pytest.StashKey["PromptevalRun"]()
@@ -46,6 +50,12 @@ def build_settings(config: pytest.Config) -> Settings:
         )
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.estimate and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
+    if settings.stop_early and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompteval-stop-early decides from the samples drawn before: use it without -n"
+        )
     if settings.batch and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(
             "--prompteval-batch sends one batch per run: use it without -n (xdist)"
@@ -71,6 +81,8 @@ class PromptevalRun:
         #: set by ``prompteval list`` and ``check-cases``: collect the cases even when no
         #: prompt version loads, to report every problem
         self.checking = False
+        self.affected: Affected | None = None
+        self.tally = SampleTally() if settings.stop_early else None
 
     @property
     def engine(self) -> Engine:
@@ -81,6 +93,14 @@ class PromptevalRun:
                 self._engine = Engine(self.settings, self.run_dir, self._scorers, self._declared())
             except PromptevalError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            ref = self.settings.affected
+            if self.collecting and ref is not None:
+                try:  # before anything is written: a bad ref is a usage error
+                    self.affected = affected_since(
+                        ref, self.settings.case_dirs, self._engine.versions
+                    )
+                except PromptevalError as exc:
+                    raise pytest.UsageError(f"--prompteval-affected: {exc}") from None
         return self._engine
 
     def _declared(self) -> Declared:
@@ -145,6 +165,10 @@ class PromptevalRun:
             return CaseFile.from_parent(parent, path=file_path, run=self)
         return None
 
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.affected is not None and not self.worker:
+            terminalreporter.write_line(self.affected.describe())
+
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         samples = [i.spec.samples for i in items if isinstance(i, CaseItem)]
         k = max(self.settings.pass_ks)
@@ -153,6 +177,9 @@ class PromptevalRun:
                 f"--prompteval-pass-k {k}: more than the {max(samples)} sample(s) any case "
                 f"has; draw more with --prompteval-samples {k} (or a case's samples:)"
             )
+        if self.affected is not None:
+            keeps = self.affected.keeps
+            deselect(self.config, items, lambda i: keeps(i.case.path, i.case.id))
         if self.settings.shard is None:
             return
         index, count = self.settings.shard
@@ -168,14 +195,19 @@ class PromptevalRun:
     # -- running --------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if self.settings.estimate and self.collecting:
+            if not session.config.option.collectonly:
+                run_estimate(session, self.engine)
+            return True  # no item runs
         if self.settings.batch and not session.config.option.collectonly and session.items:
             send_session_batch(session, self.engine, self.settings.batch_poll)
+        return None
 
     def ahead(self, session: pytest.Session, item: Any) -> None:
         """Calls for the items after ``item`` sent ahead of them (not with concurrency 1)."""
-        if self.settings.concurrency <= 1:
-            return
+        if self.settings.concurrency <= 1 or self.tally is not None:
+            return  # stop-early: a sample's call waits for the verdict of those before it
         if self.lookahead is None:
             self.lookahead = Lookahead(session, self.engine, self.settings.concurrency)
         self.lookahead.ahead(item)
@@ -189,6 +221,17 @@ class PromptevalRun:
             self._engine.close()
         if not self.worker:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def deselect(
+    config: pytest.Config, items: list[pytest.Item], keep: Callable[[CaseItem], bool]
+) -> None:
+    """Deselect the case items ``keep`` rejects (other tests stay)."""
+    drop = [i for i in items if isinstance(i, CaseItem) and not keep(i)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        dropped = set(map(id, drop))
+        items[:] = [i for i in items if id(i) not in dropped]
 
 
 def include_case_dirs(config: pytest.Config, case_dirs: tuple[Path, ...]) -> None:

@@ -1,0 +1,50 @@
+"""``--prompteval-estimate`` in a pytest run: the collected items priced, nothing generated."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.providers.tokencount import TokenCounter
+from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT
+from pytest_prompteval.workflows.estimate import Planned, estimate, estimate_lines
+
+
+def run_estimate(session: pytest.Session, engine: Engine) -> None:
+    """Print the estimate; a budget it exceeds, or a failed count, ends the session."""
+    settings = engine.settings
+    planned, unrenderable = [], 0
+    for item in session.items:
+        if isinstance(item, CaseItem):
+            try:
+                request = item.prepare()
+            except PromptevalError:
+                unrenderable += 1  # the run would fail it without a call
+                continue
+            planned.append(
+                Planned(item.prompt.version, request, item.spec.sample, item.spec.samples)
+            )
+    counter = TokenCounter(settings.recordings_dir, engine.store.provider)
+    try:
+        estimates = estimate(planned, engine.store, counter, engine.prices)
+    except PromptevalError as exc:
+        pytest.exit(f"prompteval estimate: {exc}", returncode=NO_VERDICT)
+    lines = estimate_lines(estimates, counter.calls)
+    if unrenderable:
+        lines.append(f"{unrenderable} items fail before any call (template errors)")
+    if settings.scorer != "automatic":
+        lines.append(f"judge calls of --prompteval-scorer={settings.scorer} not included")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", "prompteval estimate")
+        for line in lines:
+            reporter.write_line(line)
+    total = sum(e.cost_usd for e in estimates)
+    if settings.max_cost is not None and total > settings.max_cost:
+        pytest.exit(
+            f"prompteval estimate ${total:.4f} exceeds --prompteval-max-cost "
+            f"{settings.max_cost:g}: the run would not start",
+            returncode=GATE_FAILED,
+        )

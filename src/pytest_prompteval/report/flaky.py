@@ -1,0 +1,190 @@
+"""Cases with several samples: pass^k, min_pass verdicts and flaky cases (pure functions).
+
+pass@k is the chance that at least one of k samples passes; pass^k the chance that all k do,
+which is what a user who runs the prompt k times and needs every answer right gets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_prompteval.core.stats import pass_at_k
+from pytest_prompteval.report.summary import counts_in_denominators, outcome_of
+
+#: error types of the infrastructure, not the prompt: such samples are not scored
+Z95 = 1.959963984540054
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k from n samples of which c passed: C(c, k) / C(n, k), as a product
+    that neither overflows nor loses precision: prod_{i=0}^{k-1} (c - i) / (n - i)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass^k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    product = 1.0
+    for i in range(k):
+        product *= (c - i) / (n - i)
+    return max(product, 0.0)
+
+
+def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a pass rate: sound at 0/n and n/n, unlike the normal one."""
+    if total <= 0:
+        raise ValueError("a Wilson interval needs at least one sample")
+    rate = passed / total
+    denominator = 1 + z * z / total
+    centre = (rate + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / total + z * z / (4 * total * total)) / denominator
+    # at 0/n and n/n the bound is exactly 0 or 1; the formula only gets there up to rounding
+    low = 0.0 if passed == 0 else max(0.0, centre - half)
+    high = 1.0 if passed == total else min(1.0, centre + half)
+    return low, high
+
+
+MinPass = int | float  # an int is a count of samples, a float a fraction of them
+
+
+def parse_min_pass(value: str | int | float) -> MinPass:
+    """``4`` (at least four samples pass) or ``0.8`` (at least 80 % of them)."""
+    allowed = "a count of samples like 4, or a fraction like 0.8 (greater than 0, at most 1.0)"
+    if isinstance(value, bool):
+        raise ValueError(allowed)
+    if isinstance(value, str):
+        try:
+            value = float(value) if any(ch in value for ch in ".eE") else int(value)
+        except ValueError:
+            raise ValueError(allowed) from None
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(allowed)
+        return value
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise ValueError(allowed)
+    return value
+
+
+def needed(min_pass: MinPass, samples: int) -> int:
+    """Samples that must pass out of ``samples``: a count is capped at the samples drawn, a
+    fraction rounds up."""
+    if isinstance(min_pass, int):
+        return min(min_pass, samples)
+    return max(1, math.ceil(min_pass * samples - 1e-9))
+
+
+def verdict_decided(passed: int, drawn: int, samples: int, min_pass: MinPass) -> bool:
+    """Whether more samples can no longer change the verdict under min_pass. The verdict
+    of the samples drawn so far (``needed(min_pass, drawn)``) is then the full run's."""
+    need = needed(min_pass, samples)
+    return passed >= need or passed + (samples - drawn) < need
+
+
+class SampleTally:
+    """Scored samples so far per case, for ``--prompteval-stop-early`` (one process)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[Hashable, tuple[int, int]] = {}
+
+    def add(self, case: Hashable, passed: bool) -> None:
+        done, good = self._counts.get(case, (0, 0))
+        self._counts[case] = (done + 1, good + passed)
+
+    def decided(self, case: Hashable, samples: int, min_pass: MinPass) -> bool:
+        done, good = self._counts.get(case, (0, 0))
+        return bool(done) and verdict_decided(good, done, samples, min_pass)
+
+
+@dataclass(frozen=True)
+class CaseSamples:
+    version: str
+    case: str  # "file::case_id"
+    scored: int  # samples with a verdict (infrastructure errors excluded)
+    passed: int
+    errored: int
+    min_pass: MinPass | None
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.passed < self.scored
+
+    @property
+    def needed(self) -> int | None:
+        return None if self.min_pass is None else needed(self.min_pass, self.scored)
+
+    @property
+    def verdict(self) -> bool | None:
+        """The case's verdict under min_pass; None without min_pass or any scored sample."""
+        need = self.needed
+        return None if need is None or not self.scored else self.passed >= need
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.passed, self.scored)
+
+
+def case_samples(results: Iterable[Mapping[str, Any]]) -> list[CaseSamples]:
+    """Per version and case, the sample counts (glue over the result records)."""
+    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in results:
+        grouped.setdefault((r["prompt"], f"{r['file']}::{r['case_id']}"), []).append(r)
+    cases = []
+    for (version, case), items in sorted(grouped.items()):
+        errored = sum(1 for r in items if outcome_of(r) == "error")
+        scored = [r for r in items if counts_in_denominators(r)]
+        cases.append(
+            CaseSamples(
+                version,
+                case,
+                len(scored),
+                sum(bool(r["passed"]) for r in scored),
+                errored,
+                items[0].get("min_pass"),
+            )
+        )
+    return cases
+
+
+def mean_pass_hat_k(cases: Iterable[CaseSamples], k: int) -> float | None:
+    values = [pass_hat_k(c.scored, c.passed, k) for c in cases if c.scored >= k]
+    return sum(values) / len(values) if values else None
+
+
+def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
+    """pass^k beside pass@k per version, then each flaky case with its Wilson interval and,
+    under min_pass, its verdict. Empty when no case has more than one sample."""
+    if not any(c.scored > 1 for c in cases):
+        return []
+    lines = []
+    for version in dict.fromkeys(c.version for c in cases):
+        mine = [c for c in cases if c.version == version]
+        figures = []
+        for k in ks:
+            at = [pass_at_k(c.scored, c.passed, k) for c in mine if c.scored >= k]
+            hat = mean_pass_hat_k(mine, k)
+            if at and hat is not None:
+                figures.append(f"pass@{k} {sum(at) / len(at):.3f}  pass^{k} {hat:.3f}")
+        flaky = sum(c.flaky for c in mine)
+        lines.append(f"{version}: {'; '.join(figures) or 'too few samples'}; {flaky} flaky cases")
+    for c in cases:
+        if c.flaky:
+            low, high = c.interval
+            verdict = (
+                ""
+                if c.verdict is None
+                else (f", min_pass {c.min_pass}: {'passes' if c.verdict else 'fails'}")
+            )
+            lines.append(
+                f"  flaky {c.case} [{c.version}]: {c.passed}/{c.scored} passed, "
+                f"95% CI [{low:.2f}, {high:.2f}]{verdict}"
+            )
+    return lines
+
+
+def min_pass_failures(cases: Iterable[CaseSamples]) -> list[str]:
+    return [
+        f"case {c.case} [{c.version}]: {c.passed}/{c.scored} samples passed, min_pass "
+        f"{c.min_pass} needs {c.needed}"
+        for c in cases
+        if c.verdict is False
+    ]

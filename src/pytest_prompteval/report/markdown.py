@@ -1,0 +1,184 @@
+"""The run as GitHub-flavoured Markdown, for a pull request (pure: figures in, text out).
+
+Verdict first, then the per-version table, prompt changes, each comparison with its
+regressions and improvements linked to the case's line, flaky cases, errors and cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
+from pytest_prompteval.report.compare import Comparison
+from pytest_prompteval.report.flaky import CaseSamples, mean_pass_hat_k
+from pytest_prompteval.report.summary import VersionSummary
+
+#: "file::case_id" -> (path relative to the repository, 1-based line)
+Locations = Mapping[str, tuple[str, int]]
+#: (path, line) -> link target
+Linker = Callable[[str, int], str]
+
+
+def relative_link(path: str, line: int) -> str:
+    return f"{path}#L{line}"
+
+
+def github_linker(server: str, repository: str, sha: str) -> Linker:
+    """Links to the lines of the commit the workflow runs on."""
+    return lambda path, line: f"{server}/{repository}/blob/{sha}/{path}#L{line}"
+
+
+@dataclass
+class MarkdownRun:
+    summaries: Sequence[VersionSummary]
+    comparisons: Sequence[Comparison]
+    gate_failures: Sequence[str] = ()
+    prompt_changes: Sequence[str] = ()
+    cases: Sequence[CaseSamples] = ()
+    locations: Locations = field(default_factory=dict)
+    ks: Sequence[int] = (1,)
+
+
+def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
+    parts = [
+        _verdict(run),
+        _versions(run),
+        _changes(run.prompt_changes),
+        *(_comparison(c, run.locations, link) for c in run.comparisons),
+        _flaky(run, link),
+        _errors(run.summaries),
+        _cost(run.summaries),
+    ]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]], right: int = 1) -> str:
+    align = ["---" if i < right else "---:" for i in range(len(header))]
+    lines = [header, align, *[[_cell(v) for v in row] for row in rows]]
+    return "\n".join("| " + " | ".join(map(str, line)) + " |" for line in lines)
+
+
+def _figure(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _verdict(run: MarkdownRun) -> str:
+    errored = sum(
+        n for s in run.summaries for kind, n in s.errors.items() if kind in INFRASTRUCTURE_KINDS
+    )
+    if run.gate_failures:
+        lines = ["## ❌ prompteval: gate failed", ""]
+        lines += [f"- {_cell(f)}" for f in run.gate_failures]
+    elif errored:
+        lines = [f"## ⚠️ prompteval: {errored} items errored, not scored"]
+    else:
+        lines = ["## ✅ prompteval: gates passed"]
+    verdicts = [c.verdict for c in run.comparisons]
+    if verdicts:
+        lines += ["", *(f"**{_cell(v)}**  " for v in verdicts)]
+    return "\n".join(lines)
+
+
+def _versions(run: MarkdownRun) -> str:
+    by_version: dict[str, list[CaseSamples]] = {}
+    for case in run.cases:
+        by_version.setdefault(case.version, []).append(case)
+    header = ["version", "items", "passed", "pass rate", "mean score"]
+    header += [f"pass@{k}" for k in run.ks] + [f"pass^{k}" for k in run.ks]
+    header += ["errors", "cost $"]
+    rows = []
+    for s in run.summaries:
+        cases = by_version.get(s.version, [])
+        rows.append(
+            [
+                f"`{s.version}`",
+                s.items,
+                s.passed,
+                f"{s.pass_rate:.1%}",
+                _figure(s.mean_score),
+                *(_figure(s.pass_at_k.get(k)) for k in run.ks),
+                *(_figure(mean_pass_hat_k(cases, k)) for k in run.ks),
+                sum(s.errors.values()),
+                f"{s.cost_usd + s.judge_cost_usd:.4f}",
+            ]
+        )
+    return "### Versions\n\n" + _table(header, rows)
+
+
+def _changes(lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    return "### Prompt changes\n\n```diff\n" + "\n".join(lines) + "\n```"
+
+
+def _case_link(case: str, locations: Locations, link: Linker) -> str:
+    where = locations.get(case)
+    name = case.split("::", 1)[-1]
+    if where is None:
+        return f"`{name}` ({case})"
+    path, line = where
+    return f"[`{name}`]({link(path, line)}) `{path}:{line}`"
+
+
+def _comparison(c: Comparison, locations: Locations, link: Linker) -> str:
+    lines = [f"### `{c.other}` vs `{c.baseline}`", "", _cell(c.verdict)]
+    if c.paired:
+        lines.append(
+            f"{c.paired} paired cases, {len(c.regressions)} regressions, "
+            f"{len(c.improvements)} improvements"
+            + ("" if c.mcnemar_p is None else f" (McNemar exact p={c.mcnemar_p:.2g})")
+        )
+    for title, cases in (("Regressions", c.regressions), ("Improvements", c.improvements)):
+        if cases:
+            lines += ["", f"**{title}**", ""]
+            lines += [f"- {_case_link(case, locations, link)}" for case in cases]
+    return "\n".join(lines)
+
+
+def _flaky(run: MarkdownRun, link: Linker) -> str:
+    flaky = [c for c in run.cases if c.flaky]
+    if not flaky:
+        return ""
+    rows = []
+    for c in flaky:
+        low, high = c.interval
+        verdict = {True: "pass", False: "fail", None: "-"}[c.verdict]
+        rows.append(
+            [
+                _case_link(c.case, run.locations, link),
+                f"`{c.version}`",
+                f"{c.passed}/{c.scored}",
+                f"[{low:.2f}, {high:.2f}]",
+                "-" if c.min_pass is None else f"{c.needed} ({c.min_pass})",
+                verdict,
+            ]
+        )
+    header = ["case", "version", "passed", "95% Wilson", "min_pass", "verdict"]
+    return "### Flaky cases\n\n" + _table(header, rows, right=2)
+
+
+def _errors(summaries: Sequence[VersionSummary]) -> str:
+    rows = [
+        [f"`{s.version}`", kind, count]
+        for s in summaries
+        for kind, count in sorted(s.errors.items())
+    ]
+    if not rows:
+        return ""
+    return "### Errors\n\n" + _table(["version", "error", "items"], rows, right=2)
+
+
+def _cost(summaries: Sequence[VersionSummary]) -> str:
+    total = sum(s.cost_usd + s.judge_cost_usd for s in summaries)
+    tokens = sum(s.input_tokens + s.output_tokens for s in summaries)
+    items = sum(s.items for s in summaries)
+    replayed = sum(s.replayed for s in summaries)
+    return (
+        f"### Cost\n\n${total:.4f} for {tokens} tokens; {replayed} of {items} items replayed "
+        "from recordings"
+    )

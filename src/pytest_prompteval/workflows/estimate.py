@@ -1,0 +1,99 @@
+"""``--prompteval-estimate``: calls, tokens and dollars of a run before it runs, no generation
+calls made. A sample with a recording replays (free); a new one is priced with its input
+tokens counted by the API and its output tokens taken from a recording of another sample of
+the same request, else its ``max_tokens`` (an upper bound)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_prompteval.core.pricing import PriceTable
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.providers.store import Store
+from pytest_prompteval.providers.tokencount import TokenCounter
+
+
+@dataclass
+class VersionEstimate:
+    version: str
+    replayed: int = 0
+    replayed_tokens: int = 0
+    new: int = 0
+    new_input_tokens: int = 0
+    new_output_tokens: int = 0
+    output_from_max_tokens: int = 0  # new samples with no recording to take output from
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+
+@dataclass(frozen=True)
+class Planned:
+    version: str
+    request: Request
+    sample: int
+    samples: int
+
+
+def estimate(
+    planned: Iterable[Planned], store: Store, counter: TokenCounter, prices: PriceTable
+) -> list[VersionEstimate]:
+    by_version: dict[str, VersionEstimate] = {}
+    for item in planned:
+        figures = by_version.setdefault(item.version, VersionEstimate(item.version))
+        recorded = _recording(store, item.request, item.sample)
+        if recorded is not None and store.mode != "all":
+            figures.replayed += 1
+            figures.replayed_tokens += recorded.input_tokens + recorded.output_tokens
+            continue
+        input_tokens = counter.count(item.request)
+        others = [_recording(store, item.request, s) for s in range(item.samples)]
+        outputs = [r.output_tokens for r in others if r is not None]
+        if outputs:
+            output_tokens = round(sum(outputs) / len(outputs))
+        else:
+            output_tokens = int(item.request.params.get("max_tokens", 0))
+            figures.output_from_max_tokens += 1
+        figures.new += 1
+        figures.new_input_tokens += input_tokens
+        figures.new_output_tokens += output_tokens
+        cost = prices.cost(
+            Response("", item.request.model, input_tokens=input_tokens, output_tokens=output_tokens)
+        )
+        if cost is None:
+            figures.unpriced += 1
+        else:
+            figures.cost_usd += cost
+    return list(by_version.values())
+
+
+def _recording(store: Store, request: Request, sample: int) -> Response | None:
+    path: Path = store.path_for(request.key(sample))
+    return Store.read(path) if path.exists() else None
+
+
+def estimate_lines(estimates: Sequence[VersionEstimate], counting_calls: int) -> list[str]:
+    lines = [
+        f"{'version':<20} {'replayed':>8} {'tokens':>9} {'new':>6} {'in tok':>9} "
+        f"{'out tok':>9} {'cost $':>9}"
+    ]
+    for e in estimates:
+        lines.append(
+            f"{e.version:<20} {e.replayed:>8} {e.replayed_tokens:>9} {e.new:>6} "
+            f"{e.new_input_tokens:>9} {e.new_output_tokens:>9} {e.cost_usd:>9.4f}"
+        )
+    total = sum(e.cost_usd for e in estimates)
+    new = sum(e.new for e in estimates)
+    bounded = sum(e.output_from_max_tokens for e in estimates)
+    unpriced = sum(e.unpriced for e in estimates)
+    lines.append(
+        f"total: {new} new calls, ${total:.4f} (replays are free); {counting_calls} token-counting "
+        "calls made, no generation calls"
+    )
+    if bounded:
+        lines.append(f"{bounded} new calls priced at max_tokens output: an upper bound")
+    if unpriced:
+        lines.append(f"{unpriced} new calls to models missing from the price table: not priced")
+    return lines

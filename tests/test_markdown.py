@@ -1,0 +1,100 @@
+"""--prompteval-markdown and GITHUB_STEP_SUMMARY: the run as GitHub-flavoured Markdown."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+APP = """
+def answer(request, *, case, prompt, sample):
+    broken = prompt.version == "w" and case.id in ("c2", "c3")
+    flaky = case.id == "c4" and sample == 1
+    return "nothing" if broken or flaky else "a loop"
+"""
+PROVIDER = "--prompteval-provider=python:mdapp:answer"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(mdapp=APP)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    prompts = pytester.mkdir("prompts")
+    prompts.joinpath("v.yaml").write_text("user_prompt: x\n")
+    prompts.joinpath("w.yaml").write_text("user_prompt: y\n")
+    cases = "".join(
+        f"\n# case {i}\n- id: c{i}\n  threshold: 0\n  input: {{n: {i}}}\n"
+        f"  assert: [{{contains: loop}}]\n" + ("  samples: 3\n" if i == 4 else "")
+        for i in range(1, 5)
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+    return pytester
+
+
+def tables(tokens: list[Token]) -> list[list[list[str]]]:
+    """Each table as rows of cell texts, header row first."""
+    found: list[list[list[str]]] = []
+    for i, token in enumerate(tokens):
+        if token.type == "table_open":
+            found.append([])
+        elif token.type == "tr_open":
+            found[-1].append([])
+        elif token.type in ("th_open", "td_open"):
+            found[-1][-1].append(tokens[i + 1].content)
+    return found
+
+
+def links(tokens: list[Token]) -> list[str]:
+    return [
+        str(child.attrs["href"])
+        for token in tokens
+        for child in token.children or []
+        if child.type == "link_open"
+    ]
+
+
+def test_markdown_tables_parse_and_links_point_at_the_cases(project: pytest.Pytester) -> None:
+    result = project.runpytest("--prompt=v", "--compare=w", PROVIDER, "--prompteval-markdown=pr.md")
+    result.stdout.fnmatch_lines(["prompteval markdown: pr.md"])
+    text = (project.path / "pr.md").read_text()
+    assert text.startswith("## ")  # the verdict first
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+
+    parsed = tables(tokens)
+    versions, flaky = parsed[0], parsed[1]
+    assert versions[0][:3] == ["version", "items", "passed"]
+    assert [row[0] for row in versions[1:]] == ["`v`", "`w`"]
+    assert [row[2] for row in versions[1:]] == ["5", "3"]
+    assert all(len(row) == len(table[0]) for table in parsed for row in table)
+    assert [row[2] for row in flaky[1:]] == ["2/3", "2/3"]
+
+    hrefs = links(tokens)
+    assert len(hrefs) == 4  # two regressions, c4 flaky under both versions
+    lines = (project.path / "prompt_cases" / "c.yaml").read_text().splitlines()
+    named = set()
+    for href in hrefs:
+        path, line = re.fullmatch(r"(.+)#L(\d+)", href).groups()  # type: ignore[union-attr]
+        assert (project.path / path).is_file()
+        case_id = lines[int(line) - 1].split("id:")[1].strip()
+        named.add(case_id)
+    assert named == {"c2", "c3", "c4"}
+    assert "**Regressions**" in text and "`prompt_cases/c.yaml:" in text
+
+
+def test_github_step_summary_is_appended_without_any_option(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = project.path / "step_summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo/repo")
+    monkeypatch.setenv("GITHUB_SHA", "abc123")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    project.runpytest("--prompt=v", "--compare=w", PROVIDER)
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n## ")
+    assert "(https://github.com/octo/repo/blob/abc123/prompt_cases/c.yaml#L" in text
+    assert not list(Path(project.path).glob("*.md.*"))
