@@ -4,7 +4,7 @@ any version so their accuracy and cost sit beside the plain ones in the summary:
 - ``strategy: {name: self_verify, attempts: 3}``: run the case's visible (basic) tests on
   the answer; on failure, send the conversation back with the failures, up to N attempts;
 - ``strategy: {name: refine, attempts: 3}``: iterative refinement: a fresh request with the
-  current code and the failed tests, "fix the code to pass all tests";
+  task, the current code and the failed tests, "fix the code";
 - ``strategy: {name: best_of_n, n: 5}``: n independent answers, keep the one that passes
   the most visible tests.
 
@@ -71,6 +71,22 @@ def _failures(metrics: Metrics, spec: CodeSpec) -> str:
     )
 
 
+def _task(request: Request) -> str:
+    """The task as the first request stated it: its last user turn."""
+    turn = next((m for m in reversed(request.messages) if m.role == "user"), None)
+    return "\n".join(turn.content) if turn else ""
+
+
+def _refine_prompt(request: Request, code: str, failures: str) -> str:
+    """A fresh request that still carries the task, so that refine is judged on the same
+    information as self_verify, which continues the conversation."""
+    return (
+        f"Task:\n{_task(request)}\n\nCurrent code:\n```python\n{code}\n```\n"
+        f"Failed tests: {failures}\nFix the code so that it does the task and passes all "
+        "tests. Answer with the complete code in one ```python block."
+    )
+
+
 def apply(
     strategy: Mapping[str, Any],
     store: Store,
@@ -116,16 +132,7 @@ def apply(
                 ),
             ]
         else:
-            turns = [
-                Message(
-                    "user",
-                    (
-                        f"Current code:\n```python\n{code}\n```\nFailed tests: "
-                        f"{_failures(metrics, visible)}\nFix the code to pass all tests. "
-                        "Answer with the complete code in one ```python block.",
-                    ),
-                )
-            ]
+            turns = [Message("user", (_refine_prompt(request, code, _failures(metrics, visible)),))]
         retry = dataclasses.replace(request, messages=tuple(turns))
         response = store.get(retry, context).response
         responses.append(response)
