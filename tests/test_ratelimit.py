@@ -26,19 +26,29 @@ class Clock:
         return self.now
 
 
-def test_429_halves_the_limit_and_pauses_successes_grow_it_back(tmp_path: Path) -> None:
+def test_429_halves_the_limit_once_per_window_pauses_and_successes_grow_it_back(
+    tmp_path: Path,
+) -> None:
     clock = Clock()
     gate = RateGate(8, tmp_path / "rate.json", clock=clock)
-    ticket = Ticket(1, clock.now)
-    gate.limited(ticket, {"retry-after": "2"})
-    assert gate.limit == 4 and gate.paused_until() == 1002.0
-    gate.limited(ticket, {"retry-after-ms": "500"})
-    assert gate.limit == 2 and gate.paused_until() == 1002.0  # the longer pause stands
+    gate.probing = False
+    together = [gate.try_acquire() for _ in range(3)]
+    assert all(isinstance(t, Ticket) for t in together)
+    for ticket in together:
+        assert isinstance(ticket, Ticket)
+        gate.limited(ticket, {"retry-after": "2"})
+        gate.release()
+    assert gate.limit == 4 and gate.paused_until() == 1002.0  # halved once for the three
+    clock.now = 1003.0
+    later = gate.try_acquire()
+    assert isinstance(later, Ticket)
+    gate.limited(later, {"retry-after-ms": "500"})
+    assert gate.limit == 2 and gate.paused_until() == 1003.5
     for _ in range(20):
-        gate.succeeded(ticket, {})
+        gate.succeeded(later, {})
     assert 5 < gate.limit <= 8
     for _ in range(200):
-        gate.succeeded(ticket, {})
+        gate.succeeded(later, {})
     assert gate.limit == 8
 
 

@@ -8,8 +8,8 @@ many calls a process starts, and when:
   calls started since and the refill (limit per minute) give an estimate now, and a new call
   starts only while the estimate leaves a margin of one call. Until the first answer of a
   process comes back, one call at a time: it tells the limits before a burst can exceed them;
-- additive increase, multiplicative decrease: each 429/529 halves the calls allowed in
-  flight (never below one) and pauses new calls for the ``retry-after`` the API asked for;
+- additive increase, multiplicative decrease: a 429/529 halves the calls allowed in flight
+  (never below one; once for the calls that were in flight together) and pauses new calls for the ``retry-after`` the API asked for;
   each success lets the limit grow back by 1/limit, up to ``--prompteval-concurrency``;
 - when a header says nothing is left, new calls wait for its ``-reset``;
 - a pause is written to a small file under a lock that every xdist worker of the run reads,
@@ -187,6 +187,7 @@ class RateGate:
             share = 1 / max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
         self.pacer = Pacer(share)
         self.probing = True  # until the first answer: one call at a time
+        self._cut_after = 0  # calls started up to this one do not cut the limit again
         self.shared = shared
         self.clock = clock
         self._paused_until = 0.0
@@ -267,7 +268,11 @@ class RateGate:
         """A 429/529 came back: slow down, pause as asked."""
         now = self.clock()
         with self._cond:
-            self.limit = max(1.0, self.limit / 2)
+            # Once per window, as TCP does: calls already in flight when the limit was cut
+            # say nothing new when they are refused too.
+            if ticket.seq > self._cut_after:
+                self.limit = max(1.0, self.limit / 2)
+                self._cut_after = self.pacer.started
             self.pacer.observe(ticket, headers, now)
         self.pause(now + retry_after(headers))
 
