@@ -8,9 +8,11 @@ many calls a process starts, and when:
   calls started since and the refill (limit per minute) give an estimate now, and a new call
   starts only while the estimate leaves a margin of one call. Until the first answer of a
   process comes back, one call at a time: it tells the limits before a burst can exceed them;
-- additive increase, multiplicative decrease: a 429/529 halves the calls allowed in flight
-  (never below one; once for the calls that were in flight together) and pauses new calls for the ``retry-after`` the API asked for;
-  each success lets the limit grow back by 1/limit, up to ``--prompteval-concurrency``;
+- a 429/529 halves the calls allowed in flight (never below one; once for the calls that
+  were in flight together) and pauses new calls for the ``retry-after`` the API asked for;
+  successes regain what the cut took one call each, then grow the limit by 1/limit each
+  (additive increase), up to ``--prompteval-concurrency``. The pause and the pacing hold
+  back a real limit; the cut is brief, so that a few stray refusals do not slow a run;
 - when a header says nothing is left, new calls wait for its ``-reset``;
 - a pause is written to a small file under a lock that every xdist worker of the run reads,
   so N workers do not each spend the whole limit; each worker paces on its share.
@@ -188,6 +190,7 @@ class RateGate:
         self.pacer = Pacer(share)
         self.probing = True  # until the first answer: one call at a time
         self._cut_after = 0  # calls started up to this one do not cut the limit again
+        self._regain = 0.0  # the limit before the last cut: regained one call per success
         self.shared = shared
         self.clock = clock
         self._paused_until = 0.0
@@ -271,6 +274,7 @@ class RateGate:
             # Once per window, as TCP does: calls already in flight when the limit was cut
             # say nothing new when they are refused too.
             if ticket.seq > self._cut_after:
+                self._regain = self.limit
                 self.limit = max(1.0, self.limit / 2)
                 self._cut_after = self.pacer.started
             self.pacer.observe(ticket, headers, now)
@@ -290,7 +294,8 @@ class RateGate:
             "output-tokens": float(output_tokens),
         }
         with self._cond:
-            self.limit = min(float(self.ceiling), self.limit + 1 / self.limit)
+            step = 1.0 if self.limit < self._regain else 1 / self.limit
+            self.limit = min(float(self.ceiling), self.limit + step)
             self.pacer.observe(ticket, headers, now, costs)
         until = pause_from_headers(headers, now)
         if until is not None:
