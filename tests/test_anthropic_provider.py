@@ -238,7 +238,7 @@ def test_rate_limited_and_overloaded_answers_shrink_the_calls_in_flight(
     provider = provider_with_gate(waits)
     anthropic_server.inject(Fault.rate_limited(retry_after=0.001), Fault.overloaded())
     provider.complete(REQUEST, CONTEXT)
-    assert provider.gate is not None and provider.gate.limit == 2.5  # 8 halved twice, +1/2
+    assert provider.gate is not None and provider.gate.limit == 3  # 8 halved twice, 1 regained
     assert waits == []  # the gate's pause, not a sleep holding the call
     provider.close()
 

@@ -14,7 +14,7 @@ from pytest_prompteval.core.sharding import parse_shard, shard_of
 from pytest_prompteval.engine.session import SCORER_MODES, build_session, prompt_dir
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.budget import Budget
-from pytest_prompteval.providers.ratelimit import RateGate
+from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY, RateGate
 from pytest_prompteval.providers.store import MODES
 from pytest_prompteval.pytest import hookspecs
 from pytest_prompteval.pytest.batch import send_session_batch
@@ -128,7 +128,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--prompteval-concurrency",
         type=int,
         metavar="N",
-        help="model calls in flight at once, sent ahead of the items (default 8; 1: none)",
+        help="model calls in flight at most, sent ahead of the items and paced by the API's "
+        f"rate-limit headers (default {DEFAULT_CONCURRENCY}; 1: none)",
     )
     group.addoption(
         "--prompteval-shard",
@@ -206,7 +207,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "prompteval_code_timeout", "code cases: seconds a sample may run at most", default="3"
     )
     parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
-    parser.addini("prompteval_concurrency", "model calls in flight at once", default="8")
+    parser.addini(
+        "prompteval_concurrency", "model calls in flight at most", default=str(DEFAULT_CONCURRENCY)
+    )
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 
 
@@ -239,6 +242,8 @@ def pytest_configure(config: pytest.Config) -> None:
         ps.store.budget = Budget(config.option.prompteval_max_cost, ledger, ps.prices)
     if isinstance(ps.store.provider, AnthropicProvider):
         ps.store.provider.gate = RateGate(ps.concurrency, Path(run_dir) / "ratelimit.json")
+        if ps.store.mode != "none" and not config.option.collectonly:
+            ps.store.provider.warm()  # the SDK's import overlaps collection
     _include_case_dirs(config, ps.case_dirs)
     if hasattr(config, "workerinput"):
         report = None  # an xdist worker: the controller reports

@@ -16,6 +16,7 @@ from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
+from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
@@ -47,7 +48,7 @@ class PromptevalSession:
     judge_repeats: int = 1
     pass_ks: tuple[int, ...] = (1,)
     results_dir: Path | None = None
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     code_timeout: float = 3.0
     code_pass: str = "all"
     _code: CodeScorer | None = None
