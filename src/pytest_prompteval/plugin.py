@@ -242,7 +242,8 @@ def pytest_configure(config: pytest.Config) -> None:
         ps.store.budget = Budget(config.option.prompteval_max_cost, ledger, ps.prices)
     if isinstance(ps.store.provider, AnthropicProvider):
         ps.store.provider.gate = RateGate(ps.concurrency, Path(run_dir) / "ratelimit.json")
-        if ps.store.mode != "none" and not config.option.collectonly:
+        calls_here = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", 0)
+        if calls_here and ps.store.mode != "none" and not config.option.collectonly:
             ps.store.provider.warm()  # the SDK's import overlaps collection
     _include_case_dirs(config, ps.case_dirs)
     if hasattr(config, "workerinput"):
