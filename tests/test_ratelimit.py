@@ -170,6 +170,15 @@ def test_a_worker_paces_on_its_share_of_the_limit() -> None:
     assert (bucket.per_second, bucket.capacity, bucket.left) == (5.0, 5.0, 4.5)
 
 
+def test_a_bucket_smaller_than_two_calls_waits_until_full_not_forever() -> None:
+    pacer = Pacer(share=0.125, safety=1.0)  # one of 8 workers, a burst of 10
+    pacer.observe(pacer.start(0.0), limit_headers(600, 9), 0.0)
+    assert pacer.buckets["requests"].capacity == 1.25
+    pacer.start(0.0)
+    assert 0 < pacer.wait(0.0) < float("inf")
+    assert pacer.wait(1.0) == 0.0
+
+
 def simulate(
     items: int, per_minute: int, burst: int, concurrency: int, latency: float
 ) -> tuple[float, int]:

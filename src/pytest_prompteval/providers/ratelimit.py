@@ -115,9 +115,10 @@ class Bucket:
             self.at = now
 
     def wait(self, now: float) -> float:
-        """Seconds until one more call leaves a call's margin."""
+        """Seconds until one more call leaves a call's margin (or, where the bucket holds
+        less than two calls, until it is full)."""
         self.refill(now)
-        need = 2 * self.cost - self.left
+        need = min(2 * self.cost, self.capacity) - self.left
         return need / self.per_second if need > 0 else 0.0
 
 
@@ -170,7 +171,7 @@ class Pacer:
             per_second = limit / 60 * self.safety * self.share
             # A token bucket may hold less than a minute's limit: what it is seen to hold
             # bounds what a pause can refill.
-            self._held[kind] = max(remaining + 1, self._held.get(kind, 0.0))
+            self._held[kind] = max(remaining + cost, self._held.get(kind, 0.0))
             capacity = self._held[kind] * self.share
             since = self.started - ticket.seq  # started after this call: not counted in it
             left = remaining * self.share - since * cost + (now - ticket.at) * per_second
