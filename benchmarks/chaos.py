@@ -2,6 +2,7 @@
 
     python benchmarks/chaos.py [--items 1002] [--concurrency 32] [--fault-rate 0.2]
                                [--permanent 0.25] [--latency 0.1] [--stall 2.0] [--seed 0]
+                               [--kinds 429 529 500 reset malformed stall]
 
 One project of N generated cases, three whole ``pytest`` processes against the loopback server:
 
@@ -73,7 +74,7 @@ def plan(args: argparse.Namespace) -> dict[int, tuple[str, bool]]:
     """Item number -> (fault kind, permanent): a fixed share, kinds evenly spread."""
     rng = random.Random(args.seed)
     faulty = rng.sample(range(args.items), round(args.fault_rate * args.items))
-    kinds = [KINDS[i % len(KINDS)] for i in range(len(faulty))]
+    kinds = [args.kinds[i % len(args.kinds)] for i in range(len(faulty))]
     rng.shuffle(kinds)
     return {
         n: (kind, kind != "stall" and rng.random() < args.permanent)
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--stall", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     args = parser.parse_args()
     faults = plan(args)
     permanent = {n for n, (_, always) in faults.items() if always}
