@@ -108,7 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[0, 4])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[0, 4])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--limited-items", type=int, default=300)
     parser.add_argument("--per-minute", type=int, default=600)

@@ -37,7 +37,7 @@ def test_429_halves_the_limit_once_per_window_pauses_and_successes_grow_it_back(
     for ticket in together:
         assert isinstance(ticket, Ticket)
         gate.limited(ticket, {"retry-after": "2"})
-        gate.release()
+        gate.release(ticket)
     assert gate.limit == 4 and gate.paused_until() == 1002.0  # halved once for the three
     clock.now = 1003.0
     later = gate.try_acquire()
@@ -120,7 +120,7 @@ def test_until_the_first_answer_one_call_at_a_time_then_the_full_limit() -> None
     first = gate.try_acquire()
     assert isinstance(first, Ticket) and gate.try_acquire() == 0.0
     gate.succeeded(first, {})
-    gate.release()
+    gate.release(first)
     started = [gate.try_acquire() for _ in range(5)]
     assert [isinstance(t, Ticket) for t in started] == [True] * 4 + [False]
 
@@ -147,6 +147,17 @@ def test_the_pacer_counts_calls_started_since_the_answer_and_the_refill() -> Non
     late = Ticket(1, 0.0)  # an older answer does not overwrite what a newer one said
     pacer.observe(late, limit_headers(600, 9), 0.3)
     assert pacer.buckets["requests"].left == pytest.approx(2.0)
+
+
+def test_a_call_started_earlier_but_not_answered_may_not_be_counted_yet() -> None:
+    pacer = Pacer(safety=1.0)
+    straggler, answered = pacer.start(0.0), pacer.start(0.0)
+    pacer.observe(answered, limit_headers(600, 9), 0.0)  # the API had not seen the straggler
+    assert pacer.buckets["requests"].left == 8
+    pacer.finish(straggler)
+    pacer.finish(answered)
+    pacer.observe(pacer.start(0.0), limit_headers(600, 6), 0.0)
+    assert pacer.buckets["requests"].left == 6
 
 
 def test_token_limits_pace_by_the_tokens_calls_spend() -> None:
@@ -209,7 +220,7 @@ def simulate(
                 gate.limited(ticket, headers)
                 refused += 1
                 waiting += 1  # retried
-            gate.release()
+            gate.release(ticket)
     return clock.now, refused
 
 

@@ -276,5 +276,5 @@ class AnthropicProvider:
             cause = f" ({exc.__cause__})" if exc.__cause__ else ""
             return Attempt(type(exc).__name__, None, None, exc.message + cause, True, {})
         finally:
-            if gate is not None:
-                gate.release()
+            if gate is not None and ticket is not None:
+                gate.release(ticket)

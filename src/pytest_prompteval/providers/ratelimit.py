@@ -136,6 +136,7 @@ class Pacer:
     started: int = 0
     _seen: dict[str, int] = field(default_factory=dict)  # newest ticket each kind came from
     _held: dict[str, float] = field(default_factory=dict)  # the most each kind was seen to hold
+    _open: set[int] = field(default_factory=set)  # calls started and not finished
 
     def wait(self, now: float) -> float:
         return max((b.wait(now) for b in self.buckets.values()), default=0.0)
@@ -145,7 +146,11 @@ class Pacer:
             bucket.refill(now)
             bucket.left -= bucket.cost
         self.started += 1
+        self._open.add(self.started)
         return Ticket(self.started, now)
+
+    def finish(self, ticket: Ticket) -> None:
+        self._open.discard(ticket.seq)
 
     def observe(
         self,
@@ -173,7 +178,9 @@ class Pacer:
             # bounds what a pause can refill.
             self._held[kind] = max(remaining + cost, self._held.get(kind, 0.0))
             capacity = self._held[kind] * self.share
-            since = self.started - ticket.seq  # started after this call: not counted in it
+            # Not counted in ``remaining``, at worst: the calls started after this one, and
+            # those started before it but not answered yet (they may reach the API late).
+            since = self.started - ticket.seq + sum(1 for seq in self._open if seq < ticket.seq)
             left = remaining * self.share - since * cost + (now - ticket.at) * per_second
             self.buckets[kind] = Bucket(per_second, capacity, min(capacity, left), now, cost)
 
@@ -265,9 +272,10 @@ class RateGate:
                     return got
                 self._cond.wait(timeout=min(max(got, 0.005), 0.5))
 
-    def release(self) -> None:
+    def release(self, ticket: Ticket) -> None:
         with self._cond:
             self.in_flight -= 1
+            self.pacer.finish(ticket)
             self.probing = False
             self._cond.notify_all()
 
