@@ -33,7 +33,9 @@ Responder = Callable[[dict[str, Any]], Answer]
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected failure. ``kind`` is ``status``, ``reset`` or ``malformed``."""
+    """One injected failure. ``kind`` is ``status``, ``reset``, ``malformed`` (a 200 whose
+    body is cut short) or ``stall`` (the answer comes ``delay`` seconds late); the server's
+    own limit refuses with kind ``refused``, answered at once, before the latency."""
 
     kind: str = "status"
     status: int = 500
