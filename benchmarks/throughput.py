@@ -1,15 +1,22 @@
 """Calls in flight from one pytest process, against the loopback server.
 
-    python benchmarks/throughput.py [--items 500] [--latency 0.2] [--concurrency 8 32]
-                                    [--repeat 3]
+    python benchmarks/throughput.py [--items 500] [--latency 0.2] [--concurrency 0 4]
+                                    [--repeat 3] [--limited-items 300]
+                                    [--per-minute 600] [--burst 10]
 
-For each concurrency: fresh ``pytest --prompt`` processes (recording every call, so each
-item really calls the server) over N generated cases, ``--repeat`` times. Prints, per run
-and as the median: the call phase (first request in to last answer out, seen by the
-server) next to the ideal N x latency / concurrency, and the whole process's wall time next
-to the ideal plus start-up. Start-up is measured here too: the same pytest command with
-``--collect-only`` (interpreter, pytest and its plugins, collection, summary) plus the time
+For each concurrency (0: the default settings, no option; 4: promptfoo's fixed default):
+fresh ``pytest --prompt`` processes (recording every call, so each item really calls the
+server) over N generated cases, ``--repeat`` times. Prints, per run and as the median: the
+time before the first call reached the server, the call phase (first request in to last
+answer out, seen by the server) next to the ideal N x latency / concurrency, and the whole
+process's wall time. Start-up is measured too: the same pytest command with
+``--collect-only`` (interpreter, pytest and its plugins, collection, summary) and the time
 ``import anthropic`` adds to a bare interpreter.
+
+Then a run at the default settings against the server enforcing ``--per-minute`` requests in
+bursts of ``--burst`` (a token bucket, announced in the API's ``anthropic-ratelimit-requests-*``
+headers, 429 with ``retry-after`` over it): requests refused (target <= 5%) and the call
+phase next to the limit's minimum, (items - burst) / (per-minute / 60) (target <= 1.25x).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.testing import AnthropicServer
+from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
+from pytest_prompteval.testing import AnthropicServer, RequestLimit
 
 ANSWER = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
 
@@ -52,6 +60,7 @@ def timed(command: list[str], **kwargs: Any) -> tuple[float, subprocess.Complete
 
 
 def pytest_command(concurrency: int, *extra: str) -> list[str]:
+    """0: the default concurrency."""
     return [
         sys.executable,
         "-m",
@@ -60,7 +69,7 @@ def pytest_command(concurrency: int, *extra: str) -> list[str]:
         "-p",
         "no:cacheprovider",
         "--prompt=v",
-        f"--prompteval-concurrency={concurrency}",
+        *([f"--prompteval-concurrency={concurrency}"] if concurrency else []),
         "--prompteval-record=all",
         "--prompteval-results=none",
         *extra,
@@ -79,18 +88,36 @@ def startup(items: int) -> tuple[float, float]:
     return collect, sdk - bare
 
 
+def live_run(
+    server: AnthropicServer, arrivals: list[float], items: int, concurrency: int
+) -> tuple[float, float, float, str]:
+    """(before the first call, call phase, whole process, pytest's last line)."""
+    arrivals.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        project(Path(tmp), items)
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "benchmark"}
+        started = time.monotonic()
+        wall, done = timed(pytest_command(concurrency), cwd=tmp, env=env)
+    first = min(arrivals) - started if arrivals else 0.0
+    phase = (max(arrivals) - min(arrivals) + server.latency) if arrivals else 0.0
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
+    return first, phase, wall, summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[0, 4])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--limited-items", type=int, default=300)
+    parser.add_argument("--per-minute", type=int, default=600)
+    parser.add_argument("--burst", type=int, default=10)
     args = parser.parse_args()
     collect, sdk = startup(args.items)
-    start = collect + sdk
     print(
-        f"start-up {start:.2f} s: pytest --collect-only {collect:.2f} s + import anthropic "
-        f"{sdk:.2f} s",
+        f"start-up: pytest --collect-only {collect:.2f} s; import anthropic adds {sdk:.2f} s "
+        "to a bare interpreter",
         flush=True,
     )
     arrivals: list[float] = []
@@ -99,36 +126,47 @@ def main() -> None:
         arrivals.append(time.monotonic())
         return ANSWER
 
+    walls: dict[int, float] = {}
     with AnthropicServer(respond, latency=args.latency) as server:
         for concurrency in args.concurrency:
-            ideal = args.items * args.latency / concurrency
-            phases, walls = [], []
+            effective = concurrency or DEFAULT_CONCURRENCY
+            label = f"concurrency {effective:3d}{' (default)' if not concurrency else ''}"
+            ideal = args.items * args.latency / effective
+            runs = []
             for _ in range(args.repeat):
-                arrivals.clear()
-                with tempfile.TemporaryDirectory() as tmp:
-                    project(Path(tmp), args.items)
-                    env = {
-                        **os.environ,
-                        "ANTHROPIC_BASE_URL": server.url,
-                        "ANTHROPIC_API_KEY": "benchmark",
-                    }
-                    wall, done = timed(pytest_command(concurrency), cwd=tmp, env=env)
-                phase = (max(arrivals) - min(arrivals) + args.latency) if arrivals else 0.0
-                phases.append(phase)
-                walls.append(wall)
-                summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
+                first, phase, wall, summary = live_run(server, arrivals, args.items, concurrency)
+                runs.append((first, phase, wall))
                 print(
-                    f"concurrency {concurrency:3d}: {len(arrivals)} calls | call phase "
-                    f"{phase:6.2f} s ({phase / ideal:.2f}x the ideal {ideal:.2f} s) | whole "
-                    f"process {wall:6.2f} s ({wall - start:.2f} s after start-up) | {summary}",
+                    f"{label}: {len(arrivals)} calls | first call after {first:.2f} s | call "
+                    f"phase {phase:6.2f} s ({phase / ideal:.2f}x the ideal {ideal:.2f} s) | "
+                    f"whole process {wall:6.2f} s | {summary}",
                     flush=True,
                 )
-            phase, wall = statistics.median(phases), statistics.median(walls)
+            first, phase, wall = (statistics.median(r[i] for r in runs) for i in range(3))
+            walls[concurrency] = wall
             print(
-                f"concurrency {concurrency:3d}, median of {args.repeat}: call phase "
-                f"{phase:.2f} s = {phase / ideal:.2f}x the ideal; whole process {wall:.2f} s "
-                f"= start-up {start:.2f} s + {wall - start:.2f} s "
-                f"({(wall - start) / ideal:.2f}x the ideal)",
+                f"{label}, median of {args.repeat}: first call after {first:.2f} s; call phase "
+                f"{phase:.2f} s = {phase / ideal:.2f}x the ideal; whole process {wall:.2f} s",
+                flush=True,
+            )
+        if 0 in walls and 4 in walls:
+            print(
+                f"default settings vs fixed concurrency 4 (promptfoo's default): "
+                f"{walls[4] / walls[0]:.2f}x faster (target >= 3x)",
+                flush=True,
+            )
+        if args.limited_items:
+            server.limit = RequestLimit(args.per_minute, args.burst)
+            server.refused = 0
+            first, phase, wall, summary = live_run(server, arrivals, args.limited_items, 0)
+            minimum = (args.limited_items - args.burst) / (args.per_minute / 60)
+            sent = len(arrivals) + server.refused
+            print(
+                f"limited to {args.per_minute}/min in bursts of {args.burst}, "
+                f"{args.limited_items} items at the default settings: {server.refused} of "
+                f"{sent} requests refused ({100 * server.refused / max(1, sent):.1f}%, target "
+                f"<= 5%); call phase {phase:.2f} s = {phase / minimum:.2f}x the limit's minimum "
+                f"{minimum:.2f} s (target <= 1.25x); whole process {wall:.2f} s | {summary}",
                 flush=True,
             )
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_prompteval import Case, PromptVersion, Request
+from pytest_prompteval.core.errors import ApiError
+from pytest_prompteval.core.request import Message
+from pytest_prompteval.providers.anthropic import AnthropicProvider, backoff, should_retry
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.testing import AnthropicServer, Fault
 
 from .conftest import item_results
@@ -94,7 +101,7 @@ def test_record_then_replay_offline_gives_identical_scores(
         assert json.loads(text)["origin"] == "anthropic"
 
 
-def test_overload_and_reset_are_retried_by_the_sdk(
+def test_overload_and_reset_are_retried(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.inject(Fault.overloaded(), Fault(kind="reset"))
@@ -110,9 +117,12 @@ def test_persistent_server_error_is_an_error_with_status_and_request_id(
     result = project.runpytest("--prompt=current", "-k", "loop_001")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["InternalServerError: status 500, request_id req_fault: boom", "*api_error 1*"]
+        [
+            "InternalServerError: status 500, request_id req_fault_000003: boom (3 attempts)",
+            "*api_error 1*",
+        ]
     )
-    assert len(anthropic_server.requests) == 3  # the first try and the SDK's two retries
+    assert len(anthropic_server.requests) == 3  # the first try and two retries
     assert not project.path.joinpath("prompt_recordings").exists()
 
 
@@ -140,13 +150,22 @@ def test_ordinary_rate_limit_is_retried_after_retry_after(
     assert len(anthropic_server.requests) == 2
 
 
-def test_malformed_body_fails_the_item_clearly(
+def test_a_malformed_body_is_retried_and_a_persistent_one_fails_clearly(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.inject(Fault(kind="malformed"))
-    result = project.runpytest("--prompt=current", "-k", "loop_001")
+    project.inline_run("--prompt=current", "-k", "loop_001").assertoutcome(passed=1)
+    assert len(anthropic_server.requests) == 2
+
+    anthropic_server.inject(*[Fault(kind="malformed")] * 3)
+    result = project.runpytest("--prompt=current", "-k", "inline_001")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*malformed response body*"])
+    result.stdout.fnmatch_lines(
+        [
+            "MalformedResponseError: status 200, request_id req_fault_000004: malformed "
+            "response body: *(3 attempts)"
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
@@ -182,3 +201,89 @@ def test_live_client_freezes_long_lived_objects_out_of_gc(project: pytest.Pytest
     result.assert_outcomes(passed=2)
     frozen = next(line for line in result.outlines if line.startswith("frozen objects:"))
     assert int(frozen.split(":")[1]) > 100_000
+
+
+REQUEST = Request.create("claude-haiku-4-5", [Message("user", ("hi",))], None, max_tokens=10)
+CONTEXT = CallContext(
+    Case(id="c", input={}, path=Path("c.yaml"), line=1), PromptVersion("v", Path("v.yaml")), 0
+)
+
+
+def provider_with_gate(waits: list[float]) -> AnthropicProvider:
+    provider = AnthropicProvider(sleep=waits.append)
+    provider.gate = RateGate(8)
+    return provider
+
+
+def test_server_errors_resets_and_malformed_bodies_are_retried_without_slowing_the_run(
+    anthropic_server: AnthropicServer,
+) -> None:
+    waits: list[float] = []
+    provider = provider_with_gate(waits)
+    anthropic_server.inject(Fault(status=500, retry_after=None), Fault(kind="reset"))
+    assert provider.complete(REQUEST, CONTEXT).text.startswith("Scripted answer")
+    anthropic_server.inject(Fault(kind="malformed"), Fault(status=503, retry_after=0.25))
+    assert provider.complete(REQUEST, CONTEXT).request_id == "req_000002"
+    assert provider.gate is not None and provider.gate.limit == 8  # calls in flight unchanged
+    assert len(waits) == 4
+    assert 0.15 <= waits[0] <= 0.2 and 0.3 <= waits[1] <= 0.4  # backoff: 0.2 s, then 0.4 s
+    assert waits[3] == 0.25  # the retry-after the server sent
+    provider.close()
+
+
+def test_rate_limited_and_overloaded_answers_shrink_the_calls_in_flight(
+    anthropic_server: AnthropicServer,
+) -> None:
+    waits: list[float] = []
+    provider = provider_with_gate(waits)
+    anthropic_server.inject(Fault.rate_limited(retry_after=0.001), Fault.overloaded())
+    provider.complete(REQUEST, CONTEXT)
+    assert provider.gate is not None and provider.gate.limit == 3  # 8 halved twice, 1 regained
+    assert waits == []  # the gate's pause, not a sleep holding the call
+    provider.close()
+
+
+def test_a_call_failing_after_retries_raises_api_error_with_class_status_and_request_id(
+    anthropic_server: AnthropicServer,
+) -> None:
+    provider = provider_with_gate([])
+    anthropic_server.inject(*[Fault.overloaded()] * 3)
+    with pytest.raises(ApiError) as failed:
+        provider.complete(REQUEST, CONTEXT)
+    error = failed.value
+    assert (error.error_class, error.status, error.request_id) == (
+        "OverloadedError",
+        529,
+        "req_fault_000003",
+    )
+    anthropic_server.inject(*[Fault(kind="reset")] * 3)
+    with pytest.raises(ApiError, match=r"APIConnectionError: .*\(3 attempts\)") as failed:
+        provider.complete(REQUEST, CONTEXT)
+    assert failed.value.status is None and failed.value.request_id is None
+    provider.close()
+
+
+def test_the_api_can_say_not_to_retry(anthropic_server: AnthropicServer) -> None:
+    provider = provider_with_gate([])
+    anthropic_server.inject(Fault(status=500, headers={"x-should-retry": "false"}))
+    with pytest.raises(ApiError, match=r"status 500.*\(1 attempt\)"):
+        provider.complete(REQUEST, CONTEXT)
+    assert len(anthropic_server.requests) == 1
+    provider.close()
+
+
+def test_retry_policy() -> None:
+    assert [should_retry(s, {}) for s in (400, 404, 408, 409, 429, 500, 529)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        True,
+        True,
+    ]
+    assert should_retry(400, {"x-should-retry": "true"})
+    assert backoff(3, {}, 0.0) == pytest.approx(0.8) and backoff(9, {}, 0.0) == 8.0
+    assert backoff(1, {}, 0.999) > 0.15
+    assert backoff(1, {"retry-after": "3"}, 0.5) == 3.0
+    assert backoff(1, {"retry-after": "9000"}, 0.5) == 60.0

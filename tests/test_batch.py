@@ -108,3 +108,54 @@ def test_batch_with_xdist_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("--prompt=v", "--prompteval-batch", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompteval-batch sends one batch per run*"])
+
+
+CODE_CASE = """
+cases:
+- id: clamp_001
+  entry_point: clamp
+  input: {task: "Write clamp(x, low, high)."}
+  tests:
+  - {args: [5, 0, 10], expected: 5}
+  - {args: [-3, 0, 10], expected: 0}
+"""
+WRONG = "```python\ndef clamp(x, low, high):\n    return x\n```"
+RIGHT = "```python\ndef clamp(x, low, high):\n    return max(low, min(x, high))\n```"
+
+
+def fixed_when_told(request: dict[str, Any]) -> str:
+    return RIGHT if "failed" in json.dumps(request["messages"]).lower() else WRONG
+
+
+def test_strategies_extra_calls_go_into_batches_in_rounds(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = fixed_when_told
+    prompts = pytester.mkdir("prompts")
+    for name, strategy in (
+        ("refine", "{name: refine, attempts: 2}"),
+        ("verify", "{name: self_verify, attempts: 3}"),
+        ("best_of_3", "{name: best_of_n, n: 3}"),
+    ):
+        prompts.joinpath(f"{name}.yaml").write_text(
+            f"system_prompt: Strategy {name}.\nuser_prompt: '{{task}}'\n"
+            f"model_config: {{model: claude-haiku-4-5}}\nstrategy: {strategy}\n"
+        )
+    pytester.mkdir("prompt_cases").joinpath("code.yaml").write_text(CODE_CASE)
+    args = ["--prompt=refine", "--compare=verify", "--compare=best_of_3"]
+    result = pytester.runpytest(*args, "--prompteval-batch", "--prompteval-batch-poll=0.01")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "prompteval: message batch msgbatch_test_0001: 5 requests sent",
+            "prompteval: batch round 2: strategies' next calls",
+            "prompteval: message batch msgbatch_test_0002: 2 requests sent",
+        ]
+    )
+    assert "/v1/messages" not in paths(anthropic_server)  # every call went in a batch
+    first, second = anthropic_server.batches.values()
+    assert len(first["requests"]) == 5  # refine's and verify's first, best_of_3's three
+    assert all("failed" in json.dumps(r["params"]).lower() for r in second["requests"])
+    replay = pytester.inline_run(*args, "--prompteval-record=none")
+    attempts = {r["prompt"]: (r["attempts"], r["passed"]) for r in item_results(replay)}
+    assert attempts == {"refine": (2, True), "verify": (2, True), "best_of_3": (3, False)}

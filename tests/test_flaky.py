@@ -71,7 +71,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeini("[pytest]\npythonpath = .\n")
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
     cases = "".join(
-        f"- id: {name}\n  vars: {{passes: {passes}}}\n  samples: 5\n  threshold: 0\n  input: {{n: {i}}}\n"
+        f"- id: {name}\n  vars: {{passes: {passes}}}\n  samples: 5\n  threshold: 0\n"
+        f"  input: {{n: {i}}}\n"
         f"  assert: [{{contains: loop}}]\n{extra}"
         for i, (name, passes, extra) in enumerate(
             [("steady", 5, ""), ("mostly", 4, ""), ("rarely", 2, "")]

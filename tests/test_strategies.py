@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -93,3 +94,16 @@ def test_bad_strategy_is_a_collection_error(project: pytest.Pytester) -> None:
             "refine, best_of_n, attempts: N}*"
         ]
     )
+
+
+def test_refine_retries_carry_the_task(project: pytest.Pytester) -> None:
+    project.inline_run("--prompt=refine", "--prompteval-provider=python:stratapp:answer")
+    recordings = [
+        json.loads(p.read_text()) for p in project.path.joinpath("prompt_recordings").glob("*.json")
+    ]
+    (retry,) = [r["request"] for r in recordings if "Failed tests" in json.dumps(r["request"])]
+    (turn,) = retry["messages"]
+    text = turn["content"][0]["text"]
+    assert text.startswith("Task:\nWrite clamp(x, low, high).\n")
+    assert "\n\nCurrent code:\n```python\ndef clamp" in text
+    assert "1 of 2 tests passed" in text and retry["system"] == "Strategy refine."

@@ -49,8 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(report, "prompteval-report")
     config.pluginmanager.register(JsonReportMetadata(report), "prompteval-json-report")
     if settings.prompt is not None:
-        run.engine  # noqa: B018 - a bad prompt version or table is a usage error now, not later
+        engine = run.engine  # a bad prompt version or table is a usage error now, not later
         include_case_dirs(config, settings.case_dirs)
+        calls_here = run.worker or not getattr(config.option, "numprocesses", 0)
+        if calls_here and not config.option.collectonly:
+            engine.warm()
         if config.option.markers:
             run.register_case_markers()
 

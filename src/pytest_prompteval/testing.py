@@ -2,7 +2,9 @@
 
 It speaks enough of ``POST /v1/messages`` for the official SDK: scripted answers as a function
 of the request, added latency, injected faults (status codes with ``retry-after``, connection
-resets, malformed bodies) and a log of every request. Use the ``anthropic_server`` fixture, or::
+resets, malformed bodies, stalls), a requests-per-minute limit announced in the API's
+``anthropic-ratelimit-requests-*`` headers, and a log of every request. Use the
+``anthropic_server`` fixture, or::
 
     with AnthropicServer(responder=lambda req: "hello") as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="test")
@@ -10,8 +12,10 @@ resets, malformed bodies) and a log of every request. Use the ``anthropic_server
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import math
 import socket
 import struct
 import threading
@@ -19,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,7 +33,9 @@ Responder = Callable[[dict[str, Any]], Answer]
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected failure. ``kind`` is ``status``, ``reset`` or ``malformed``."""
+    """One injected failure. ``kind`` is ``status``, ``reset``, ``malformed`` (a 200 whose
+    body is cut short) or ``stall`` (the answer comes ``delay`` seconds late); the server's
+    own limit refuses with kind ``refused``, answered at once, before the latency."""
 
     kind: str = "status"
     status: int = 500
@@ -36,6 +43,7 @@ class Fault:
     message: str = "injected fault"
     retry_after: float | None = 0.01  # seconds; sent as retry-after-ms so tests stay fast
     headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
 
     @classmethod
     def overloaded(cls, **kw: Any) -> Fault:
@@ -53,6 +61,39 @@ class Fault:
             error_type="rate_limit_error",
             message="This request would exceed your account's monthly spend limit.",
         )
+
+
+class RequestLimit:
+    """A requests-per-minute limit as a token bucket, as the API enforces it: up to ``burst``
+    requests at once, refilled at ``per_minute`` / 60 a second. ``clock``: seconds."""
+
+    def __init__(
+        self, per_minute: int, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_minute = per_minute
+        self.burst = burst
+        self.clock = clock
+        self.left = float(burst)
+        self.at = clock()
+
+    def take(self) -> tuple[bool, dict[str, str]]:
+        """Whether one more request is allowed now, and the headers that say so."""
+        now = self.clock()
+        rate = self.per_minute / 60
+        self.left = min(float(self.burst), self.left + (now - self.at) * rate)
+        self.at = now
+        allowed = self.left >= 1
+        if allowed:
+            self.left -= 1
+        full = datetime.now(timezone.utc) + timedelta(seconds=(self.burst - self.left) / rate)
+        headers = {
+            "anthropic-ratelimit-requests-limit": str(self.per_minute),
+            "anthropic-ratelimit-requests-remaining": str(math.floor(self.left)),
+            "anthropic-ratelimit-requests-reset": full.isoformat(timespec="seconds"),
+        }
+        if not allowed:  # whole seconds, as the API sends it
+            headers["retry-after"] = str(max(1, math.ceil((1 - self.left) / rate)))
+        return allowed, headers
 
 
 @dataclass(frozen=True)
@@ -106,7 +147,15 @@ class AnthropicServer:
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests it was answering at one time
         self.faults: deque[Fault] = deque()
+        #: faults as a function of the request and how many times the same request came
+        #: before (0 the first time): a plan that fails chosen requests, or always fails them
+        self.fault_plan: Callable[[dict[str, Any], int], Fault | None] | None = None
+        self._seen: dict[str, int] = {}
+        #: requests-per-minute limit on POST /v1/messages (None: unlimited)
+        self.limit: RequestLimit | None = None
+        self.refused = 0  # requests answered 429 by the limit
         self._ids = itertools.count(1)
+        self._fault_ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -161,6 +210,30 @@ class AnthropicServer:
         """POST /v1/messages/count_tokens: the input tokens a message would report."""
         prompt = json.dumps(request.get("system", "")) + json.dumps(request.get("messages", []))
         return _tokens(prompt)
+
+    def _admit(self, path: str, body: dict[str, Any]) -> tuple[Fault | None, dict[str, str]]:
+        """Under the lock, as a request arrives: its fault if any (the limit's refusal first,
+        then the queue, then the plan) and the rate-limit headers of its answer."""
+        if path.split("?")[0] != "/v1/messages":
+            return None, {}
+        limit_headers: dict[str, str] = {}
+        if self.limit is not None:
+            allowed, limit_headers = self.limit.take()
+            if not allowed:
+                self.refused += 1
+                refusal = Fault.rate_limited(
+                    message="Number of requests has exceeded your per-minute rate limit.",
+                    retry_after=None,
+                )
+                return dataclasses.replace(refusal, kind="refused"), limit_headers
+        if self.faults:
+            return self.faults.popleft(), limit_headers
+        if self.fault_plan is not None:
+            key = json.dumps(body, sort_keys=True)
+            before = self._seen.get(key, 0)
+            self._seen[key] = before + 1
+            return self.fault_plan(body, before), limit_headers
+        return None, limit_headers
 
     def _batch_object(self, batch: dict[str, Any]) -> dict[str, Any]:
         total = len(batch["requests"])
@@ -278,11 +351,11 @@ class AnthropicServer:
                 with owner._lock:
                     headers = {k.lower(): v for k, v in self.headers.items()}
                     owner.requests.append(LoggedRequest(self.path, headers, body, time.monotonic()))
-                    fault = owner.faults.popleft() if owner.faults else None
+                    fault, limit_headers = owner._admit(self.path, body)
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
                 try:
-                    self._answer(body, fault)
+                    self._answer(body, fault, limit_headers)
                 finally:
                     with owner._lock:
                         owner.in_flight -= 1
@@ -307,7 +380,12 @@ class AnthropicServer:
                 else:
                     self._send(status, json.dumps(payload).encode(), {})
 
-            def _answer(self, body: dict[str, Any], fault: Fault | None) -> None:
+            def _answer(
+                self, body: dict[str, Any], fault: Fault | None, limit_headers: dict[str, str]
+            ) -> None:
+                if fault is not None and fault.kind == "refused":
+                    self._fault(fault, limit_headers)  # refused at once, as the API does
+                    return
                 if owner.latency:
                     time.sleep(owner.latency)
                 if self.path.startswith("/v1/messages/batches"):
@@ -315,7 +393,7 @@ class AnthropicServer:
                     return
                 if self.path.split("?")[0] == "/v1/messages/count_tokens":
                     if fault is not None:
-                        self._fault(fault)
+                        self._fault(fault, limit_headers)
                     else:
                         counted = {"input_tokens": owner.count_tokens(body)}
                         self._send(200, json.dumps(counted).encode(), {})
@@ -324,26 +402,30 @@ class AnthropicServer:
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}
                     self._send(404, json.dumps({"type": "error", "error": error}).encode(), {})
                     return
-                if fault is not None:
-                    self._fault(fault)
+                if fault is not None and fault.kind == "stall":
+                    time.sleep(fault.delay)
+                elif fault is not None:
+                    self._fault(fault, limit_headers)
                     return
                 message, number = owner._message(body, owner.responder(body))
-                headers = {"request-id": f"req_{number:06d}"}
+                headers = {"request-id": f"req_{number:06d}", **limit_headers}
                 if owner.response_headers is not None:
                     headers.update(owner.response_headers(number))
                 self._send(200, json.dumps(message).encode(), headers)
 
-            def _fault(self, fault: Fault) -> None:
+            def _fault(self, fault: Fault, limit_headers: Mapping[str, str]) -> None:
                 if fault.kind == "reset":
                     linger = struct.pack("ii", 1, 0)  # RST instead of FIN
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                request_id = f"req_fault_{next(owner._fault_ids):06d}"
                 if fault.kind == "malformed":
-                    self._send(200, b'{"id": "msg_broken", "content": [', {})
+                    broken = b'{"id": "msg_broken", "content": ['
+                    self._send(200, broken, {"request-id": request_id, **limit_headers})
                     return
-                headers = {"request-id": "req_fault", **fault.headers}
+                headers = {"request-id": request_id, **limit_headers, **fault.headers}
                 if fault.retry_after is not None:
                     headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
                 error = {"type": fault.error_type, "message": fault.message}

@@ -42,9 +42,24 @@ class TemplateError(PromptevalError):
 
 
 class ApiError(PromptevalError):
-    """The model API answered with an error, or could not be reached."""
+    """The model API answered with an error, or could not be reached (after retries)."""
 
     kind = "api_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_class: str | None = None,
+        status: int | None = None,
+        request_id: str | None = None,
+    ):
+        super().__init__(message)
+        #: what failed: the SDK's exception class, or ``MalformedResponseError``
+        self.error_class = error_class
+        #: the last attempt's HTTP status (None: no response, e.g. a reset connection)
+        self.status = status
+        self.request_id = request_id
 
 
 class StopRun(ApiError):

@@ -132,6 +132,13 @@ class Engine:
         store.budget = self.budget
         return store
 
+    def warm(self) -> None:
+        """Import the SDK and build its client now, in a thread, so that it overlaps
+        collection (a replay-only run never needs it)."""
+        for store in (self.store, self.judge_store):
+            if store.mode != "none" and isinstance(store.provider, AnthropicProvider):
+                store.provider.warm()
+
     def prompt(self, version: str) -> PromptVersion:
         """A prompt version by name, loaded on first use (the fixture names its own)."""
         if version not in self._prompts:

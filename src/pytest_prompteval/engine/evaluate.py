@@ -14,7 +14,7 @@ from typing import Any
 import pluggy
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.errors import PromptevalError, display, user_code_error
+from pytest_prompteval.core.errors import ApiError, PromptevalError, display, user_code_error
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
@@ -321,6 +321,10 @@ def evaluate(
         ]
     except PromptevalError as exc:
         result.update(error_type=exc.kind, error=str(exc))
+        if isinstance(exc, ApiError):  # which call failed, for the provider's support
+            result.update(
+                api_error_class=exc.error_class, status=exc.status, request_id=exc.request_id
+            )
         raise
     finally:
         result.update(usage.to_json())

@@ -19,6 +19,7 @@ from typing import Any
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.sharding import parse_shard
+from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
 from pytest_prompteval.report.flaky import MinPass, parse_min_pass
 from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, NO_VERDICT
@@ -179,8 +180,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("results", "where each run's results are kept; 'none' keeps none",
             default="prompt_results", option="--prompteval-results", metavar="DIR",
             ini="prompteval_results"),
-    Setting("concurrency", "model calls in flight at once, sent ahead of the items (default 8; "
-            "1: none)", default=8, parse=_whole(1), option="--prompteval-concurrency",
+    Setting("concurrency", "model calls in flight at most, sent ahead of the items and paced "
+            f"by the API's rate-limit headers (default {DEFAULT_CONCURRENCY}; 1: none)",
+            default=DEFAULT_CONCURRENCY, parse=_whole(1), option="--prompteval-concurrency",
             metavar="N", ini="prompteval_concurrency"),
     Setting("shard", "run the I-th of N stable shards of the cases (every version and sample "
             "of a case in the same shard); join the results with 'prompteval merge'",

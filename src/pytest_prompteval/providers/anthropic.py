@@ -1,7 +1,15 @@
 """Claude through the official ``anthropic`` SDK (imported only when a call is really made).
 
-The SDK's own retries and ``retry-after`` handling stay in charge, with one exception: errors
-that no retry can fix (a spend limit, a bad key) are not retried and stop the run.
+Retries are ours, not the SDK's (its client runs with ``max_retries=0``), so that only public
+SDK names are used and each failure is handled for what it says:
+
+- 429 and 529 (rate limited, overloaded) tell the rate gate, which shrinks the calls in
+  flight and pauses new ones for the ``retry-after`` asked; the call is then retried;
+- 408, 409, other 5xx, a reset or timed-out connection and a malformed 2xx body are retried
+  after a short backoff (or the ``retry-after`` sent) without slowing the rest of the run;
+- errors that no retry can fix (a spend limit, a bad key) are not retried and stop the run.
+
+A call that still fails raises ApiError with the error's class, HTTP status and request id.
 """
 
 from __future__ import annotations
@@ -9,16 +17,19 @@ from __future__ import annotations
 import gc
 import inspect
 import os
+import random
 import re
 import threading
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import ApiError, StopRun
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ratelimit import LIMITED, RateGate
+from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
 
@@ -50,23 +61,41 @@ def is_hopeless(status: int, message: str) -> bool:
     return status == 401 or (status in (400, 402, 403, 429) and bool(_HOPELESS.search(message)))
 
 
-def _client_class(gate: RateGate | None) -> type[Any]:
-    import anthropic
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """The API's own ``x-should-retry`` when sent, else 408, 409, 429 and 5xx."""
+    flag = headers.get("x-should-retry")
+    if flag in ("true", "false"):
+        return flag == "true"
+    return status in (408, 409, 429) or status >= 500
 
-    class Client(anthropic.Anthropic):  # type: ignore[misc]
-        def _should_retry(self, response: Any) -> bool:
-            if gate is not None and response.status_code in LIMITED:
-                gate.limited(response.headers)  # every 429/529, retried or not
-            if response.status_code in (400, 401, 402, 403, 429):
-                try:
-                    body = response.json()
-                except ValueError:
-                    body = None
-                if is_hopeless(response.status_code, _error_message(body, response.text)):
-                    return False
-            return bool(super()._should_retry(response))
 
-    return Client
+def backoff(attempt: int, headers: Mapping[str, str], jitter: float) -> float:
+    """Seconds before retry number ``attempt`` (from 1): the ``retry-after`` sent, else
+    0.2 s doubling up to 8 s, shortened by up to a quarter (``jitter`` in [0, 1)). Short at
+    first: a 500, a reset or a malformed body says nothing about load, and items report in
+    order, so a long wait for one holds back the report of every item after it."""
+    asked = retry_after_header(headers)
+    if asked is not None:
+        return min(asked, 60.0)
+    return min(0.2 * 2.0 ** (attempt - 1), 8.0) * (1 - 0.25 * jitter)
+
+
+@dataclass
+class Attempt:
+    """How one try ended, when it did not give a message."""
+
+    error_class: str
+    status: int | None
+    request_id: str | None
+    text: str
+    retry: bool
+    headers: Mapping[str, str]
+
+    def detail(self) -> str:
+        if self.status is None:
+            return f"{self.error_class}: {self.text}"
+        where = f"status {self.status}, request_id {self.request_id or '-'}"
+        return f"{self.error_class}: {where}: {self.text}"
 
 
 def response_from_message(
@@ -96,9 +125,15 @@ def response_from_message(
 class AnthropicProvider:
     label = "anthropic"
 
-    def __init__(self, max_retries: int = 2, timeout: float = 600.0):
+    def __init__(
+        self,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.max_retries = max_retries
         self.timeout = timeout
+        self.sleep = sleep
         self._client: Any = None
         self.gate: RateGate | None = None  # set by the session: shared rate-limit handling
         self._accepted: frozenset[str] | None = None
@@ -111,12 +146,24 @@ class AnthropicProvider:
     def live(self) -> bool:
         return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
+    def warm(self) -> None:
+        """Import the SDK and build the client in the background (about 1.3 s of a live
+        run's start-up), while pytest collects; the first call waits for it if need be."""
+        if self.live:
+            threading.Thread(target=self._warm, name="prompteval-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        try:
+            self._parameters()
+        except Exception:  # the first real call reports whatever this was
+            return
+
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                self._client = _client_class(self.gate)(
-                    max_retries=self.max_retries, timeout=self.timeout
-                )
+                import anthropic
+
+                self._client = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
                 _freeze_once()
             return self._client
 
@@ -126,23 +173,25 @@ class AnthropicProvider:
                 self._client.close()
                 self._client = None
 
-    def arguments(self, request: Request) -> dict[str, Any]:
-        """``messages.create`` keyword arguments; parameters this SDK version does not name
-        (``temperature`` is gone from recent ones) travel in ``extra_body`` unchanged."""
+    def _parameters(self) -> frozenset[str]:
         with self._lock:
             if self._accepted is None:
                 create = self.client().messages.create
                 self._accepted = frozenset(inspect.signature(create).parameters)
+            return self._accepted
+
+    def arguments(self, request: Request) -> dict[str, Any]:
+        """``messages.create`` keyword arguments; parameters this SDK version does not name
+        (``temperature`` is gone from recent ones) travel in ``extra_body`` unchanged."""
+        accepted = self._parameters()
         api = request.to_api()
-        kwargs = {k: v for k, v in api.items() if k in self._accepted}
-        extra = {k: v for k, v in api.items() if k not in self._accepted}
+        kwargs = {k: v for k, v in api.items() if k in accepted}
+        extra = {k: v for k, v in api.items() if k not in accepted}
         if extra:
             kwargs["extra_body"] = extra
         return kwargs
 
     def complete(self, request: Request, context: CallContext) -> Response:
-        import anthropic
-
         if self._stopped is not None:
             raise StopRun(f"not sent, an earlier call failed: {self._stopped.message}")
         if not self.live:
@@ -151,33 +200,81 @@ class AnthropicProvider:
                 "only with --prompteval-record=none"
             )
         kwargs = self.arguments(request)
-        if self.gate is not None:
-            self.gate.acquire()
+        tries = self.max_retries + 1
+        number = 0
+        while True:
+            number += 1
+            outcome = self._attempt(kwargs)
+            if isinstance(outcome, Response):
+                return outcome
+            if is_hopeless(outcome.status or 0, outcome.text):
+                self._stopped = StopRun(
+                    f"{outcome.detail()} -- no later call can succeed, stopping the run",
+                    error_class=outcome.error_class,
+                    status=outcome.status,
+                    request_id=outcome.request_id,
+                )
+                raise self._stopped
+            if not outcome.retry or number == tries:
+                raise ApiError(
+                    f"{outcome.detail()} ({number} attempt{'s' if number > 1 else ''})",
+                    error_class=outcome.error_class,
+                    status=outcome.status,
+                    request_id=outcome.request_id,
+                )
+            if outcome.status not in LIMITED:  # the gate already pauses after a 429/529
+                self.sleep(backoff(number, outcome.headers, random.random()))
+
+    def _attempt(self, kwargs: dict[str, Any]) -> Response | Attempt:
+        """One request, holding one of the gate's places while it is in flight."""
+        import anthropic
+
+        gate = self.gate
+        ticket = gate.acquire() if gate is not None else None
         started = time.perf_counter()
         try:
             raw = self.client().messages.with_raw_response.create(**kwargs)
-            message = raw.parse()
-            if self.gate is not None:
-                self.gate.succeeded(raw.headers)
+            request_id = raw.headers.get("request-id")
+            try:
+                message = raw.parse()
+            except (anthropic.APIResponseValidationError, ValueError) as exc:
+                return Attempt(
+                    "MalformedResponseError",
+                    raw.status_code,
+                    request_id,
+                    f"malformed response body: {type(exc).__name__}: {exc}",
+                    retry=True,
+                    headers=raw.headers,
+                )
+            latency_ms = (time.perf_counter() - started) * 1000
+            response = response_from_message(message, latency_ms, request_id)
+            if gate is not None and ticket is not None:
+                gate.succeeded(ticket, raw.headers, response.input_tokens, response.output_tokens)
+            return response
         except anthropic.APIStatusError as exc:
-            text = _error_message(exc.body, exc.message)
-            detail = (
-                f"{type(exc).__name__}: status {exc.status_code}, "
-                f"request_id {exc.request_id or '-'}: {text}"
+            headers = exc.response.headers
+            if gate is not None and ticket is not None and exc.status_code in LIMITED:
+                gate.limited(ticket, headers)
+            return Attempt(
+                type(exc).__name__,
+                exc.status_code,
+                exc.request_id,
+                _error_message(exc.body, exc.message),
+                retry=should_retry(exc.status_code, headers),
+                headers=headers,
             )
-            if is_hopeless(exc.status_code, text):
-                self._stopped = StopRun(f"{detail} -- no later call can succeed, stopping the run")
-                raise self._stopped from None
-            raise ApiError(detail) from None
         except (anthropic.APIResponseValidationError, ValueError) as exc:
-            raise ApiError(f"malformed response body: {type(exc).__name__}: {exc}") from None
+            return Attempt(
+                "MalformedResponseError",
+                None,
+                None,
+                f"malformed response body: {type(exc).__name__}: {exc}",
+                retry=True,
+                headers={},
+            )
         except anthropic.APIConnectionError as exc:
             cause = f" ({exc.__cause__})" if exc.__cause__ else ""
-            raise ApiError(
-                f"{type(exc).__name__}: {exc.message}{cause} after {self.max_retries} retries"
-            ) from None
+            return Attempt(type(exc).__name__, None, None, exc.message + cause, True, {})
         finally:
-            if self.gate is not None:
-                self.gate.release()
-        latency_ms = (time.perf_counter() - started) * 1000
-        return response_from_message(message, latency_ms, getattr(message, "_request_id", None))
+            if gate is not None and ticket is not None:
+                gate.release(ticket)

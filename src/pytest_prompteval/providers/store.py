@@ -129,7 +129,10 @@ class Store:
         """Whether getting this sample would call the provider (not replay it)."""
         if self.mode == "none":
             return False
-        return self.mode == "all" or not self.path_for(request.key(sample)).exists()
+        key = request.key(sample)
+        if self.mode == "all" and key not in self._recorded:
+            return True
+        return not self.path_for(key).exists()
 
     def record(self, request: Request, sample: int, response: Response) -> None:
         """Keep a response obtained elsewhere (a message batch) as this sample's recording."""

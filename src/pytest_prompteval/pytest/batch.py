@@ -1,10 +1,13 @@
-"""``--prompteval-batch``: the run's calls as one Message Batch (half price).
+"""``--prompteval-batch``: the run's calls as Message Batches (half price).
 
 Before the first item runs, every request whose recording is missing (or, with
-``--prompteval-record all``, every request) goes into one batch, matched back by
-``custom_id`` (the recording key). The batch is polled with progress lines, cancelled on
-Ctrl-C, and each result is kept as a recording like any other, so the items then replay.
-Only the items whose result errored, expired or was cancelled fail, with the reason.
+``--prompteval-record all``, every request) goes into a batch, matched back by ``custom_id``
+(the recording key), with best_of_n's other candidates. Strategies' later calls (refine and
+self_verify rounds) depend on the answers before them: they go into further batches, one
+round at a time, until no item needs another call. Each batch is polled with progress
+lines, cancelled on Ctrl-C, and each result is kept as a recording like any other, so the
+items then replay. Only the items whose result errored, expired or was cancelled fail, with
+the reason.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
+from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.scoring.strategies import Call, parse_strategy, pending
 
 Progress = Callable[[str], None]
+#: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered.
+ROUNDS = 32
 
 
 def _describe(result: Any) -> str:
@@ -83,26 +91,61 @@ def run_batch(
     return str(batch.id)
 
 
+def next_calls(engine: Engine, item: CaseItem, request: Request) -> list[Call]:
+    """The item's calls not answered yet that can be sent now: its own, or its strategy's
+    next round given the answers recorded so far."""
+    store = engine.store
+    context = CallContext(item.case, item.prompt, item.spec.sample)
+    code = item.spec.code
+    strategy = parse_strategy(item.prompt) if code is not None else None
+    if strategy is None or code is None:
+        return [(request, context)] if store.needs_call(request, context.sample) else []
+
+    def known(request: Request, context: CallContext) -> Response | None:
+        if store.needs_call(request, context.sample):
+            return None
+        return store.get(request, context).response
+
+    calls = pending(strategy, engine.code_scorer(), item.case, code, request, context, known)
+    return [(r, c) for r, c in calls if r.key(c.sample) not in store.batch_failures]
+
+
 def send_session_batch(session: pytest.Session, engine: Engine, poll: float) -> None:
-    """Batch the calls of every item the session will run whose answer is not recorded."""
+    """Batch the calls of every item the session will run whose answer is not recorded, in
+    rounds while strategies need more."""
     provider = engine.store.provider
     if not isinstance(provider, AnthropicProvider):
         raise pytest.UsageError("--prompteval-batch needs the anthropic provider")
-    calls = []
+    waiting = []
     for item in session.items:
         if not isinstance(item, CaseItem):
             continue
         try:
-            request = item.prepare()
+            waiting.append((item, item.prepare()))
         except PromptevalError:
             continue  # the item reports it when it runs
-        if engine.store.needs_call(request, item.spec.sample):
-            calls.append((request, item.spec.sample))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    run_batch(
-        engine.store,
-        provider,
-        calls,
-        reporter.write_line if reporter else print,
-        poll=poll,
-    )
+    progress = reporter.write_line if reporter else print
+    for round_number in range(1, ROUNDS + 1):
+        calls: dict[str, tuple[Request, int]] = {}
+        still = []
+        for item, request in waiting:
+            try:
+                wanted = next_calls(engine, item, request)
+            except PromptevalError:
+                continue  # the item reports it when it runs
+            if wanted:
+                still.append((item, request))
+                calls.update((r.key(c.sample), (r, c.sample)) for r, c in wanted)
+        if not calls:
+            return
+        if round_number > 1:
+            progress(f"prompteval: batch round {round_number}: strategies' next calls")
+        run_batch(
+            engine.store,
+            provider,
+            list(calls.values()),
+            progress,
+            poll=poll,
+        )
+        waiting = still

@@ -23,7 +23,9 @@ class Lookahead:
     def __init__(self, session: pytest.Session, engine: Engine, concurrency: int):
         self.session = session
         self.engine = engine
-        self.window = 2 * concurrency
+        # Far enough ahead that the calls go on while an item waits on a slow one (a stall,
+        # a retry): the calls in flight are held to the concurrency by the pool and the gate.
+        self.window = 16 * concurrency
         self.submitted: set[str] = set()
         self.positions = {item.nodeid: i for i, item in enumerate(session.items)}
         self.queued = xdist_upcoming(session.config, self.window)

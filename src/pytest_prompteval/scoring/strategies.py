@@ -4,7 +4,7 @@ any version so their accuracy and cost sit beside the plain ones in the summary:
 - ``strategy: {name: self_verify, attempts: 3}``: run the case's visible (basic) tests on
   the answer; on failure, send the conversation back with the failures, up to N attempts;
 - ``strategy: {name: refine, attempts: 3}``: iterative refinement: a fresh request with the
-  current code and the failed tests, "fix the code to pass all tests";
+  task, the current code and the failed tests, "fix the code";
 - ``strategy: {name: best_of_n, n: 5}``: n independent answers, keep the one that passes
   the most visible tests.
 
@@ -15,7 +15,7 @@ The final answer is scored against all the tests, edge ones included.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -74,31 +74,55 @@ def _failures(metrics: Metrics, spec: CodeSpec) -> str:
     )
 
 
-def apply(
+def _task(request: Request) -> str:
+    """The task as the first request stated it: its last user turn."""
+    turn = next((m for m in reversed(request.messages) if m.role == "user"), None)
+    return "\n".join(turn.content) if turn else ""
+
+
+def _refine_prompt(request: Request, code: str, failures: str) -> str:
+    """A fresh request that still carries the task, so that refine is judged on the same
+    information as self_verify, which continues the conversation."""
+    return (
+        f"Task:\n{_task(request)}\n\nCurrent code:\n```python\n{code}\n```\n"
+        f"Failed tests: {failures}\nFix the code so that it does the task and passes all "
+        "tests. Answer with the complete code in one ```python block."
+    )
+
+
+Call = tuple[Request, CallContext]
+#: A strategy's course: yields the calls it needs next, is sent their responses, and
+#: returns the final answer and its prefill.
+Course = Generator[list[Call], list[Response], tuple[str, str]]
+
+
+def course(
     strategy: Mapping[str, Any],
-    store: Store,
     scorer: CodeScorer,
     case: Case,
     spec: CodeSpec,
     request: Request,
     context: CallContext,
-    first: Response,
-) -> tuple[str, str, list[Response]]:
-    """(final answer, its prefill, every response the strategy got)."""
+) -> Course:
+    """The strategy's calls in rounds, each decided by the answers to the ones before: the
+    same course whether it is walked call by call (``apply``) or round by round in message
+    batches (``pending``)."""
     visible = _visible(spec)
-    responses = [first]
     if strategy["name"] == "best_of_n":
-        for j in range(1, strategy["count"]):
-            sample = EXTRA_SAMPLES + context.sample * strategy["count"] + j
-            responses.append(
-                store.get(request, dataclasses.replace(context, sample=sample)).response
+        draws = [
+            dataclasses.replace(
+                context, sample=EXTRA_SAMPLES + context.sample * strategy["count"] + j
             )
+            for j in range(1, strategy["count"])
+        ]
+        responses = yield [(request, context), *((request, d) for d in draws)]
         tallies = [
             _check(scorer, case, visible, r.text, request.prefill)[1].tests_passed
             for r in responses
         ]
         best = responses[tallies.index(max(tallies))]
-        return best.text, request.prefill, responses
+        return best.text, request.prefill
+    (first,) = yield [(request, context)]
     text, prefill = first.text, request.prefill
     for _attempt in range(1, strategy["count"]):
         code, metrics = _check(scorer, case, visible, text, prefill)
@@ -119,18 +143,57 @@ def apply(
                 ),
             ]
         else:
-            turns = [
-                Message(
-                    "user",
-                    (
-                        f"Current code:\n```python\n{code}\n```\nFailed tests: "
-                        f"{_failures(metrics, visible)}\nFix the code to pass all tests. "
-                        "Answer with the complete code in one ```python block.",
-                    ),
-                )
-            ]
+            turns = [Message("user", (_refine_prompt(request, code, _failures(metrics, visible)),))]
         retry = dataclasses.replace(request, messages=tuple(turns))
-        response = store.get(retry, context).response
-        responses.append(response)
+        (response,) = yield [(retry, context)]
         text, prefill = response.text, ""
-    return text, prefill, responses
+    return text, prefill
+
+
+def apply(
+    strategy: Mapping[str, Any],
+    store: Store,
+    scorer: CodeScorer,
+    case: Case,
+    spec: CodeSpec,
+    request: Request,
+    context: CallContext,
+    first: Response,
+) -> tuple[str, str, list[Response]]:
+    """(final answer, its prefill, every response the strategy got)."""
+    walk = course(strategy, scorer, case, spec, request, context)
+    responses: list[Response] = []
+    calls = next(walk)
+    while True:
+        got = [first if call == (request, context) else store.get(*call).response for call in calls]
+        responses += got
+        try:
+            calls = walk.send(got)
+        except StopIteration as done:
+            text, prefill = done.value
+            return text, prefill, responses
+
+
+def pending(
+    strategy: Mapping[str, Any],
+    scorer: CodeScorer,
+    case: Case,
+    spec: CodeSpec,
+    request: Request,
+    context: CallContext,
+    known: Callable[[Request, CallContext], Response | None],
+) -> list[Call]:
+    """The calls the strategy needs next whose responses ``known`` does not have yet (none
+    when the course is complete)."""
+    walk = course(strategy, scorer, case, spec, request, context)
+    calls = next(walk)
+    while True:
+        got = [known(*call) for call in calls]
+        missing = [call for call, response in zip(calls, got, strict=True) if response is None]
+        if missing:
+            walk.close()
+            return missing
+        try:
+            calls = walk.send([r for r in got if r is not None])
+        except StopIteration:
+            return []
