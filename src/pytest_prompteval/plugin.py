@@ -155,6 +155,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "its partial-correctness score reaches the threshold",
     )
     group.addoption(
+        "--prompteval-code-workers",
+        type=int,
+        metavar="N",
+        help="code cases: sandbox servers running samples in parallel (default: the CPU count)",
+    )
+    group.addoption(
+        "--prompteval-unsafe-sandbox",
+        action="store_true",
+        default=None,
+        help="code cases: run generated code even where the sandbox cannot isolate it",
+    )
+    group.addoption(
         "--prompteval-max-cost",
         type=float,
         metavar="USD",
@@ -206,6 +218,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "prompteval_code_timeout", "code cases: seconds a sample may run at most", default="3"
     )
     parser.addini("prompteval_code_pass", "code cases: all or threshold", default="all")
+    parser.addini("prompteval_code_workers", "code cases: sandbox servers (default: CPU count)")
+    parser.addini(
+        "prompteval_unsafe_sandbox",
+        "code cases: run generated code even where the sandbox cannot isolate it",
+        type="bool",
+        default=False,
+    )
     parser.addini("prompteval_concurrency", "model calls in flight at once", default="8")
     parser.addini("prompteval_review_templates", "YAML file of review templates for the judge")
 

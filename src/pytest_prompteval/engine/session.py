@@ -18,7 +18,7 @@ from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code import CodeScorer
+from pytest_prompteval.scoring.code import CodeScorer, code_workers
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL, Judge, load_review_templates
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -50,11 +50,15 @@ class PromptevalSession:
     concurrency: int = 8
     code_timeout: float = 3.0
     code_pass: str = "all"
+    code_workers: int | None = None
+    code_unsafe: bool = False
     _code: CodeScorer | None = None
 
     def code_scorer(self) -> CodeScorer:
         if self._code is None:
-            self._code = CodeScorer(self.code_timeout)
+            self._code = CodeScorer(
+                self.code_timeout, workers=self.code_workers, unsafe=self.code_unsafe
+            )
         return self._code
 
     def close(self) -> None:
@@ -178,6 +182,9 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         scorer = AutomaticScorer(load_table("scoring", _ini_path(config, "prompteval_scoring")))
         prices = PriceTable(load_table("prices", _ini_path(config, "prompteval_prices")))
         threshold = float(config.getini("prompteval_threshold"))
+        workers = code_workers(
+            option.prompteval_code_workers, config.getini("prompteval_code_workers")
+        )
     except (PromptevalError, ValueError) as exc:
         raise pytest.UsageError(str(exc)) from None
     return PromptevalSession(
@@ -204,5 +211,9 @@ def build_session(config: pytest.Config) -> PromptevalSession:
         ),
         code_timeout=float(config.getini("prompteval_code_timeout")),
         code_pass=option.prompteval_code_pass or config.getini("prompteval_code_pass") or "all",
+        code_workers=workers,
+        code_unsafe=bool(
+            option.prompteval_unsafe_sandbox or config.getini("prompteval_unsafe_sandbox")
+        ),
         results_dir=None if results == "none" else rootpath / results,
     )

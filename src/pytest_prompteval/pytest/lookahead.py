@@ -1,6 +1,7 @@
 """Calls sent ahead of the items that consume them: model calls wait on the network, so a
 process keeps up to ``--prompteval-concurrency`` of them in flight while items still report
-one by one, in pytest's order.
+one by one, in pytest's order. Code items' samples are queued on the sandbox pool as soon as
+their answers are there.
 
 Which items come next: the rest of ``session.items`` without xdist; under xdist, the
 indices waiting in this worker's queue (xdist hands each worker its share in advance).
@@ -14,6 +15,7 @@ import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.scoring.strategies import parse_strategy
 
 if TYPE_CHECKING:
     from pytest_prompteval.engine.session import PromptevalSession
@@ -48,6 +50,8 @@ class Lookahead:
     def ahead(self, item: CaseItem) -> None:
         if self.session.shouldstop or self.session.shouldfail:
             self.ps.store.stop()  # -x or a stop: no new calls
+            if self.ps._code is not None:
+                self.ps._code.stop()
             return
         from pytest_prompteval.pytest.items import CaseItem
 
@@ -57,7 +61,18 @@ class Lookahead:
             self.submitted.add(other.nodeid)
             try:
                 request = other.prepare()
+                ahead_code = other.spec.code is not None and parse_strategy(other.prompt) is None
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)
             self.ps.store.prefetch(request, context)
+            if ahead_code and other.spec.code is not None:
+                self.ps.code_scorer().ahead(
+                    other.case, other.spec.code, self._answer(request, context)
+                )
+
+    def _answer(self, request: Any, context: CallContext) -> Any:
+        def answer() -> tuple[str, str]:
+            return self.ps.store.get(request, context).response.text, request.prefill
+
+        return answer
