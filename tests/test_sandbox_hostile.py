@@ -106,7 +106,7 @@ def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, 
             "def f():\n"
             "    for fd in range(256):\n"
             "        try:\n"
-            "            os.write(fd, b'{\"test\": 0, \"passed\": true}\\n')\n"
+            '            os.write(fd, b\'{"test": 0, "passed": true}\\n\')\n'
             "        except OSError:\n"
             "            pass\n"
             "    os._exit(0)\n",

@@ -146,11 +146,11 @@ class Sandbox:
             self.info = json.loads(ready or "")
         except ValueError:
             self.info = {}
-        if not self.info.get("ready"):
-            self._end(process)
-            stderr.seek(0)
-            raise SandboxUnavailable(self._why_not(stderr.read()))
-        stderr.close()
+        with stderr:
+            if not self.info.get("ready"):
+                self._end(process)
+                stderr.seek(0)
+                raise SandboxUnavailable(self._why_not(stderr.read()))
         return process
 
     def _why_not(self, stderr: str) -> str:

@@ -33,6 +33,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pytest_prompteval.sandbox import harness
@@ -358,6 +359,21 @@ def self_check(origins: dict[str, str], isolation: Isolation) -> str | None:
     )
 
 
+def readiness(
+    isolation: Isolation, unsafe: bool, check: Callable[[], str | None]
+) -> dict[str, Any]:
+    """The server's first line: whether it takes jobs. Incomplete isolation refuses them
+    unless the user opted in; a failed self-check always does."""
+    ready: dict[str, Any] = {"ready": True, "root": ROOT, **isolation.to_json()}
+    if not isolation.complete and not unsafe:
+        ready["ready"] = False
+    else:
+        problem = check()
+        if problem:
+            ready.update(ready=False, error=problem)
+    return ready
+
+
 def _readable_paths() -> list[str]:
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
     return [p for p in dict.fromkeys(paths) if p and os.path.isdir(p)]
@@ -374,13 +390,11 @@ def main() -> None:
     if isolation.mode == "none":
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     set_dumpable(False)  # a sample of the same user can neither ptrace nor read us
-    ready: dict[str, Any] = {"ready": True, "root": ROOT, **isolation.to_json()}
-    if not isolation.complete and not os.environ.get("PROMPTEVAL_SANDBOX_UNSAFE"):
-        ready["ready"] = False
-    else:
-        problem = self_check(origins, isolation)
-        if problem:
-            ready.update(ready=False, error=problem)
+    ready = readiness(
+        isolation,
+        bool(os.environ.get("PROMPTEVAL_SANDBOX_UNSAFE")),
+        lambda: self_check(origins, isolation),
+    )
     print(json.dumps(ready), flush=True)
     if not ready["ready"]:
         return

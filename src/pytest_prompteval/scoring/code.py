@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import importlib.util
 import json
 import re
 import threading
@@ -41,7 +42,7 @@ from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun
-from pytest_prompteval.sandbox.client import Limits
+from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.harness import canonical
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
 from pytest_prompteval.scoring.score import Score
@@ -142,11 +143,24 @@ def parse_code_spec(case: Case) -> CodeSpec:
     )
 
 
+#: What code cases need beyond the plugin's own dependencies, and the extra that brings it.
+CODE_EXTRA = "pip install 'pytest-prompteval[code]'"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise fail("properties", "{args: [strategy, ...], examples: N} or {file: path.py}")
     if "reference" not in case.raw:
         raise fail("properties", "a reference solution to compare with (field reference)")
+    if not _installed("hypothesis"):
+        raise fail("properties", f"hypothesis installed to run property tests: {CODE_EXTRA}")
     if "file" in spec:
         path = Path(case.path).parent / str(spec["file"])
         try:
@@ -412,6 +426,7 @@ class CodeScorer:
         self._ahead: dict[str, deque[Future[SampleRun]]] = defaultdict(deque)
         self._lock = threading.Lock()
         self._feeder: ThreadPoolExecutor | None = None
+        self._refused = False
 
     def calibration(self, case: Case, spec: CodeSpec) -> Calibration:
         """Run the reference once per case: the timeout is 10 x its CPU time (between the
@@ -476,9 +491,15 @@ class CodeScorer:
             future = queued.popleft() if queued else None
             if queued is not None and not queued:
                 del self._ahead[key]
-        if future is not None and not future.cancelled():
-            return future.result(), limits
-        return self.sandbox.run(job, limits), limits
+        try:
+            if future is not None and not future.cancelled():
+                return future.result(), limits
+            return self.sandbox.run(job, limits), limits
+        except SandboxUnavailable as exc:
+            if self._refused:  # said once, in the first code item's error
+                raise SandboxUnavailable("the code sandbox is unavailable (see above)") from None
+            self._refused = True
+            raise exc from None
 
     def score(self, case: Case, spec: CodeSpec, text: str, prefill: str) -> tuple[Score, Metrics]:
         code, rule = extract_code(text, prefill, spec)
