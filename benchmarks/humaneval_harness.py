@@ -72,7 +72,7 @@ def pytest_run(project: Path, *args: str) -> tuple[float, int]:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=project,
-        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+        env=env,
         capture_output=True,
         text=True,
         check=False,

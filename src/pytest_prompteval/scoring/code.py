@@ -14,7 +14,7 @@ A case is a code case when it has ``entry_point`` (or ``kind: code``). Its field
   dictionaries, sampled_from, just, none, one_of) or ``{file: strategies.py}`` defining
   ``strategies()``: the candidate must give the reference's result on generated inputs;
 - ``timeout``: CPU seconds per sample (default: 10 x the reference's own CPU time, between
-  0.5 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
+  0.25 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
   CPU time, not wall-clock time, so that a busy machine gives the same verdicts.
 
 Samples run in a pool of warm sandbox servers (``sandbox/pool.py``); ``CodeScorer.ahead``
@@ -50,7 +50,7 @@ from pytest_prompteval.scoring.score import Score
 TAGS = ("basic", "edge")
 TEST_KINDS = ("assert", "check", "args")
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-CALIBRATION = (10.0, 0.5)  # timeout = factor x reference time, at least this many seconds
+CALIBRATION = (10.0, 0.25)  # CPU timeout = factor x reference CPU time, at least this
 
 
 @dataclass(frozen=True)
