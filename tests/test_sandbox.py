@@ -19,7 +19,7 @@ from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
 from pytest_prompteval.sandbox.server import parse_events, readiness
 from pytest_prompteval.scoring.code import CodeSpec, measure, parse_code_spec
 
-from .conftest import item_results
+from .conftest import generated_project, item_results
 
 RETURNS_NONE = "def f():\n    return None\n"
 SPEC = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
@@ -182,3 +182,20 @@ def test_verdicts_do_not_change_beside_a_cpu_hog(pytester: pytest.Pytester) -> N
         "twice": (True, None),
         "endless": (False, "timeout"),
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--prompteval-code-workers=0"], "", "--prompteval-code-workers: expected a whole"),
+        ([], "prompteval_code_workers = many\n", "prompteval_code_workers = 'many': expected"),
+    ],
+)
+def test_a_bad_code_workers_value_is_a_usage_error(
+    pytester: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    generated_project(pytester, 1)
+    pytester.makeini(f"[pytest]\n{ini}")
+    result = pytester.runpytest("--prompt=v", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])

@@ -361,13 +361,13 @@ def _classify(
 ) -> tuple[str | None, str | None]:
     if run.crashed:
         return "runtime", run.crashed
-    if syntax is not None and not syntax["ok"]:
-        return "syntax", f"SyntaxError: {syntax['message']}"
+    if syntax is not None and syntax.get("ok") is not True:
+        return "syntax", f"SyntaxError: {syntax.get('message')}"
     if run.timed_out or run.signal == 24:  # SIGXCPU: the CPU-time limit
         return "timeout", f"no answer within {run.seconds:.1f} s"
-    if load is not None and not load["ok"]:
-        kind = "resource_limit" if load["kind"] == "resource" else "runtime"
-        return kind, f"loading the code: {load['message']}"
+    if load is not None and load.get("ok") is not True:
+        kind = "resource_limit" if load.get("kind") == "resource" else "runtime"
+        return kind, f"loading the code: {load.get('message')}"
     if syntax is None or load is None or run.signal is not None:
         why = f"killed by signal {run.signal}" if run.signal else "no result"
         return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
@@ -427,6 +427,7 @@ class CodeScorer:
         self._lock = threading.Lock()
         self._feeder: ThreadPoolExecutor | None = None
         self._refused = False
+        self._stopped = False
 
     def calibration(self, case: Case, spec: CodeSpec) -> Calibration:
         """Run the reference once per case: the timeout is 10 x its CPU time (between the
@@ -467,6 +468,8 @@ class CodeScorer:
     def ahead(self, case: Case, spec: CodeSpec, answer: Callable[[], tuple[str, str]]) -> None:
         """Queue this item's sample once ``answer()`` (text, prefill) is there; errors are
         left for the item to report."""
+        if self._stopped:
+            return
         if self._feeder is None:
             self._feeder = ThreadPoolExecutor(
                 2 * self.sandbox.workers + 2, thread_name_prefix="prompteval-code"
@@ -527,6 +530,7 @@ class CodeScorer:
 
     def stop(self) -> None:
         """``-x`` or a stop: nothing more runs ahead."""
+        self._stopped = True
         self.sandbox.stop()
         if self._feeder is not None:
             self._feeder.shutdown(wait=False, cancel_futures=True)
