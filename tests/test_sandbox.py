@@ -199,3 +199,17 @@ def test_a_bad_code_workers_value_is_a_usage_error(
     result = pytester.runpytest("--prompt=v", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_pytest_is_not_dumpable_while_a_sandbox_runs() -> None:
+    """Then a sample of the same user can neither read its environ nor ptrace it."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None).prctl
+    get_dumpable = 3
+    before = prctl(get_dumpable, 0, 0, 0, 0)  # 0 too while another test's sandbox runs
+    box = Sandbox()
+    box.run(SPEC.job(RETURNS_NONE), Limits())
+    assert prctl(get_dumpable, 0, 0, 0, 0) == 0
+    box.close()
+    assert prctl(get_dumpable, 0, 0, 0, 0) == before
