@@ -92,11 +92,7 @@ def _write(path: str, text: str) -> None:
         file.write(text)
 
 
-def _enter_namespaces(root: bool) -> str:
-    if root:
-        _call(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
-        return "root"
-    uid, gid = os.geteuid(), os.getegid()
+def _own_user_namespace(uid: int, gid: int) -> None:
     _call(
         _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID),
         "unshare (unprivileged user namespaces)",
@@ -104,6 +100,30 @@ def _enter_namespaces(root: bool) -> str:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"0 {uid} 1")
     _write("/proc/self/gid_map", f"0 {gid} 1")
+
+
+def _user_namespace_works(uid: int, gid: int) -> bool:
+    """Try in a child first: where a policy (AppArmor) lets ``unshare`` succeed but the
+    mapping fail, this process must not be left in a half-made namespace."""
+    child = os.fork()
+    if child == 0:
+        try:
+            _own_user_namespace(uid, gid)
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _enter_namespaces(root: bool) -> str:
+    if root:
+        _call(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+        return "root"
+    uid, gid = os.geteuid(), os.getegid()
+    if not _user_namespace_works(uid, gid):
+        raise OSError(1, "unprivileged user namespaces are not allowed here")
+    _own_user_namespace(uid, gid)
     return "user namespace"
 
 
@@ -183,7 +203,7 @@ def isolate(root: bool, readable: list[str]) -> Isolation:
         found.mode = _enter_namespaces(root)
     except OSError as exc:
         found.missing.append(
-            f"no namespaces ({exc.strerror}): without root, the kernel must allow "
+            f"no namespaces ({exc.strerror}): without root, the system must allow "
             "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
             "user.max_user_namespaces > 0; on Ubuntu 24.04+ also "
             "kernel.apparmor_restrict_unprivileged_userns=0)"
