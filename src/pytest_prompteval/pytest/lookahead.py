@@ -72,7 +72,11 @@ class Lookahead:
                 )
 
     def _answer(self, request: Any, context: CallContext) -> Any:
+        """The answer as it arrives: the call sent ahead, or the recording."""
+
         def answer() -> tuple[str, str]:
+            if self.session.shouldstop or self.session.shouldfail:
+                raise PromptevalError("stopping: no new calls")  # left for the item
             return self.ps.store.get(request, context).response.text, request.prefill
 
         return answer
