@@ -301,10 +301,9 @@ def _warm_hypothesis(cache: str | None) -> None:
         with contextlib.suppress(OSError):
             os.makedirs(cache, exist_ok=True)
             set_hypothesis_home_dir(cache)
-    from hypothesis import strategies
+    import hypothesis.strategies  # noqa: F401 - what every property test imports
     from hypothesis.internal.charmap import charmap
 
-    strategies.text().example  # noqa: B018 - build the strategy machinery
     charmap()
     for name in LAZY_HYPOTHESIS:
         with contextlib.suppress(ImportError):
