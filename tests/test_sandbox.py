@@ -4,8 +4,12 @@ user opts in, samples run ahead in order, verdicts that do not depend on the mac
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -213,3 +217,48 @@ def test_pytest_is_not_dumpable_while_a_sandbox_runs() -> None:
     assert prctl(get_dumpable, 0, 0, 0, 0) == 0
     box.close()
     assert prctl(get_dumpable, 0, 0, 0, 0) == before
+
+
+UNSAFE_RUN = """
+import ctypes, json, os, sys
+from pytest_prompteval.sandbox import server
+from pytest_prompteval.sandbox.isolation import Isolation
+ctypes.CDLL(None).prctl(server.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+job = json.loads(sys.argv[1])
+result = server.run_job(job, Isolation())
+alive = []
+for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid())}:
+    try:
+        if sys.argv[2].encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+            alive.append(pid)
+    except OSError:
+        pass
+print(json.dumps({"events": result["events"], "alive": alive}))
+"""
+
+
+def test_without_isolation_a_samples_escaped_children_are_still_killed(tmp_path: Path) -> None:
+    """The opt-in mode without namespaces: the server is a subreaper, so a setsid'd and
+    re-exec'd grandchild comes back to it and dies with the sample."""
+    seconds = str(60 + int.from_bytes(os.urandom(3), "big") / 1e8)  # names our sleeper
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        f"            os.execve('/bin/sleep', ['sleep', '{seconds}'], {{}})\n"
+        "        os._exit(0)\n"
+    )
+    job = {**SPEC.job(code), "limits": asdict(Limits())}
+    done = subprocess.run(
+        [sys.executable, "-c", UNSAFE_RUN, json.dumps(job), seconds],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    report = json.loads(done.stdout)
+    assert {"test": 0, "output": None} in report["events"]
+    assert report["alive"] == []
