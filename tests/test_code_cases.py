@@ -100,10 +100,11 @@ def test_metrics_and_error_classes(project: pytest.Pytester) -> None:
     edge = by_version["edge_bug"]
     assert edge["error_class"] == "edge_case" and not edge["passed"]
     assert edge["first_failure"].startswith("test 4 (edge): AssertionError: clamp(*[10, 0, 10])")
-    assert edge["dimensions"]["partial_correctness"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.15)
+    # The property test counts as one more edge test (it fails here too): 1 of 3 edge tests.
+    assert edge["dimensions"]["partial_correctness"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.1)
     logic = by_version["logic_bug"]
     assert logic["error_class"] == "logic"
-    assert logic["dimensions"]["test_pass_rate"] == pytest.approx(3 / 5)
+    assert logic["dimensions"]["test_pass_rate"] == pytest.approx(3 / 6)
     broken = by_version["broken"]
     assert broken["error_class"] == "syntax" and broken["score"] == 0.0
     assert "SyntaxError" in broken["first_failure"]
@@ -112,10 +113,13 @@ def test_metrics_and_error_classes(project: pytest.Pytester) -> None:
     assert "ZeroDivisionError" in crashes["first_failure"]
     assert crashes["dimensions"]["partial_correctness"] == pytest.approx(0.4)
     # Wrong only below -20: the listed tests pass, the property finds it.
+    # The failed property counts in the test pass rate, partial credit and score.
     sneaky = by_version["sneaky"]
-    assert sneaky["tests_passed"] == 5 and not sneaky["passed"]
+    assert (sneaky["tests_passed"], sneaky["tests_total"]) == (5, 6) and not sneaky["passed"]
     assert sneaky["error_class"] == "edge_case" and "property" in sneaky["first_failure"]
     assert sneaky["dimensions"]["semantic_equivalence"] == 0.0
+    assert sneaky["dimensions"]["test_pass_rate"] == pytest.approx(5 / 6)
+    assert sneaky["score"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.3 * 2 / 3)
 
 
 def test_summary_counts_code_failures(project: pytest.Pytester) -> None:
@@ -134,7 +138,7 @@ def test_summary_counts_code_failures(project: pytest.Pytester) -> None:
     )
     result.stdout.fnmatch_lines(
         [
-            "clamp_001 [[]logic_bug[]]: 3/5 tests passed, partial correctness 0.800",
+            "clamp_001 [[]logic_bug[]]: 3/6 tests passed, partial correctness 0.700",
             "  logic: test 1 (basic): AssertionError: clamp(*[[]-3, 0, 10[]]) returned -3, "
             "expected 0",
         ]

@@ -1,171 +1,272 @@
-"""Hostile completions are contained, classified, and never hold the run past the timeout
-plus a second."""
+"""The sandbox's own behaviour: start-up failures explained, isolation required unless the
+user opts in, samples run ahead in order, verdicts that do not depend on the machine's load.
+(Hostile samples: test_sandbox_hostile.py; the standard library: test_sandbox_stdlib.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
-import time
-import uuid
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.sandbox import Sandbox
-from pytest_prompteval.sandbox.client import Limits
-from pytest_prompteval.scoring.code import CodeSpec, measure
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.sandbox import client
+from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
+from pytest_prompteval.sandbox.isolation import Isolation
+from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
+from pytest_prompteval.sandbox.server import parse_events, readiness
+from pytest_prompteval.scoring.code import CodeSpec, measure, parse_code_spec
 
-TIMEOUT = 1.0
+from .conftest import generated_project, item_results
+
+RETURNS_NONE = "def f():\n    return None\n"
+SPEC = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
 
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    os.environ["ANTHROPIC_API_KEY"] = "sk-ant-must-not-leak"  # the sandbox must not see it
     box = Sandbox()
     yield box
     box.close()
-    del os.environ["ANTHROPIC_API_KEY"]
 
 
-def settled(box: Sandbox) -> int:
-    """How many processes the idle sandbox has (the server, and as root its namespace's
-    PID 1): a sample must leave exactly these behind."""
-    run(box, "def f():\n    return None\n")
-    return len(descendants_of(box))
+def test_a_server_that_does_not_start_shows_its_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client, "_import_path", lambda: ["/nonexistent"])
+    box = Sandbox()
+    with pytest.raises(SandboxUnavailable, match=r"did not start: .*No module named"):
+        box.run(SPEC.job(RETURNS_NONE), Limits())
+    box.close()
 
 
-def descendants_of(box: Sandbox) -> list[int]:
-    """Processes still carrying this sandbox's HOME (the server and whatever it started)."""
-    needle = f"HOME={box._home}".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
+def test_without_isolation_code_refuses_to_run_unless_the_user_opts_in() -> None:
+    missing = Isolation(missing=["no namespaces (Operation not permitted): ..."])
+    refused = readiness(missing, unsafe=False, check=lambda: None)
+    assert refused["ready"] is False and refused["missing"] == missing.missing
+    assert readiness(missing, unsafe=True, check=lambda: None)["ready"] is True
+    box = Sandbox()
+    box.info = refused
+    message = box._why_not("")
+    assert "cannot isolate samples here: no namespaces" in message
+    assert "--prompteval-unsafe-sandbox" in message and "prompteval_unsafe_sandbox" in message
 
 
-def run(box: Sandbox, code: str, test: str = "f() is None") -> tuple[str | None, str, float]:
-    spec = CodeSpec(entry_point="f", tests=({"assert": test, "tag": "basic"},))
-    started = time.monotonic()
-    outcome = box.run(spec.job(code), Limits(timeout=TIMEOUT, memory_mb=256))
-    elapsed = time.monotonic() - started
-    metrics = measure(spec, code, outcome)
-    assert elapsed < TIMEOUT + 1.0, f"held the run {elapsed:.2f} s"
-    return metrics.error_class, metrics.first_failure or "", elapsed
+def test_the_result_channel_ignores_garbage() -> None:
+    data = b'{not json\n[1, 2]\n{"test": 0, "output": 1}\n\xff\xfe\n"text"\n{"done": true}\n'
+    assert parse_events(data) == [{"test": 0, "output": 1}, {"done": True}]
 
 
-HOSTILE = {
-    "fork_bomb": (
-        "import os\ndef f():\n    while True:\n        os.fork()\n",
-        {"resource_limit", "timeout"},
-    ),
-    "memory_bomb": (
-        "def f():\n    blocks = []\n    while True:\n"
-        "        blocks.append(bytearray(50_000_000))\n",
-        {"resource_limit"},
-    ),
-    "infinite_loop": ("def f():\n    while True:\n        pass\n", {"timeout"}),
-    "endless_output": (
-        "def f():\n    while True:\n        print('x' * 10_000)\n",
-        {"resource_limit"},
-    ),
-    "ignores_sigterm": (
-        "import signal\ndef f():\n    signal.signal(signal.SIGTERM, "
-        "signal.SIG_IGN)\n    while True:\n        pass\n",
-        {"timeout"},
-    ),
+def test_an_io_tests_verdict_is_made_outside_the_sample(sandbox: Sandbox) -> None:
+    """The sample reports its output and never holds the expected value, so a forged
+    'passed' event does not pass it."""
+    spec = CodeSpec(entry_point="f", tests=({"args": [], "expected": 1729, "tag": "basic"},))
+    looks = (
+        "import gc\n"
+        "def f():\n"
+        "    found = [o for o in gc.get_objects() if type(o) is dict and 'expected' in o]\n"
+        "    return [o['expected'] for o in found]\n"
+    )
+    assert sandbox.run(spec.job(looks), Limits(timeout=2.0)).tests[0]["output"] == []
+    forges = (
+        "import os\n"
+        "def f():\n"
+        "    for fd in range(256):\n"
+        "        try:\n"
+        '            os.write(fd, b\'{"test": 0, "passed": true}\\n\')\n'
+        "        except OSError:\n"
+        "            pass\n"
+    )
+    metrics = measure(spec, forges, sandbox.run(spec.job(forges), Limits(timeout=2.0)))
+    assert not metrics.functional and metrics.tests_passed == 0
+
+
+def test_a_property_case_without_hypothesis_fails_at_collection_with_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "cases:\n- id: c1\n  input: {}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
+        "  tests: [{args: [1], expected: 1}]\n  properties: {args: ['integers()']}\n"
+    )
+    (case,) = load_case_file(path).cases
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    with pytest.raises(PromptevalError, match=r"pip install 'pytest-prompteval\[code\]'"):
+        parse_code_spec(case)
+
+
+def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
+    pool = SandboxPool(workers=1)
+    finished: list[str] = []
+    try:
+        sleeps = SPEC.job("import time\ndef f():\n    time.sleep(1)\n")
+        jobs = {"first": pool.submit(sleeps, Limits())}
+        for name in ("ahead1", "ahead2"):
+            jobs[name] = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD)
+        jobs["now"] = pool.submit(SPEC.job(RETURNS_NONE), Limits())
+        for name, future in jobs.items():
+            future.add_done_callback(lambda _, name=name: finished.append(name))
+        for future in jobs.values():
+            future.result()
+        assert finished == ["first", "now", "ahead1", "ahead2"]
+        blocker = pool.submit(sleeps, Limits())
+        ahead = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD)
+        pool.stop()  # -x: what was queued ahead is dropped, items' own jobs still run
+        assert ahead.cancelled() and blocker.result().exit_code == 0
+        assert pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD).cancelled()
+    finally:
+        pool.close()
+
+
+CPU_CASES = """
+cases:
+- id: busy_sum
+  entry_point: busy_sum
+  input: {task: "sum of i*i below n"}
+  reference: |
+    def busy_sum(n):
+        return sum(i * i for i in range(n))
+  tests:
+  - {args: [300000], expected: 8999955000050000}
+"""
+
+CPU_ANSWERS = """
+ANSWERS = {
+    "same": "def busy_sum(n):\\n    return sum(i * i for i in range(n))\\n",
+    "twice": "def busy_sum(n):\\n    sum(i * i for i in range(n))\\n"
+    "    return sum(i * i for i in range(n))\\n",
+    "endless": "def busy_sum(n):\\n    while True:\\n        pass\\n",
 }
 
+def answer(request, *, case, prompt, sample):
+    return "```python\\n" + ANSWERS[prompt.version] + "```"
+"""
 
-@pytest.mark.parametrize("name", list(HOSTILE))
-def test_hostile_completion_is_contained_and_classified(sandbox: Sandbox, name: str) -> None:
-    code, classes = HOSTILE[name]
-    idle = settled(sandbox)
-    error_class, message, _ = run(sandbox, code)
-    assert error_class in classes, message
-    assert len(descendants_of(sandbox)) == idle
+# Processes that keep every core busy while the items run (not while pytest starts).
+HOGS = """
+import os, subprocess, sys
+HOGS = []
+
+def pytest_collection_finish(session):
+    for _ in range(os.cpu_count() or 2):
+        HOGS.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+def pytest_sessionfinish(session):
+    for hog in HOGS:
+        hog.kill()
+        hog.wait()
+"""
 
 
-def test_api_key_is_not_in_the_environment(sandbox: Sandbox) -> None:
-    code = "import os\ndef f():\n    return [k for k in os.environ if 'KEY' in k or 'TOKEN' in k]\n"
-    error_class, message, _ = run(sandbox, code, "f() == []")
-    assert error_class is None, message
+def test_verdicts_do_not_change_beside_a_cpu_hog(pytester: pytest.Pytester) -> None:
+    """Timeouts come from CPU time: replayed beside processes that keep every core busy,
+    the same answers get the same verdicts."""
+    prompts = pytester.mkdir("prompts")
+    for version in ("same", "twice", "endless"):
+        prompts.joinpath(f"{version}.yaml").write_text(f"user_prompt: '{{task}} {version}'\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(CPU_CASES)
+    pytester.makepyfile(cpuapp=CPU_ANSWERS)
+    pytester.makeconftest(HOGS)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    reprec = pytester.inline_run(
+        "--prompt=same",
+        "--compare=twice",
+        "--compare=endless",
+        "--prompteval-provider=python:cpuapp:answer",
+        "--prompteval-results=none",
+        "--prompteval-code-workers=1",
+    )
+    verdicts = {r["prompt"]: (r["passed"], r["error_class"]) for r in item_results(reprec)}
+    assert verdicts == {
+        "same": (True, None),
+        "twice": (True, None),
+        "endless": (False, "timeout"),
+    }
 
 
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason="filesystem and process isolation need root (see the README)"
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (
+            ["--prompteval-code-workers=0"],
+            "",
+            "ERROR: --prompteval-code-workers '0': expected a whole number >= 1",
+        ),
+        (
+            [],
+            "prompteval_code_workers = many\n",
+            "ERROR: ini prompteval_code_workers 'many': expected a whole number >= 1",
+        ),
+    ],
 )
+def test_a_bad_code_workers_value_is_a_usage_error(
+    pytester: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    generated_project(pytester, 1)
+    pytester.makeini(f"[pytest]\n{ini}")
+    result = pytester.runpytest("--prompt=v", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == message
 
 
-@needs_root
-def test_writes_outside_the_working_directory_do_not_land(sandbox: Sandbox, tmp_path: Path) -> None:
-    token = uuid.uuid4().hex
-    targets = [
-        Path("/tmp") / f"escape-{token}",
-        tmp_path / f"escape-{token}",
-        Path("/var/tmp") / f"escape-{token}",
-    ]
+def test_pytest_is_not_dumpable_while_a_sandbox_runs() -> None:
+    """Then a sample of the same user can neither read its environ nor ptrace it."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None).prctl
+    get_dumpable = 3
+    before = prctl(get_dumpable, 0, 0, 0, 0)  # 0 too while another test's sandbox runs
+    box = Sandbox()
+    box.run(SPEC.job(RETURNS_NONE), Limits())
+    assert prctl(get_dumpable, 0, 0, 0, 0) == 0
+    box.close()
+    assert prctl(get_dumpable, 0, 0, 0, 0) == before
+
+
+UNSAFE_RUN = """
+import ctypes, json, os, sys
+from pytest_prompteval.sandbox import server
+from pytest_prompteval.sandbox.isolation import Isolation
+ctypes.CDLL(None).prctl(server.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+job = json.loads(sys.argv[1])
+result = server.run_job(job, Isolation())
+alive = []
+for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid())}:
+    try:
+        if sys.argv[2].encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+            alive.append(pid)
+    except OSError:
+        pass
+print(json.dumps({"events": result["events"], "alive": alive}))
+"""
+
+
+def test_without_isolation_a_samples_escaped_children_are_still_killed(tmp_path: Path) -> None:
+    """The opt-in mode without namespaces: the server is a subreaper, so a setsid'd and
+    re-exec'd grandchild comes back to it and dies with the sample."""
+    seconds = str(60 + int.from_bytes(os.urandom(3), "big") / 1e8)  # names our sleeper
     code = (
-        "def f():\n"
-        f"    for path in {[str(t) for t in targets]!r}:\n"
-        "        try:\n"
-        "            open(path, 'w').write('escaped')\n"
-        "        except OSError:\n"
-        "            pass\n"
-    )
-    run(sandbox, code)
-    assert [t for t in targets if t.exists()] == []
-
-
-@needs_root
-def test_killing_the_parent_does_not_hurt_the_run(sandbox: Sandbox) -> None:
-    code = (
-        "import os, signal\n"
-        "def f():\n"
-        "    for pid in [os.getppid(), 1] + [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
-        "        try:\n"
-        "            os.kill(pid, signal.SIGKILL)\n"
-        "        except OSError:\n"
-        "            pass\n"
-    )
-    run(sandbox, code)
-    assert sandbox._process is not None and sandbox._process.poll() is None
-    error_class, message, _ = run(sandbox, "def f():\n    return None\n")
-    assert error_class is None, message
-
-
-def test_a_child_that_escapes_with_setsid_is_killed(sandbox: Sandbox) -> None:
-    code = (
-        "import os, time\n"
+        "import os\n"
         "def f():\n"
         "    if os.fork() == 0:\n"
         "        os.setsid()\n"
         "        if os.fork() == 0:\n"
-        "            time.sleep(60)\n"
+        f"            os.execve('/bin/sleep', ['sleep', '{seconds}'], {{}})\n"
         "        os._exit(0)\n"
     )
-    idle = settled(sandbox)
-    error_class, message, elapsed = run(sandbox, code)
-    assert error_class is None, message
-    assert elapsed < TIMEOUT
-    assert len(descendants_of(sandbox)) == idle
-
-
-def test_no_network(sandbox: Sandbox) -> None:
-    code = (
-        "import socket\n"
-        "def f():\n"
-        "    try:\n"
-        "        socket.create_connection(('127.0.0.1', 22), timeout=0.5)\n"
-        "    except OSError as exc:\n"
-        "        return exc.errno\n"
+    job = {**SPEC.job(code), "limits": asdict(Limits())}
+    done = subprocess.run(
+        [sys.executable, "-c", UNSAFE_RUN, json.dumps(job), seconds],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
-    if not sandbox.info:
-        run(sandbox, "def f():\n    return None\n")
-    if not sandbox.info.get("network_isolated"):
-        pytest.skip("no network namespace here (not root)")
-    error_class, message, _ = run(sandbox, code, "f() in (101, 111)")  # unreachable/refused
-    assert error_class is None, message
+    report = json.loads(done.stdout)
+    assert {"test": 0, "output": None} in report["events"]
+    assert report["alive"] == []

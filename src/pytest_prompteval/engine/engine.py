@@ -166,13 +166,16 @@ class Engine:
 
     def code_scorer(self) -> CodeScorer:
         if self._code is None:
-            self._code = CodeScorer(self.settings.code_timeout)
+            s = self.settings
+            self._code = CodeScorer(s.code_timeout, workers=s.code_workers, unsafe=s.unsafe_sandbox)
         return self._code
 
     def stop(self) -> None:
-        """No new calls; calls in flight finish."""
+        """No new calls, no new code samples; what is in flight finishes."""
         self.store.stop()
         self.judge_store.stop()
+        if self._code is not None:
+            self._code.stop()
 
     def close(self) -> None:
         self.stop()

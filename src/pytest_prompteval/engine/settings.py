@@ -196,6 +196,12 @@ SETTINGS: tuple[Setting, ...] = (
             "default) or when its partial-correctness score reaches the threshold",
             default="all", parse=_choice(CODE_PASS_MODES), option="--prompteval-code-pass",
             ini="prompteval_code_pass", choices=CODE_PASS_MODES),
+    Setting("code_workers", "code cases: sandbox servers running samples in parallel "
+            "(default: the CPU count)", parse=_whole(1), option="--prompteval-code-workers",
+            metavar="N", ini="prompteval_code_workers"),
+    Setting("unsafe_sandbox", "code cases: run generated code even where the sandbox cannot "
+            "isolate it", default=False, parse=_flag, option="--prompteval-unsafe-sandbox",
+            flag=True, ini="prompteval_unsafe_sandbox", ini_type="bool"),
     Setting("code_timeout", "code cases: seconds a sample may run at most", default=3.0,
             parse=_number(0, above=True), ini="prompteval_code_timeout"),
     Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
@@ -294,6 +300,8 @@ class Settings:
     batch: bool
     batch_poll: float
     code_pass: str
+    code_workers: int | None
+    unsafe_sandbox: bool
     code_timeout: float
     max_cost: float | None
     affected: str | None

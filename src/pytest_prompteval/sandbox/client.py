@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.sandbox.isolation import set_dumpable
 
 #: Variables a sample may see; everything else (API keys above all) stays out.
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -38,12 +39,24 @@ class SampleRun:
     seconds: float = 0.0
     crashed: str | None = None
 
+    @property
+    def cpu(self) -> float | None:
+        """CPU seconds the tests took, from the harness's last event."""
+        done = self.done
+        return float(done["cpu"]) if done and isinstance(done.get("cpu"), int | float) else None
+
     def phase(self, name: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e.get("phase") == name), None)
 
     @property
     def tests(self) -> dict[int, dict[str, Any]]:
-        return {e["test"]: e for e in self.events if "test" in e}
+        """Test events by index; the first for an index counts."""
+        found: dict[int, dict[str, Any]] = {}
+        for event in self.events:
+            index = event.get("test")
+            if isinstance(index, int) and not isinstance(index, bool):
+                found.setdefault(index, event)
+        return found
 
     @property
     def property_check(self) -> dict[str, Any] | None:
@@ -54,10 +67,62 @@ class SampleRun:
         return next((e for e in self.events if e.get("done")), None)
 
 
+UNSAFE_HINT = (
+    "run as root, or where unprivileged user namespaces are allowed, or accept running "
+    "generated code without isolation: --prompteval-unsafe-sandbox (ini "
+    "prompteval_unsafe_sandbox = true)"
+)
+
+
+class SandboxUnavailable(PromptevalError):
+    """The sandbox cannot run samples safely here; the message says why and what to do."""
+
+
+def cache_dir() -> str:
+    """Per-machine cache (hypothesis' character map), shared by workers and shards."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pytest-prompteval", "sandbox")
+
+
+#: The server imports from the parent's path (which -I would otherwise drop: PYTHONPATH),
+#: and only its own modules, not the plugin's packages: a small process forks faster.
+BOOT = """
+import json, sys, types
+sys.path[:] = json.loads(sys.argv[1])
+for name, path in json.loads(sys.argv[2]).items():
+    sys.modules[name] = module = types.ModuleType(name)
+    module.__path__ = [path]
+from pytest_prompteval.sandbox.server import main
+main()
+"""
+PACKAGES = {
+    "pytest_prompteval": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "pytest_prompteval.sandbox": os.path.dirname(os.path.abspath(__file__)),
+}
+
+
+def _import_path() -> list[str]:
+    return [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]
+
+
+_dumpable = threading.Lock()
+_running = 0
+
+
+def _hold_non_dumpable(delta: int) -> None:
+    """pytest stays non-dumpable while any sandbox server runs: a sample of the same user
+    can then neither read its /proc/<pid>/environ nor ptrace it."""
+    global _running
+    with _dumpable:
+        _running += delta
+        set_dumpable(_running == 0)
+
+
 class Sandbox:
     """One warm fork server; ``run`` is thread-safe (jobs run one at a time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unsafe: bool = False) -> None:
+        self.unsafe = unsafe
         self._process: subprocess.Popen[str] | None = None
         self._home: str | None = None
         self._lock = threading.Lock()
@@ -69,66 +134,92 @@ class Sandbox:
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
         if hypothesis:  # property tests: the server imports and warms hypothesis up front
-            env["PROMPTEVAL_SANDBOX_HYPOTHESIS"] = "1"
+            env.update(PROMPTEVAL_SANDBOX_HYPOTHESIS="1", PROMPTEVAL_SANDBOX_CACHE=cache_dir())
+        if self.unsafe:
+            env["PROMPTEVAL_SANDBOX_UNSAFE"] = "1"
         self._hypothesis = hypothesis
+        stderr = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "pytest_prompteval.sandbox.server"],
+            [sys.executable, "-I", "-c", BOOT, json.dumps(_import_path()), json.dumps(PACKAGES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             cwd=self._home,
             env=env,
             text=True,
             start_new_session=True,
         )
+        _hold_non_dumpable(+1)
         assert process.stdout is not None
         ready = self._readline(process.stdout, 60.0)
-        if not ready:
-            process.kill()
-            raise PromptevalError("the code sandbox did not start")
-        self.info = json.loads(ready)
+        try:
+            self.info = json.loads(ready or "")
+        except ValueError:
+            self.info = {}
+        with stderr:
+            if not self.info.get("ready"):
+                self._end(process)
+                stderr.seek(0)
+                raise SandboxUnavailable(self._why_not(stderr.read()))
         return process
+
+    def _why_not(self, stderr: str) -> str:
+        if self.info.get("error"):
+            return f"the code sandbox cannot run samples: {self.info['error']}"
+        if self.info.get("missing"):
+            missing = "; ".join(self.info["missing"])
+            return f"the code sandbox cannot isolate samples here: {missing}. {UNSAFE_HINT}"
+        tail = " | ".join(stderr.strip().splitlines()[-5:]) or "no output"
+        return f"the code sandbox did not start: {tail}"
 
     @staticmethod
     def _readline(stream: IO[str], timeout: float) -> str | None:
         ready, _, _ = select.select([stream], [], [], timeout)
         return stream.readline() if ready else None
 
-    def run(self, job: dict[str, Any], limits: Limits) -> SampleRun:
+    def run(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> SampleRun:
+        """Run one job; ``hypothesis``: start the server with hypothesis loaded."""
         with self._lock:
-            if job.get("properties") and not self._hypothesis:
+            if hypothesis and not self._hypothesis:
                 self._stop()  # restart with hypothesis loaded
             if self._process is None or self._process.poll() is not None:
-                self._process = self._start(self._hypothesis or bool(job.get("properties")))
+                self._stop()
+                self._process = self._start(self._hypothesis or hypothesis)
             process = self._process
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write(json.dumps({**job, "limits": asdict(limits)}) + "\n")
             process.stdin.flush()
-            line = self._readline(process.stdout, limits.timeout + 15)
-            if not line:
+            line = self._readline(process.stdout, 3 * limits.timeout + 15)
+            try:
+                data = json.loads(line or "")
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
                 self._stop()
                 return SampleRun(crashed="the code sandbox stopped answering; restarted")
-        data = json.loads(line)
         return SampleRun(
-            events=data.get("events", []),
-            timed_out=data.get("timed_out", False),
+            events=[e for e in data.get("events", []) if isinstance(e, dict)],
+            timed_out=bool(data.get("timed_out", False)),
             signal=data.get("signal"),
             exit_code=data.get("exit_code"),
-            seconds=data.get("seconds", 0.0),
-            crashed=data.get("crashed"),
+            seconds=float(data.get("seconds", 0.0)),
         )
 
     def close(self) -> None:
         with self._lock:
             self._stop()
 
+    def _end(self, process: subprocess.Popen[str]) -> None:
+        process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        _hold_non_dumpable(-1)
+
     def _stop(self) -> None:
         if self._process is not None:
-            self._process.kill()
-            self._process.wait()
-            for stream in (self._process.stdin, self._process.stdout):
-                if stream is not None:
-                    stream.close()
+            self._end(self._process)
             self._process = None
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)

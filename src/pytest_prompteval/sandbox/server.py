@@ -1,21 +1,21 @@
-"""The sandbox's fork server: ``python -I -m pytest_prompteval.sandbox.server``.
+"""The sandbox's fork server, started by the client with the parent's import path.
 
-It starts once per pytest process, imports what generated code usually needs (and, for
-property tests, hypothesis), then reads one JSON job per line on stdin and answers one JSON
-line on stdout. Each job is one fork of the server: the sample, which runs ``harness.run``.
+It starts once per worker of the pool, imports what generated code usually needs (and, for
+property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network
+and mount namespaces, a read-only filesystem with private tmpfs where writes are usual, a
+fresh /proc), checks that a sample can read every standard-library module, then reads one
+JSON job per line on stdin and answers one JSON line on stdout. Each job is one fork of the
+server: the sample, which drops its privileges and runs ``harness.run``.
 
-What isolates a sample:
-- a sanitised environment (set by the client: no API keys), no stdin, a fresh working
-  directory, stdout and stderr into a file whose size is capped (RLIMIT_FSIZE);
-- RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files;
-- a wall-clock timer that SIGKILLs the sample;
-- as root (when the kernel allows): the server runs as PID 1 of its own PID namespace, in
-  its own network namespace (no interface up) and mount namespace (fresh tmpfs on /tmp,
-  /var/tmp and /dev/shm, emptied after every job). After each sample, kill(-1) from PID 1
-  ends every process the sample started, ``setsid`` or not. The sample runs as ``nobody``:
-  it can neither signal the server nor write where nobody may not;
-- otherwise: the sample's own session, killed as a process group, and a sweep of /proc
-  for any process that still carries the job's marker in its environment.
+What else bounds a sample: a sanitised environment (set by the client: no API keys), no
+stdin, a fresh working directory, stdout and stderr into a file whose size is capped
+(RLIMIT_FSIZE); RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files; its CPU
+time, read from /proc while it runs (so that a busy machine does not change the verdict),
+and a wall-clock backstop for samples that sleep. After each sample, the server, PID 1 of
+its namespace, kills every other process there (``kill(-1)``), ``setsid`` or not.
+
+Without any isolation (only with the user's opt-in) the server is a child subreaper, so
+every orphan of a sample is re-parented to it and killed with the sample's process tree.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -32,14 +33,15 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pytest_prompteval.sandbox import harness
+from pytest_prompteval.sandbox.isolation import Isolation, drop_privileges, isolate, set_dumpable
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 NOBODY = 65534
-MARKER = "PROMPTEVAL_SANDBOX"
+PR_SET_CHILD_SUBREAPER = 36
+#: Imported before isolation, so every sample has them at no cost.
 PRELOAD = [
     "abc",
     "array",
@@ -87,22 +89,9 @@ PRELOAD = [
 
 _libc = ctypes.CDLL(None, use_errno=True)
 ROOT = os.geteuid() == 0
-
-
-def _unshare(flags: int) -> bool:
-    return ROOT and _libc.unshare(flags) == 0
-
-
-def _private_tmp() -> bool:
-    if not _unshare(CLONE_NEWNS):
-        return False
-    if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False
-    ok = True
-    for path in (b"/tmp", b"/var/tmp", b"/dev/shm"):
-        if os.path.isdir(path):
-            ok &= _libc.mount(b"tmpfs", path, b"tmpfs", 0, b"size=64m,mode=1777") == 0
-    return ok
+TICKS = os.sysconf("SC_CLK_TCK")
+#: Not imported by the self-check: they open a browser or print on import.
+SIDE_EFFECTS = frozenset({"antigravity", "this", "idlelib", "turtledemo", "__main__"})
 
 
 def _vm_size() -> int:
@@ -113,13 +102,17 @@ def _vm_size() -> int:
     return 0
 
 
-def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None:
-    """The grandchild: limits, then the harness. Never returns."""
+def _close_other_fds(keep: int) -> None:
+    os.closerange(3, keep)
+    os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+def _sample(job: dict[str, Any], events_fd: int, isolation: Isolation) -> None:
+    """The forked sample: limits, privileges dropped, then the harness. Never returns."""
     try:
         os.setsid()
-        workdir = os.path.join(
-            "/tmp" if limits["fs_private"] else os.getcwd(), f"job-{os.getpid()}"
-        )
+        base = "/tmp" if isolation.fs_private else os.getcwd()
+        workdir = os.path.join(base, f"job-{os.getpid()}")
         os.makedirs(workdir, exist_ok=True)
         if ROOT:
             os.chown(workdir, NOBODY, NOBODY)
@@ -131,10 +124,11 @@ def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None
         os.dup2(null, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        cpu = math.ceil(limits["timeout"]) + 1
+        _close_other_fds(events_fd)
+        limits = job["limits"]
         memory = _vm_size() + limits["memory_mb"] * 1024 * 1024
         for name, value in (
-            ("RLIMIT_CPU", cpu),
+            ("RLIMIT_CPU", math.ceil(limits["timeout"]) + 1),  # backstop to the CPU watch
             ("RLIMIT_AS", memory),
             ("RLIMIT_FSIZE", limits["output_bytes"]),
             ("RLIMIT_NPROC", limits["processes"]),
@@ -142,10 +136,8 @@ def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None
             ("RLIMIT_CORE", 0),
         ):
             resource.setrlimit(getattr(resource, name), (value, value))
-        if ROOT:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+        if isolation.mode != "none":
+            drop_privileges(ROOT)
         sys.setrecursionlimit(3000)
         with os.fdopen(events_fd, "w") as events:
             harness.run(job, events)
@@ -153,23 +145,19 @@ def _sample(job: dict[str, Any], events_fd: int, limits: dict[str, Any]) -> None
         os._exit(0)
 
 
-def _sweep(marker: str) -> None:
-    """Kill every process whose environment carries this job's marker (no PID namespace)."""
-    needle = f"{MARKER}={marker}".encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as environ:
-                if needle in environ.read().split(b"\0"):
-                    os.kill(int(pid), signal.SIGKILL)
-        except OSError:
-            continue
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _clear_tmp() -> None:
-    """Empty the private /tmp, /var/tmp and /dev/shm between jobs."""
-    for directory in ("/tmp", "/var/tmp", "/dev/shm"):
+    """Empty the private /tmp, /var/tmp, /dev/shm and /run/lock between jobs."""
+    for directory in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
@@ -179,17 +167,30 @@ def _clear_tmp() -> None:
                         os.unlink(entry.path)
 
 
-def run_job(job: dict[str, Any], isolation: dict[str, bool]) -> dict[str, Any]:
-    """Fork the sample, time it, collect its events, and leave nothing of it behind."""
-    limits = {**job["limits"], "fs_private": isolation["fs_private"]}
-    marker = f"{os.getpid()}-{time.monotonic_ns()}"
+def parse_events(data: bytes, limit: int = 10_000) -> list[dict[str, Any]]:
+    """The sample's events: one JSON object a line; anything else is ignored."""
+    events = []
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+            if len(events) >= limit:
+                break
+    return events
+
+
+def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
+    """Fork the sample, watch its CPU time, collect its events, leave nothing behind."""
+    cpu_limit = float(job["limits"]["timeout"])
     events_r, events_w = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(events_r)
-        os.environ[MARKER] = marker
-        _sample(job, events_w, limits)
+        _sample(job, events_w, isolation)
     os.close(events_w)
     timed_out = False
 
@@ -199,40 +200,39 @@ def run_job(job: dict[str, Any], isolation: dict[str, bool]) -> dict[str, Any]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
+    # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
     signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, limits["timeout"])
+    signal.setitimer(signal.ITIMER_REAL, 3 * cpu_limit + 2)
     buffer, status = bytearray(), None
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             break
-        ready, _, _ = select.select([events_r], [], [], 0.05)
+        ready, _, _ = select.select([events_r], [], [], 0.02)
         if ready:
             chunk = os.read(events_r, 65536)
             if not chunk:
                 break
             buffer += chunk
-        elif status is None:
+        if status is None:
+            if not timed_out and _cpu_seconds(pid) > cpu_limit:
+                expire()
             done, code = os.waitpid(pid, os.WNOHANG)
-            if done:  # the sample ended but a descendant holds the pipe: end them all
+            if done:  # the sample ended but a descendant may hold the pipe: end them all
                 status = code
-                _kill_descendants(pid, marker, isolation)
+                _kill_descendants(pid, isolation)
     os.close(events_r)
     if status is None:
         _, status = os.waitpid(pid, 0)  # the timer still guards this wait
     signal.setitimer(signal.ITIMER_REAL, 0)
-    _kill_descendants(pid, marker, isolation)
-    if isolation["fs_private"]:
+    _kill_descendants(pid, isolation)
+    if isolation.fs_private:
         _clear_tmp()
     else:
         shutil.rmtree(os.path.join(os.getcwd(), f"job-{pid}"), ignore_errors=True)
     return {
-        "events": [
-            json.loads(line)
-            for line in bytes(buffer).decode(errors="replace").splitlines()
-            if line.startswith("{")
-        ][:10_000],
+        "events": parse_events(bytes(buffer)),
         "timed_out": timed_out,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -240,35 +240,43 @@ def run_job(job: dict[str, Any], isolation: dict[str, bool]) -> dict[str, Any]:
     }
 
 
-def _kill_descendants(pid: int, marker: str, isolation: dict[str, bool]) -> None:
-    if isolation["own_pids"]:
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+def _kill_descendants(pid: int, isolation: Isolation) -> None:
+    if isolation.own_pids:
         # PID 1 of its namespace: kill(-1) reaches every other process in it, setsid or not.
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
-        while True:  # reap what was re-parented to us
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
     else:
+        # A subreaper: the sample's orphans are our children; kill our whole tree.
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-        _sweep(marker)
-
-
-def _isolate() -> dict[str, bool]:
-    """As root: own network, mount and PID namespaces for the server and all it forks.
-    The process that called this waits for the namespace's first process, which goes on
-    as the server (PID 1 there) and returns."""
-    network = _unshare(CLONE_NEWNET)
-    own_pids = _unshare(CLONE_NEWPID)
-    if own_pids:
-        child = os.fork()
-        if child:
-            _, status = os.waitpid(child, 0)
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-        _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the outer process
-    return {"network_isolated": network, "own_pids": own_pids, "fs_private": _private_tmp()}
+        for _ in range(3):
+            tree, pending, found = _children(), [os.getpid()], []
+            while pending:
+                for child in tree.get(pending.pop(), []):
+                    found.append(child)
+                    pending.append(child)
+            if not found:
+                break
+            for child in found:
+                with contextlib.suppress(OSError):
+                    os.kill(child, signal.SIGKILL)
+    while True:  # reap what was re-parented to us
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
 
 
 # Modules hypothesis imports only on some paths (targeting, shrinking, reporting).
@@ -284,45 +292,19 @@ LAZY_HYPOTHESIS = (
 )
 
 
-def _warm_hypothesis() -> None:
-    """Import hypothesis, and exercise it (generate, fail, shrink) once, in the server: a
-    sample running as nobody cannot import the modules it would load lazily."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+def _warm_hypothesis(cache: str | None) -> None:
+    """Import hypothesis and what it loads lazily, and its character map, which it builds
+    once per machine in ``cache`` (a sample cannot write there)."""
+    from hypothesis.configuration import set_hypothesis_home_dir
 
-    @settings(
-        max_examples=60,
-        database=None,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(
-        st.tuples(
-            st.integers(),
-            st.floats(),
-            st.text(),
-            st.lists(st.booleans()),
-            st.dictionaries(st.text(), st.none()),
-            st.sampled_from([1, 2]),
-        )
-    )
-    def fails_late(values: tuple[Any, ...]) -> None:
-        assert values[0] < 10
+    if cache:
+        with contextlib.suppress(OSError):
+            os.makedirs(cache, exist_ok=True)
+            set_hypothesis_home_dir(cache)
+    import hypothesis.strategies  # noqa: F401 - what every property test imports
+    from hypothesis.internal.charmap import charmap
 
-    @settings(max_examples=30, database=None, deadline=None, derandomize=True)
-    @given(st.lists(st.integers()))
-    def passes(values: list[int]) -> None:
-        assert len(values) >= 0
-
-    with (
-        open(os.devnull, "w") as null,
-        contextlib.redirect_stdout(null),
-        contextlib.redirect_stderr(null),
-    ):
-        passes()
-        with contextlib.suppress(AssertionError):
-            fails_late()
+    charmap()
     for name in LAZY_HYPOTHESIS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -330,17 +312,92 @@ def _warm_hypothesis() -> None:
         importlib.import_module("numpy.random")
 
 
+def stdlib_origins() -> dict[str, str]:
+    """Each standard-library module this interpreter can find, and its file."""
+    found = {}
+    for name in sorted(sys.stdlib_module_names - SIDE_EFFECTS):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and os.path.isabs(spec.origin):
+            found[name] = spec.origin
+    return found
+
+
+def self_check(origins: dict[str, str], isolation: Isolation) -> str | None:
+    """In a fork with a sample's privileges: the first standard-library module it could
+    not read, with the fix; None when all are readable."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        problem = ""
+        try:
+            if isolation.mode != "none":
+                drop_privileges(ROOT)
+            for name, origin in origins.items():
+                try:
+                    os.close(os.open(origin, os.O_RDONLY))
+                except OSError as exc:
+                    problem = f"{name} ({origin}: {exc.strerror})"
+                    break
+        finally:
+            os.write(write, problem.encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        problem = answer.read().decode()
+    os.waitpid(pid, 0)
+    if not problem:
+        return None
+    return (
+        f"a sample cannot import the standard-library module {problem}; make the Python "
+        f"installation readable by others (chmod -R o+rX {sys.base_prefix}), or run "
+        "pytest as a user who owns it"
+    )
+
+
+def readiness(
+    isolation: Isolation, unsafe: bool, check: Callable[[], str | None]
+) -> dict[str, Any]:
+    """The server's first line: whether it takes jobs. Incomplete isolation refuses them
+    unless the user opted in; a failed self-check always does."""
+    ready: dict[str, Any] = {"ready": True, "root": ROOT, **isolation.to_json()}
+    if not isolation.complete and not unsafe:
+        ready["ready"] = False
+    else:
+        problem = check()
+        if problem:
+            ready.update(ready=False, error=problem)
+    return ready
+
+
+def _readable_paths() -> list[str]:
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
+    return [p for p in dict.fromkeys(paths) if p and os.path.isdir(p)]
+
+
 def main() -> None:
     for module in PRELOAD:
         __import__(module)
     # Before the private /tmp hides anything installed there (a venv under /tmp, say).
     if os.environ.get("PROMPTEVAL_SANDBOX_HYPOTHESIS"):
-        _warm_hypothesis()
-    isolation = _isolate()
-    print(json.dumps({"ready": True, "root": ROOT, **isolation}), flush=True)
+        _warm_hypothesis(os.environ.get("PROMPTEVAL_SANDBOX_CACHE"))
+    origins = stdlib_origins()
+    isolation = isolate(ROOT, _readable_paths())
+    if isolation.mode == "none":
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    set_dumpable(False)  # a sample of the same user can neither ptrace nor read us
+    ready = readiness(
+        isolation,
+        bool(os.environ.get("PROMPTEVAL_SANDBOX_UNSAFE")),
+        lambda: self_check(origins, isolation),
+    )
+    print(json.dumps(ready), flush=True)
+    if not ready["ready"]:
+        return
+    if isolation.fs_private:
+        os.chdir("/tmp")
     for line in sys.stdin:
         print(json.dumps(run_job(json.loads(line), isolation), default=repr), flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,16 +13,28 @@ A case is a code case when it has ``entry_point`` (or ``kind: code``). Its field
   of hypothesis' integers, floats, booleans, text, characters, lists, tuples, sets,
   dictionaries, sampled_from, just, none, one_of) or ``{file: strategies.py}`` defining
   ``strategies()``: the candidate must give the reference's result on generated inputs;
-- ``timeout``: seconds per sample (default: 10 x the reference's own run time, between
-  0.5 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
+- ``timeout``: CPU seconds per sample (default: 10 x the reference's own CPU time, between
+  0.25 s and the ini ``prompteval_code_timeout``, 3 s; that limit when there is no reference).
+  CPU time, not wall-clock time, so that a busy machine gives the same verdicts.
+
+Samples run in a pool of warm sandbox servers (``sandbox/pool.py``); ``CodeScorer.ahead``
+queues an upcoming item's sample as soon as its answer is there, and ``score`` picks up the
+run (or runs it at once, before anything queued ahead).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
+import importlib.util
+import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import threading
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -30,14 +42,16 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.paths import read_inside
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.sandbox import SampleRun, Sandbox
-from pytest_prompteval.sandbox.client import Limits
+from pytest_prompteval.sandbox import SampleRun
+from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
+from pytest_prompteval.sandbox.harness import canonical
+from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
 from pytest_prompteval.scoring.score import Score
 
 TAGS = ("basic", "edge")
 TEST_KINDS = ("assert", "check", "args")
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-CALIBRATION = (10.0, 0.5)  # timeout = factor x reference time, at least this many seconds
+CALIBRATION = (10.0, 0.25)  # CPU timeout = factor x reference CPU time, at least this
 
 
 @dataclass(frozen=True)
@@ -51,13 +65,20 @@ class CodeSpec:
     language: str = "python"
 
     def job(self, code: str) -> dict[str, Any]:
+        """What the sandbox gets: an io test's expected value stays here (``measure``
+        compares), and the reference goes only where property tests need it."""
         return {
             "code": code,
             "entry_point": self.entry_point,
-            "tests": list(self.tests),
-            "reference": self.reference,
+            "tests": [{k: v for k, v in t.items() if k != "expected"} for t in self.tests],
+            "reference": self.reference if self.properties else None,
             "properties": self.properties,
         }
+
+    @property
+    def tests_total(self) -> int:
+        """The listed tests, and the property test as one more edge test."""
+        return len(self.tests) + (self.properties is not None)
 
 
 def is_code_case(case: Case) -> bool:
@@ -123,6 +144,17 @@ def parse_code_spec(case: Case) -> CodeSpec:
     )
 
 
+#: What code cases need beyond the plugin's own dependencies, and the extra that brings it.
+CODE_EXTRA = "pip install 'pytest-prompteval[code]'"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise fail("properties", "{args: [strategy, ...], examples: N} or {file: path.py}")
@@ -132,6 +164,8 @@ def _parse_properties(case: Case, spec: Any, fail: Any) -> dict[str, Any]:
     examples = spec.get("examples", 100)
     if isinstance(examples, bool) or not isinstance(examples, int) or not 1 <= examples <= 10_000:
         raise fail("properties", "examples: a whole number from 1 to 10000")
+    if not _installed("hypothesis"):
+        raise fail("properties", f"hypothesis installed to run property tests: {CODE_EXTRA}")
     if "file" in spec:
         try:
             return {
@@ -188,6 +222,7 @@ def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:
     return code, rule
 
 
+@functools.lru_cache(maxsize=4096)
 def _normalised(code: str) -> str | None:
     try:
         return ast.unparse(ast.parse(code))
@@ -223,17 +258,78 @@ class Metrics:
         return score + (0.6 * basic if edge is None else 0.3 * basic + 0.3 * edge)
 
 
-def measure(spec: CodeSpec, code: str, run: SampleRun) -> Metrics:
-    m = Metrics(tests_total=len(spec.tests))
+def _output_matches(event: Mapping[str, Any], expected: str) -> bool:
+    """Whether an io test's output event carries the value whose canonical text is given."""
+    if "output_digest" in event:
+        return bool(event["output_digest"] == hashlib.sha256(expected.encode()).hexdigest())
+    if "output" in event:
+        try:
+            return canonical(event["output"]) == expected
+        except (TypeError, ValueError, RecursionError):
+            return False
+    return False
+
+
+@functools.lru_cache(maxsize=65536)
+def _canonical_expected(text: str) -> str:
+    return canonical(json.loads(text))
+
+
+def _expected(test: Mapping[str, Any]) -> str:
+    return _canonical_expected(json.dumps(test["expected"], default=repr))
+
+
+def _io_event(
+    entry_point: str, test: Mapping[str, Any], event: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """An io test's event turned into a verdict: the output compared here, with the
+    expected value the sample never saw."""
+    if event is None or ("passed" in event and not event["passed"]):
+        return event
+    if _output_matches(event, _expected(test)):
+        return {**event, "passed": True}
+    shown = event.get("output", event.get("output_repr", "a large value"))
+    return {
+        **event,
+        "passed": False,
+        "kind": "assert",
+        "message": f"AssertionError: {entry_point}(*{test['args']!r}) returned {shown!r}"[:300]
+        + f", expected {test['expected']!r}"[:200],
+    }
+
+
+def reference_outputs(spec: CodeSpec, run: SampleRun) -> dict[int, str]:
+    """The reference's outputs on the io tests, as canonical text by test index."""
+    found = {}
+    for index, event in run.tests.items():
+        if index < len(spec.tests) and "args" in spec.tests[index] and "output" in event:
+            try:
+                found[index] = canonical(event["output"])
+            except (TypeError, ValueError, RecursionError):
+                continue
+    return found
+
+
+def measure(
+    spec: CodeSpec, code: str, run: SampleRun, reference: Mapping[int, str] | None = None
+) -> Metrics:
+    """The metrics of one run; ``reference``: the reference's io outputs (for semantic
+    equivalence), when known."""
+    m = Metrics(tests_total=spec.tests_total)
     syntax, load = run.phase("syntax"), run.phase("load")
-    m.syntax_ok = bool(syntax and syntax["ok"])
-    m.compiles = bool(load and load["ok"])
+    m.syntax_ok = bool(syntax and syntax.get("ok") is True)
+    m.compiles = bool(load and load.get("ok") is True)
     results = run.tests
     tally = {"basic": [0, 0], "edge": [0, 0]}
     first_basic = first_edge = None
+    compared = []
     for i, test in enumerate(spec.tests):
         event = results.get(i)
-        passed = bool(event and event["passed"])
+        if "args" in test:
+            if reference is not None and i in reference:
+                compared.append(event is not None and _output_matches(event, reference[i]))
+            event = _io_event(spec.entry_point, test, event)
+        passed = bool(event and event.get("passed") is True)
         tally[test["tag"]][0] += passed
         tally[test["tag"]][1] += 1
         m.tests_passed += passed
@@ -243,16 +339,20 @@ def measure(spec: CodeSpec, code: str, run: SampleRun) -> Metrics:
                 first_basic = failure
             elif test["tag"] == "edge" and first_edge is None:
                 first_edge = failure
-    m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
     prop = run.property_check
-    if prop is not None and not prop["passed"] and first_edge is None:
-        first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
+    if spec.properties is not None:
+        passed = bool(prop and prop.get("passed") is True)
+        tally["edge"][0] += passed
+        tally["edge"][1] += 1
+        m.tests_passed += passed
+        if prop is not None and not passed and first_edge is None:
+            first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
+    m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
     if spec.reference is not None:
         normal = _normalised(code)
         m.exact_match = normal is not None and normal == _normalised(spec.reference)
-        compared = [e["same_as_reference"] for e in results.values() if "same_as_reference" in e]
         if prop is not None:
-            compared.append(bool(prop["passed"]))
+            compared.append(prop.get("passed") is True)
         m.semantic_equivalence = all(compared) if compared else None
     m.error_class, m.first_failure = _classify(run, syntax, load, first_basic, first_edge)
     if m.error_class is None and m.tests_passed < m.tests_total:
@@ -265,13 +365,13 @@ def _classify(
 ) -> tuple[str | None, str | None]:
     if run.crashed:
         return "runtime", run.crashed
-    if syntax is not None and not syntax["ok"]:
-        return "syntax", f"SyntaxError: {syntax['message']}"
+    if syntax is not None and syntax.get("ok") is not True:
+        return "syntax", f"SyntaxError: {syntax.get('message')}"
     if run.timed_out or run.signal == 24:  # SIGXCPU: the CPU-time limit
         return "timeout", f"no answer within {run.seconds:.1f} s"
-    if load is not None and not load["ok"]:
-        kind = "resource_limit" if load["kind"] == "resource" else "runtime"
-        return kind, f"loading the code: {load['message']}"
+    if load is not None and load.get("ok") is not True:
+        kind = "resource_limit" if load.get("kind") == "resource" else "runtime"
+        return kind, f"loading the code: {load.get('message')}"
     if syntax is None or load is None or run.signal is not None:
         why = f"killed by signal {run.signal}" if run.signal else "no result"
         return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
@@ -286,36 +386,116 @@ def _classify(
     return None, None
 
 
+def _job_key(job: dict[str, Any], limits: Limits) -> str:
+    text = json.dumps([job, asdict(limits)], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What running the reference taught: the timeout, and its io outputs."""
+
+    timeout: float
+    outputs: dict[int, str] = field(default_factory=dict)
+
+
 class CodeScorer:
-    def __init__(self, default_timeout: float = 3.0, memory_mb: int = 512):
-        self.sandbox = Sandbox()
+    def __init__(
+        self,
+        default_timeout: float = 3.0,
+        memory_mb: int = 512,
+        workers: int | None = None,
+        unsafe: bool = False,
+    ):
+        self.sandbox = SandboxPool(workers, unsafe)
         self.default_timeout = default_timeout
         self.memory_mb = memory_mb
-        self._timeouts: dict[tuple[str, str], float] = {}
+        self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
+        self._ahead: dict[str, deque[Future[SampleRun]]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        self._feeder: ThreadPoolExecutor | None = None
+        self._refused = False
+        self._stopped = False
 
-    def timeout_for(self, case: Case, spec: CodeSpec) -> float:
-        """The case's timeout, else calibrated once from the reference's own run time."""
-        if spec.timeout is not None:
-            return float(spec.timeout)
+    def calibration(self, case: Case, spec: CodeSpec) -> Calibration:
+        """Run the reference once per case: the timeout is 10 x its CPU time (between the
+        floor and the default), CPU time so that load does not move verdicts."""
         key = (str(case.path), case.id)
-        if key not in self._timeouts:
-            timeout = self.default_timeout
+        with self._lock:
+            future = self._calibrations.get(key)
+            mine = future is None
+            if future is None:
+                future = self._calibrations[key] = Future()
+        if not mine:
+            return future.result()
+        timeout, outputs = self.default_timeout, {}
+        try:
             if spec.reference is not None:
                 run = self.sandbox.run(
                     spec.job(spec.reference), Limits(self.default_timeout, self.memory_mb)
                 )
-                done = run.done
-                if done is not None:
+                outputs = reference_outputs(spec, run)
+                if run.cpu is not None:
                     factor, floor = CALIBRATION
-                    timeout = min(self.default_timeout, max(floor, factor * done["seconds"]))
-            self._timeouts[key] = timeout
-        return self._timeouts[key]
+                    timeout = min(self.default_timeout, max(floor, factor * run.cpu))
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        calibration = Calibration(
+            float(spec.timeout) if spec.timeout is not None else timeout, outputs
+        )
+        future.set_result(calibration)
+        return calibration
+
+    def timeout_for(self, case: Case, spec: CodeSpec) -> float:
+        return self.calibration(case, spec).timeout
+
+    def _limits(self, case: Case, spec: CodeSpec) -> Limits:
+        return Limits(self.timeout_for(case, spec), self.memory_mb)
+
+    def ahead(self, case: Case, spec: CodeSpec, answer: Callable[[], tuple[str, str]]) -> None:
+        """Queue this item's sample once ``answer()`` (text, prefill) is there; errors are
+        left for the item to report."""
+        if self._stopped:
+            return
+        if self._feeder is None:
+            self._feeder = ThreadPoolExecutor(
+                2 * self.sandbox.workers + 2, thread_name_prefix="prompteval-code"
+            )
+
+        def feed() -> None:
+            text, prefill = answer()
+            code, _ = extract_code(text, prefill, spec)
+            job, limits = spec.job(code), self._limits(case, spec)
+            future = self.sandbox.submit(job, limits, AHEAD)
+            with self._lock:
+                self._ahead[_job_key(job, limits)].append(future)
+
+        self._feeder.submit(feed)
+
+    def run(self, case: Case, spec: CodeSpec, code: str) -> tuple[SampleRun, Limits]:
+        """The sample's run: queued ahead for it, else now."""
+        job, limits = spec.job(code), self._limits(case, spec)
+        key = _job_key(job, limits)
+        with self._lock:
+            queued = self._ahead.get(key)
+            future = queued.popleft() if queued else None
+            if queued is not None and not queued:
+                del self._ahead[key]
+        try:
+            if future is not None and not future.cancelled():
+                return future.result(), limits
+            return self.sandbox.run(job, limits), limits
+        except SandboxUnavailable as exc:
+            if self._refused:  # said once, in the first code item's error
+                raise SandboxUnavailable("the code sandbox is unavailable (see above)") from None
+            self._refused = True
+            raise exc from None
 
     def score(self, case: Case, spec: CodeSpec, text: str, prefill: str) -> tuple[Score, Metrics]:
         code, rule = extract_code(text, prefill, spec)
-        limits = Limits(self.timeout_for(case, spec), self.memory_mb)
-        run = self.sandbox.run(spec.job(code), limits)
-        m = measure(spec, code, run)
+        run, limits = self.run(case, spec, code)
+        m = measure(spec, code, run, self.calibration(case, spec).outputs)
         dimensions = {
             "functional_correctness": float(m.functional),
             "test_pass_rate": m.tests_passed / m.tests_total if m.tests_total else 0.0,
@@ -336,5 +516,15 @@ class CodeScorer:
             details={"missing_topics": [], "incorrect_claims": []},
         ), m
 
+    def stop(self) -> None:
+        """``-x`` or a stop: nothing more runs ahead."""
+        self._stopped = True
+        self.sandbox.stop()
+        if self._feeder is not None:
+            self._feeder.shutdown(wait=False, cancel_futures=True)
+
     def close(self) -> None:
+        if self._feeder is not None:
+            self._feeder.shutdown(wait=True, cancel_futures=True)
+            self._feeder = None
         self.sandbox.close()

@@ -1,0 +1,306 @@
+"""Hostile samples are contained, as root and as an unprivileged user.
+
+The corpus runs in a separate process (``python this_file.py WORKDIR``) started with an API
+key in its environment, the way pytest would be: as root, and as ``nobody`` (or, when the
+tests themselves run unprivileged, as the current user). That process reports what each
+sample did and what it left behind; the tests assert on the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KEY = "sk-ant-hostile-corpus-0000"
+NOBODY = 65534
+
+
+def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, list[Any]]]:
+    """name -> (code defining f, f's arguments)."""
+    return {
+        "fork_bomb": ("import os\ndef f():\n    while True:\n        os.fork()\n", []),
+        "memory_bomb": (
+            "def f():\n    blocks = []\n    while True:\n"
+            "        blocks.append(bytearray(50_000_000))\n",
+            [],
+        ),
+        "busy_loop": ("def f():\n    while True:\n        pass\n", []),
+        "endless_output": ("def f():\n    while True:\n        print('x' * 10_000)\n", []),
+        "api_key": (
+            "import os\n"
+            "def f(parent):\n"
+            "    hits = [k for k in os.environ if 'KEY' in k or 'TOKEN' in k]\n"
+            "    pids = ['self', str(parent)] + [p for p in os.listdir('/proc') if p.isdigit()]\n"
+            "    for pid in pids:\n"
+            "        try:\n"
+            "            data = open(f'/proc/{pid}/environ', 'rb').read()\n"
+            "        except OSError:\n"
+            "            continue\n"
+            "        if b'sk-ant-' in data:\n"
+            "            hits.append(pid)\n"
+            "    return hits\n",
+            [parent],
+        ),
+        "writes_outside": (
+            "def f(targets):\n"
+            "    for path in targets:\n"
+            "        try:\n"
+            "            with open(path, 'a') as file:\n"
+            "                file.write('import os  # planted\\n')\n"
+            "        except OSError:\n"
+            "            pass\n",
+            [targets],
+        ),
+        "socket": (
+            "import socket\n"
+            "def f(port):\n"
+            "    try:\n"
+            "        socket.create_connection(('127.0.0.1', port), timeout=0.5)\n"
+            "    except OSError as exc:\n"
+            "        return 'refused'\n"
+            "    return 'connected'\n",
+            [port],
+        ),
+        "setsid_child": (
+            "import os, time\n"
+            "def f():\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        if os.fork() == 0:\n"
+            "            time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "    return 'forked'\n",
+            [],
+        ),
+        "execve_child": (
+            "import os\n"
+            "def f():\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        os.execve('/bin/sleep', ['sleep', '60'], {})\n"
+            "    return 'forked'\n",
+            [],
+        ),
+        "kills_parent": (
+            "import os, signal\n"
+            "def f():\n"
+            "    for pid in [os.getppid(), 1, -1]:\n"
+            "        try:\n"
+            "            os.kill(pid, signal.SIGKILL)\n"
+            "        except OSError:\n"
+            "            pass\n",
+            [],
+        ),
+        "forges_result": (
+            "import os\n"
+            "def f():\n"
+            "    for fd in range(256):\n"
+            "        try:\n"
+            '            os.write(fd, b\'{"test": 0, "passed": true}\\n\')\n'
+            "        except OSError:\n"
+            "            pass\n"
+            "    os._exit(0)\n",
+            [],
+        ),
+        "garbage_result": (
+            "import os\n"
+            "def f():\n"
+            "    for fd in range(3, 256):\n"
+            "        try:\n"
+            "            os.write(fd, b'{not json\\n')\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    return 'still here'\n",
+            [],
+        ),
+    }
+
+
+def _descendants(root: int) -> list[int]:
+    """Processes under ``root``, from the parent links every user may read."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(b")", 1)[1].split()[1]), []).append(int(entry))
+    found, pending = [], [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def corpus(workdir: Path) -> dict[str, Any]:
+    """Run every hostile sample in one sandbox; report what each did and left behind."""
+    from pytest_prompteval.sandbox.client import Limits, Sandbox
+    from pytest_prompteval.scoring.code import CodeSpec, measure
+
+    conftest = workdir / "conftest.py"
+    conftest.write_text("# the project's conftest\n")
+    token = os.urandom(4).hex()
+    targets = [str(conftest), str(workdir / f"new-{token}.py")] + [
+        f"{d}/escape-{token}" for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "")
+    ]
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    box = Sandbox()
+    report: dict[str, Any] = {"samples": {}}
+    try:
+        idle = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+        box.run(idle.job("def f():\n    return None\n"), Limits(timeout=1.0))
+        assert box._process is not None
+        server = box._process.pid
+        report["isolation"] = box.info
+        settled = len(_descendants(server))
+        samples = hostile(os.getpid(), listener.getsockname()[1], targets)
+        for name, (code, args) in samples.items():
+            spec = CodeSpec(
+                entry_point="f", tests=({"args": args, "expected": 42, "tag": "basic"},)
+            )
+            run = box.run(spec.job(code), Limits(timeout=1.0, memory_mb=256, processes=32))
+            metrics = measure(spec, code, run)
+            event = run.tests.get(0, {})
+            report["samples"][name] = {
+                "error_class": metrics.error_class,
+                "passed": metrics.functional,
+                "output": event.get("output"),
+                "left_behind": len(_descendants(server)) - settled,
+                "server_alive": box._process is not None and box._process.pid == server,
+            }
+        after = box.run(idle.job("def f():\n    return None\n"), Limits(timeout=1.0))
+        report["works_after"] = measure(idle, "", after).functional
+    finally:
+        box.close()
+    try:
+        listener.accept()
+        report["connections"] = 1
+    except BlockingIOError:
+        report["connections"] = 0
+    report["conftest"] = conftest.read_text()
+    report["escaped"] = [t for t in targets[1:] if os.path.exists(t)]
+    return report
+
+
+def _runs_as(uid: int, python: str, path: list[str]) -> bool:
+    try:
+        probe = subprocess.run(
+            [python, "-c", "import pytest_prompteval.sandbox, pytest"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(path)},
+            capture_output=True,
+            check=False,
+        )
+    except PermissionError:  # the interpreter sits where this user may not go
+        return False
+    return probe.returncode == 0
+
+
+def unprivileged_python() -> tuple[str, list[str]] | None:
+    """An interpreter ``nobody`` can run that imports this project (the running one may sit
+    under a root-only directory): this one, else the system's of the same version."""
+    import pytest_prompteval
+
+    path = [
+        str(Path(pytest_prompteval.__file__).parents[1]),
+        sysconfig.get_paths()["purelib"],
+        str(Path(pytest.__file__).parents[1]),
+    ]
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python in (sys.executable, shutil.which(version, path="/usr/bin:/usr/local/bin")):
+        if python and _runs_as(NOBODY, python, path):
+            return python, path
+    return None
+
+
+def run_corpus(workdir: Path, unprivileged: bool) -> dict[str, Any]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
+    command = [sys.executable, __file__, str(workdir)]
+    user = None
+    if unprivileged and os.geteuid() == 0:
+        found = unprivileged_python()
+        if found is None:
+            pytest.skip("no Python interpreter that an unprivileged user can run")
+        command[0], path = found
+        env["PYTHONPATH"] = os.pathsep.join(path)
+        user = NOBODY
+        os.chown(workdir, NOBODY, NOBODY)
+    else:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if os.path.isabs(p))
+    done = subprocess.run(
+        command,
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode == 3:
+        pytest.skip(done.stdout.strip())
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+@pytest.mark.parametrize(
+    "unprivileged",
+    [
+        pytest.param(False, id="root"),
+        pytest.param(True, id="unprivileged"),
+    ],
+)
+def test_hostile_samples_are_contained(unprivileged: bool) -> None:
+    if not unprivileged and os.geteuid() != 0:
+        pytest.skip("the root mode needs root")
+    # not under tmp_path: pytest's temporary root is private to its user
+    workdir = Path(tempfile.mkdtemp(prefix="prompteval-hostile-"))
+    try:
+        report = run_corpus(workdir, unprivileged)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    isolation = report["isolation"]
+    assert isolation["mode"] == ("user namespace" if unprivileged else "root"), isolation
+    assert isolation["missing"] == []
+    samples = report["samples"]
+    assert samples["fork_bomb"]["error_class"] in ("resource_limit", "timeout")
+    assert samples["memory_bomb"]["error_class"] == "resource_limit"
+    assert samples["busy_loop"]["error_class"] == "timeout"
+    assert samples["endless_output"]["error_class"] == "resource_limit"
+    assert samples["api_key"]["output"] == []
+    assert samples["socket"]["output"] == "refused" and report["connections"] == 0
+    assert samples["setsid_child"]["output"] == samples["execve_child"]["output"] == "forked"
+    assert report["conftest"] == "# the project's conftest\n"
+    assert report["escaped"] == []
+    assert not samples["forges_result"]["passed"]
+    assert samples["garbage_result"]["output"] == "still here"
+    assert all(s["left_behind"] == 0 for s in samples.values()), samples
+    assert all(s["server_alive"] for s in samples.values()), samples
+    assert report["works_after"]
+    assert not any(s["passed"] for s in samples.values())
+
+
+if __name__ == "__main__":
+    from pytest_prompteval.sandbox.client import SandboxUnavailable
+
+    try:
+        print(json.dumps(corpus(Path(sys.argv[1]))))
+    except SandboxUnavailable as exc:
+        print(exc)
+        sys.exit(3)
