@@ -206,7 +206,7 @@ import pytest
 
 def test_first(prompteval):
     r = prompteval.run("v", input={"n": 1}, expected_topics=["loop_optimization"])
-    assert r.result["replayed"] is {replayed}
+    assert r.result.replayed is {replayed}
 
 def test_second(prompteval):
     prompteval.run("v", input={"n": 2}, expected_topics=["loop_optimization"])

@@ -74,7 +74,7 @@ class JsonReportMetadata:
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         # the item's calls and scoring run in its setup, which may end it with an error
         if call.when == "setup" and isinstance(item, CaseItem):
-            return {RESULT_KEY: item.result}
+            return {RESULT_KEY: item.result.to_json()}
         return {}
 
 

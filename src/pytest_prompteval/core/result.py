@@ -1,8 +1,165 @@
-"""What one item leaves on its report."""
+"""What one item leaves on its report: an ``ItemResult``, typed, with its JSON form.
+
+The JSON form is flat (``judge_score``, ``tests_passed``, ...), as the history files have
+always been, so ``from_json`` reads every earlier history file; fields this version does not
+know are kept in ``extra`` and written back.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
 #: The ``user_properties`` key of an item's result.
 RESULT_KEY = "prompteval"
-#: The ``user_properties`` key of a sample --prompteval-stop-early did not draw (its version).
+#: The ``user_properties`` key of a sample that --prompteval-stop-early did not draw.
 STOPPED_EARLY_KEY = "prompteval_stopped_early"
+#: The history files' format: 1 had no ``outcome`` per result; 2 does.
+SCHEMA_VERSION = 2
+
+JUNIT = {"junit": True}  # a field shown as a JUnit testcase property
+
+
+@dataclass
+class CheckResult:
+    """One ``assert:`` entry's verdict."""
+
+    type: str
+    passed: bool
+    score: float
+    weight: float
+    reason: str
+
+
+@dataclass
+class JudgeResult:
+    """The judge's verdict on the answer (the claude and hybrid scorers)."""
+
+    score: float
+    dimensions: dict[str, float]
+    notes: str
+    repeats: list[float]
+    spread: float
+    model: str
+    template: str
+
+    PREFIX = "judge_"
+
+
+@dataclass
+class ExecutionResult:
+    """A code case's run in the sandbox."""
+
+    error_class: str | None = None
+    first_failure: str | None = None
+    tests_passed: int = 0
+    tests_total: int = 0
+    code: str | None = None
+    extraction: str | None = None
+    timeout_s: float | None = None
+    run_seconds: float | None = None
+
+
+@dataclass
+class ItemResult:
+    case_id: str = field(metadata=JUNIT)
+    file: str
+    prompt: str = field(metadata=JUNIT)
+    prompt_sha256: str | None = None
+    sample: int = field(default=0, metadata=JUNIT)
+    samples: int = 1
+    category: str | None = field(default=None, metadata=JUNIT)
+    difficulty: str | None = field(default=None, metadata=JUNIT)
+    quality: str | None = None
+    scorer: str = "automatic"
+    threshold: float = 0.7
+    model: str | None = field(default=None, metadata=JUNIT)
+    #: passed | failed | error (of the calls, not scored) | skipped; None while running
+    outcome: str | None = field(default=None, metadata=JUNIT)
+    passed: bool = field(default=False, metadata=JUNIT)
+    score: float | None = field(default=None, metadata=JUNIT)
+    main_score: float | None = None
+    automatic_score: float | None = None
+    dimensions: dict[str, float] = field(default_factory=dict)
+    missing_topics: list[str] = field(default_factory=list)
+    incorrect_claims: list[str] = field(default_factory=list)
+    assertions: list[CheckResult] = field(default_factory=list)
+    input_tokens: int = field(default=0, metadata=JUNIT)
+    output_tokens: int = field(default=0, metadata=JUNIT)
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = field(default=None, metadata=JUNIT)
+    latency_ms: float | None = field(default=None, metadata=JUNIT)
+    attempts: int = 1
+    replayed: bool | None = None
+    response: str | None = None
+    prefill: str | None = None
+    recording: str | None = None
+    stop_reason: str | None = None
+    request_id: str | None = None
+    error_type: str | None = field(default=None, metadata=JUNIT)
+    error: str | None = None
+    api_error_class: str | None = None
+    status: int | None = None
+    judged: bool = False
+    judge: JudgeResult | None = None
+    judge_input_tokens: int = 0
+    judge_output_tokens: int = 0
+    judge_cost_usd: float = 0.0
+    judge_calls: int = 0
+    execution: ExecutionResult | None = None
+    min_pass: float | None = None
+    #: an inline run of the ``prompteval`` fixture, and the test that made it
+    inline: bool = False
+    test: str | None = None
+    #: fields of a newer (or older) history format, kept as they were
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def error_class(self) -> str | None:
+        """The code failure's class, for code cases."""
+        return self.execution.error_class if self.execution else None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("judge", "execution", "extra"):
+                continue
+            if f.name == "assertions":
+                value = [dataclasses.asdict(c) for c in value]
+            data[f.name] = value
+        if self.judge is not None:
+            for name, value in dataclasses.asdict(self.judge).items():
+                data[JudgeResult.PREFIX + name] = value
+        data.update(dataclasses.asdict(self.execution or ExecutionResult()))
+        if self.execution is not None:
+            data["scorer"] = self.scorer
+        return {**self.extra, **data}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ItemResult:
+        rest = dict(data)
+        judge_names = [f.name for f in dataclasses.fields(JudgeResult)]
+        judge = None
+        if rest.get("judge_score") is not None:
+            given: dict[str, Any] = {n: rest.get(JudgeResult.PREFIX + n) for n in judge_names}
+            judge = JudgeResult(**given)
+        for n in judge_names:
+            rest.pop(JudgeResult.PREFIX + n, None)
+        run_names = [f.name for f in dataclasses.fields(ExecutionResult)]
+        execution = None
+        if rest.get("scorer") == "execution":
+            ran: dict[str, Any] = {n: rest[n] for n in run_names if n in rest}
+            execution = ExecutionResult(**ran)
+        for n in run_names:
+            rest.pop(n, None)
+        own = {f.name for f in dataclasses.fields(cls)} - {"judge", "execution", "extra"}
+        values = {k: rest.pop(k) for k in list(rest) if k in own}
+        values["assertions"] = [CheckResult(**c) for c in values.get("assertions") or []]
+        return cls(**values, judge=judge, execution=execution, extra=rest)
+
+
+#: JUnit testcase properties: the fields marked for CI dashboards, in the type's order.
+JUNIT_FIELDS = tuple(f.name for f in dataclasses.fields(ItemResult) if f.metadata.get("junit"))

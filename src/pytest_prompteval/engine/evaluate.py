@@ -1,6 +1,6 @@
 """One item's work: render the request, get the response through the store, score it.
 
-The result dict is filled in as the work goes, so whatever was computed before a failure
+The ItemResult is filled in as the work goes, so whatever was computed before a failure
 (request, model, response, usage) stays on the report.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pluggy
 
@@ -18,6 +17,8 @@ from pytest_prompteval.core.errors import ApiError, PromptevalError, display, us
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult
+from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import MissingRecording, Outcome
@@ -50,43 +51,20 @@ def new_result(
     threshold: float,
     scorer: str,
     samples: int = 1,
-) -> dict[str, Any]:
-    return {
-        "case_id": case.id,
-        "file": case.path.name,
-        "prompt": prompt.version,
-        "prompt_sha256": prompt.sha256,
-        "sample": sample,
-        "samples": samples,
-        "category": case.category,
-        "difficulty": case.difficulty,
-        "quality": case.quality,
-        "scorer": scorer,
-        "threshold": threshold,
-        "model": None,
-        "passed": False,
-        "score": None,
-        "dimensions": {},
-        "missing_topics": [],
-        "incorrect_claims": [],
-        "assertions": [],
-        "automatic_score": None,
-        "judged": False,
-        "judge_score": None,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
-        "cost_usd": None,
-        "latency_ms": None,
-        "replayed": None,
-        "response": None,
-        "error_type": None,
-        "error": None,
-        "error_class": None,
-        "attempts": 1,
-        "outcome": None,
-    }
+) -> ItemResult:
+    return ItemResult(
+        case_id=case.id,
+        file=case.path.name,
+        prompt=prompt.version,
+        prompt_sha256=prompt.sha256,
+        sample=sample,
+        samples=samples,
+        category=case.category,
+        difficulty=case.difficulty,
+        quality=case.quality,
+        scorer=scorer,
+        threshold=threshold,
+    )
 
 
 def make_request(
@@ -147,7 +125,7 @@ def _main_score(
     text: str,
     automatic: Score,
     usage: JudgeUsage,
-    result: dict[str, Any],
+    result: ItemResult,
 ) -> Score:
     """The score that decides pass/fail: automatic, the judge's, or (hybrid) automatic with
     the judge's verdict recorded beside it on the sampled cases."""
@@ -157,18 +135,18 @@ def _main_score(
     if engine.settings.scorer == "hybrid" and not judged(
         spec.case.id, engine.settings.seed, engine.settings.judge_rate
     ):
-        result["judged"] = False
+        result.judged = False
         return automatic
     verdict = judge.verdict(spec.case, spec.prompt, text, usage)
-    result.update(
-        judged=True,
-        judge_score=verdict.score.value,
-        judge_dimensions=verdict.score.dimensions,
-        judge_notes=verdict.score.details["notes"],
-        judge_repeats=verdict.repeats,
-        judge_spread=round(verdict.spread, 6),
-        judge_model=verdict.model,
-        judge_template=verdict.template,
+    result.judged = True
+    result.judge = JudgeResult(
+        score=verdict.score.value,
+        dimensions=verdict.score.dimensions,
+        notes=verdict.score.details["notes"],
+        repeats=verdict.repeats,
+        spread=round(verdict.spread, 6),
+        model=verdict.model,
+        template=verdict.template,
     )
     return verdict.score if engine.settings.scorer == "claude" else automatic
 
@@ -179,7 +157,7 @@ def run_check(
     assertion: Assertion,
     request: Request,
     response: Response,
-    result: dict[str, Any],
+    result: ItemResult,
     usage: JudgeUsage,
 ) -> Checked:
     seen = Observed(
@@ -187,7 +165,7 @@ def run_check(
         request.prefill,
         response.output_tokens,
         response.latency_ms,
-        result["cost_usd"],
+        result.cost_usd,
     )
     simple = check_simple(assertion, seen)
     if simple is not None:
@@ -202,7 +180,7 @@ def run_check(
         return scored(assertion, score, 1.0, reason)
     if assertion.type == "judge":
         score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
-        return scored(assertion, score, result["threshold"], f"judge: {reason}")
+        return scored(assertion, score, result.threshold, f"judge: {reason}")
     function = {**registered_scorers(), **engine.scorers()}[assertion.type]
     try:
         returned = function(spec.case, request, response)
@@ -212,7 +190,7 @@ def run_check(
         ) from None
     value, dims = custom_score(assertion.type, returned)
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
-    return scored(assertion, value, result["threshold"], f"scorer {assertion.type}{detail}")
+    return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
 
 
 def _code_score(
@@ -221,11 +199,11 @@ def _code_score(
     case: Case,
     text: str,
     prefill: str,
-    result: dict[str, Any],
+    result: ItemResult,
 ) -> Score:
     score, metrics = engine.code_scorer().score(case, code, text, prefill)
-    result.update(
-        scorer="execution",
+    result.scorer = "execution"
+    result.execution = ExecutionResult(
         error_class=metrics.error_class,
         first_failure=metrics.first_failure,
         tests_passed=metrics.tests_passed,
@@ -236,33 +214,31 @@ def _code_score(
 
 
 def _add_attempts(
-    engine: Engine, result: dict[str, Any], responses: list[Response], model: str, final: str
+    engine: Engine, result: ItemResult, responses: list[Response], model: str, final: str
 ) -> None:
     """A strategy's item costs every attempt it made."""
     costs = [engine.prices.cost(r, model) for r in responses]
-    result.update(
-        attempts=len(responses),
-        response=final,
-        input_tokens=sum(r.input_tokens for r in responses),
-        output_tokens=sum(r.output_tokens for r in responses),
-        cost_usd=None if None in costs else round(sum(c or 0.0 for c in costs), 8),
-        latency_ms=round(sum(r.latency_ms for r in responses), 1),
-    )
+    result.attempts = len(responses)
+    result.response = final
+    result.input_tokens = sum(r.input_tokens for r in responses)
+    result.output_tokens = sum(r.output_tokens for r in responses)
+    result.cost_usd = None if None in costs else round(sum(c or 0.0 for c in costs), 8)
+    result.latency_ms = round(sum(r.latency_ms for r in responses), 1)
 
 
-def _main_passes(engine: Engine, main: Score, result: Mapping[str, Any]) -> bool:
+def _main_passes(engine: Engine, main: Score, result: ItemResult) -> bool:
     """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
     reaches the threshold); anything else: the score reaches the threshold."""
-    if result["scorer"] == "execution" and engine.settings.code_pass == "all":
+    if result.scorer == "execution" and engine.settings.code_pass == "all":
         return bool(main.dimensions["functional_correctness"] == 1.0)
-    return bool(main.value >= result["threshold"])
+    return bool(main.value >= result.threshold)
 
 
 def evaluate(
     hook: pluggy.HookRelay,
     engine: Engine,
     spec: ItemSpec,
-    result: dict[str, Any],
+    result: ItemResult,
     request: Request | None = None,
 ) -> tuple[Request, Response]:
     """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
@@ -273,24 +249,22 @@ def evaluate(
     try:
         if request is None:
             request = make_request(hook, engine, case, prompt)
-        result["model"] = request.model
+        result.model = request.model
         ctx = CallContext(case, prompt, spec.sample)
         outcome = engine.store.get(request, ctx)
         response = outcome.response
-        result.update(
-            response=response.text,
-            prefill=request.prefill,
-            replayed=outcome.replayed,
-            recording=display(outcome.recording),
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-            cache_read_tokens=response.cache_read_tokens,
-            cache_write_tokens=response.cache_write_tokens,
-            latency_ms=response.latency_ms,
-            cost_usd=engine.prices.cost(response, request.model),
-            stop_reason=response.stop_reason,
-            request_id=response.request_id,
-        )
+        result.response = response.text
+        result.prefill = request.prefill
+        result.replayed = outcome.replayed
+        result.recording = display(outcome.recording)
+        result.input_tokens = response.input_tokens
+        result.output_tokens = response.output_tokens
+        result.cache_read_tokens = response.cache_read_tokens
+        result.cache_write_tokens = response.cache_write_tokens
+        result.latency_ms = response.latency_ms
+        result.cost_usd = engine.prices.cost(response, request.model)
+        result.stop_reason = response.stop_reason
+        result.request_id = response.request_id
         if spec.code is not None:
             text, prefill = response.text, request.prefill
             strategy = parse_strategy(prompt)
@@ -314,72 +288,66 @@ def evaluate(
                 else []
             )
             automatic = engine.scorer.score(case, response.text, texts)
-            result["automatic_score"] = automatic.value
+            result.automatic_score = automatic.value
             main = _main_score(engine, spec, response.text, automatic, usage, result)
         checks = [
             run_check(engine, spec, a, request, response, result, usage) for a in spec.assertions
         ]
     except PromptevalError as exc:
-        result.update(error_type=exc.kind, error=str(exc))
+        result.error_type, result.error = exc.kind, str(exc)
         if isinstance(exc, ApiError):  # which call failed, for the provider's support
-            result.update(
-                api_error_class=exc.error_class, status=exc.status, request_id=exc.request_id
-            )
+            result.api_error_class, result.status = exc.error_class, exc.status
+            result.request_id = exc.request_id
         raise
     finally:
-        result.update(usage.to_json())
-    result.update(
-        score=round(combine(main.value, checks), 6) if checks else main.value,
-        dimensions=main.dimensions,
-        missing_topics=main.details["missing_topics"],
-        incorrect_claims=main.details["incorrect_claims"],
-        assertions=[c.to_json() for c in checks],
-        passed=_main_passes(engine, main, result) and all(c.passed for c in checks),
-        main_score=main.value,
-    )
-    result["outcome"] = "passed" if result["passed"] else "failed"
+        usage.add_to(result)
+    result.score = round(combine(main.value, checks), 6) if checks else main.value
+    result.dimensions = main.dimensions
+    result.missing_topics = main.details["missing_topics"]
+    result.incorrect_claims = main.details["incorrect_claims"]
+    result.assertions = [c.result() for c in checks]
+    result.passed = _main_passes(engine, main, result) and all(c.passed for c in checks)
+    result.main_score = main.value
+    result.outcome = "passed" if result.passed else "failed"
     return request, response
 
 
 RESPONSE_SHOWN = 300  # characters of the answer in a failure, unless -vv
 
 
-def failure_message(result: Mapping[str, Any], whole_response: bool = False) -> str:
+def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     """Why the item failed first, then the score as the summary counts it, then what the
-    model said and where it is kept."""
-    label = f"{result['case_id']} [{result['prompt']}{_sample_suffix(result)}]"
-    main, threshold = result["main_score"], result["threshold"]
-    failed_checks = [c for c in result["assertions"] if not c["passed"]]
-    code = result["scorer"] == "execution"
-    if code and result["error_class"] is not None:
-        passed, total = result["tests_passed"], result["tests_total"]
-        why = f"{passed}/{total} tests passed, partial correctness {main:.3f}"
-    elif failed_checks and (code or main >= threshold):
+    model said and where it is kept. Text from the answer and the files is made safe for a
+    terminal and a CI log."""
+    suffix = f"-s{result.sample}" if result.samples > 1 else ""
+    label = f"{result.case_id} [{result.prompt}{suffix}]"
+    main, threshold = result.main_score or 0.0, result.threshold
+    failed_checks = [c for c in result.assertions if not c.passed]
+    run = result.execution
+    if run is not None and run.error_class is not None:
+        why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
+    elif failed_checks and (run is not None or main >= threshold):
         first = failed_checks.pop(0)
-        why = f"failed assert {first['type']}: {first['reason']}"
+        why = f"failed assert {first.type}: {first.reason}"
     else:
-        why = f"{result['scorer']} score {main:.3f} below threshold {threshold:.2f}"
+        why = f"{result.scorer} score {main:.3f} below threshold {threshold:.2f}"
     lines = [f"{label}: {why}"]
-    if code and result["error_class"] is not None:
-        lines.append(f"  {result['error_class']}: {result['first_failure']}")
-    lines.append(f"  score {result['score']:.3f} (threshold {threshold:.2f})")
-    if result["missing_topics"]:
-        lines.append("  missing topics: " + ", ".join(result["missing_topics"]))
-    lines += [f"  incorrect claim: {claim}" for claim in result["incorrect_claims"]]
-    if result["dimensions"] and not code:
-        dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
+    if run is not None and run.error_class is not None:
+        lines.append(f"  {run.error_class}: {run.first_failure}")
+    lines.append(f"  score {result.score or 0.0:.3f} (threshold {threshold:.2f})")
+    if result.missing_topics:
+        lines.append("  missing topics: " + ", ".join(result.missing_topics))
+    lines += [f"  incorrect claim: {claim}" for claim in result.incorrect_claims]
+    if result.dimensions and run is None:
+        dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
         lines.append(f"  dimensions: {dims}")
-    if result.get("judge_notes"):
-        lines.append(f"  judge notes: {result['judge_notes']}")
-    lines += [f"  failed assert {c['type']}: {c['reason']}" for c in failed_checks]
-    answer = result["response"] or ""
+    if result.judge is not None and result.judge.notes:
+        lines.append(f"  judge notes: {result.judge.notes}")
+    lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
+    answer = result.response or ""
     if not whole_response and len(answer) > RESPONSE_SHOWN:
         answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
     lines.append("  response: " + answer.replace("\n", "\n    "))
-    if result.get("recording"):
-        lines.append(f"  recording: {result['recording']}")
-    return "\n".join(lines)
-
-
-def _sample_suffix(result: Mapping[str, Any]) -> str:
-    return f"-s{result['sample']}" if result.get("samples", 1) > 1 else ""
+    if result.recording:
+        lines.append(f"  recording: {result.recording}")
+    return safe_text("\n".join(lines), indent="")

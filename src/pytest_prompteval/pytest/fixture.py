@@ -13,7 +13,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.core.result import RESULT_KEY
+from pytest_prompteval.core.result import RESULT_KEY, ItemResult
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
 from pytest_prompteval.providers.budget import BudgetSpent
@@ -27,7 +27,7 @@ class RunResult:
     prompt: PromptVersion
     request: Request
     response: Response
-    result: dict[str, Any]
+    result: ItemResult
 
     @property
     def text(self) -> str:
@@ -35,7 +35,7 @@ class RunResult:
 
     @property
     def score(self) -> float:
-        return float(self.result["score"])
+        return self.result.score or 0.0
 
 
 class Prompteval:
@@ -79,13 +79,17 @@ class Prompteval:
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
         result = new_result(case, prompt, sample, threshold, settings.scorer)
-        result.update(inline=not suite, test=self.node.nodeid)
-        self.node.user_properties.append((RESULT_KEY, result))
+        result.inline, result.test = not suite, self.node.nodeid
         spec = ItemSpec(case, prompt, sample, 1)
         try:
             request, response = evaluate(self.node.ihook, self.engine, spec, result)
         except BudgetSpent as exc:
-            pytest.skip(str(exc))  # as items are: the budget stops calls, it fails nothing
+            result.outcome = "skipped"
+            # as items are: the budget stops calls, it fails nothing
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+        finally:
+            # as it stands now: user_properties cross to the xdist controller as plain data
+            self.node.user_properties.append((RESULT_KEY, result.to_json()))
         return RunResult(case, prompt, request, response, result)
 
     def check(
@@ -98,10 +102,10 @@ class Prompteval:
     ) -> float:
         """Score ``run`` with ``scorer`` (automatic, claude, an assertion type or a custom
         scorer); fail the test when below ``min_score`` (default: the case's threshold)."""
-        threshold = run.result["threshold"] if min_score is None else min_score
+        threshold = run.result.threshold if min_score is None else min_score
         usage = JudgeUsage()
         if scorer == "automatic":
-            score, reason = float(run.result["automatic_score"]), "automatic score"
+            score, reason = run.result.automatic_score or 0.0, "automatic score"
         elif scorer == "claude":
             verdict = self.engine.judge().verdict(run.case, run.prompt, run.text, usage)
             notes = verdict.score.details["notes"]

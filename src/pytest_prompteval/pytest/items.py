@@ -96,7 +96,7 @@ class CaseFile(pytest.File):
                         nodeid=f"{self.nodeid}::{case.id}[{params}]",
                         spec=ItemSpec(case, prompt, sample, samples, assertions, code),
                     )
-                    item.result["min_pass"] = min_pass
+                    item.result.min_pass = min_pass
                     for marker in markers:
                         item.add_marker(decorators[marker])
                     yield item
@@ -189,7 +189,7 @@ class CaseItem(pytest.Item):
         (an API error after retries, a missing recording, an invalid judge verdict) raises
         here, so pytest reports an *error*, never a failure of the prompt. What the prompt
         itself causes (a template error) is kept and fails the item in ``runtest``."""
-        tally, min_pass = self.run.tally, self.result.get("min_pass")
+        tally, min_pass = self.run.tally, self.result.min_pass
         case = (self.prompt.version, str(self.path), self.case.id)
         if (
             tally is not None
@@ -198,34 +198,41 @@ class CaseItem(pytest.Item):
         ):
             self.user_properties.append((STOPPED_EARLY_KEY, self.prompt.version))
             pytest.skip("--prompteval-stop-early: the case's verdict is already decided")
-        self.user_properties.append((RESULT_KEY, self.result))
         self.run.ahead(self.session, self)
         self.failure: PromptevalError | None = None
         request, self.prepared = self.prepared, None
         try:
+            self._evaluate(request)
+        finally:
+            # the result as it stands once the calls are done (or failed): user_properties
+            # cross to the xdist controller as plain data
+            self.user_properties.append((RESULT_KEY, self.result.to_json()))
+        if tally is not None:
+            tally.add(case, self.result.passed)
+
+    def _evaluate(self, request: Request | None) -> None:
+        try:
             evaluate(self.ihook, self.run.engine, self.spec, self.result, request)
         except BudgetSpent as exc:
-            self.result["outcome"] = "skipped"
+            self.result.outcome = "skipped"
             # reported at the case, not at this line
             raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
         except PromptevalError as exc:
             if not is_infrastructure(exc):
                 self.failure = exc
-                self.result.update(outcome="failed", passed=False, score=0.0)
+                self.result.outcome, self.result.passed, self.result.score = "failed", False, 0.0
                 return
-            self.result["outcome"] = "error"
+            self.result.outcome = "error"
             if isinstance(exc, StopRun):
                 self.session.shouldstop = str(exc)
             raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        if tally is not None:
-            tally.add(case, bool(self.result["passed"]))
 
     def runtest(self) -> None:
         if self.failure is not None:
             raise self.failure
-        if not self.result["passed"]:
+        if not self.result.passed:
             message = failure_message(self.result, whole_response=self.config.get_verbosity() >= 2)
-            if self.result.get("min_pass") is not None:
+            if self.result.min_pass is not None:
                 # one sample of several: the case's verdict follows min_pass at the end
                 pytest.xfail(f"sample failed, case verdict by min_pass: {message}")
             raise CaseFailed(message)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.result import CheckResult
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.registry import registered_scorers
@@ -43,14 +44,8 @@ class Checked:
     weight: float
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "passed": self.passed,
-            "score": round(self.score, 6),
-            "weight": self.weight,
-            "reason": self.reason,
-        }
+    def result(self) -> CheckResult:
+        return CheckResult(self.type, self.passed, round(self.score, 6), self.weight, self.reason)
 
 
 def parse_assertions(entries: Any, where: tuple[Any, int | None], owner: str) -> list[Assertion]:

@@ -19,6 +19,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
@@ -131,13 +132,11 @@ class JudgeUsage:
     calls: int = 0
     replayed: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "judge_input_tokens": self.input_tokens,
-            "judge_output_tokens": self.output_tokens,
-            "judge_cost_usd": round(self.cost_usd, 8),
-            "judge_calls": self.calls,
-        }
+    def add_to(self, result: ItemResult) -> None:
+        result.judge_input_tokens = self.input_tokens
+        result.judge_output_tokens = self.output_tokens
+        result.judge_cost_usd = round(self.cost_usd, 8)
+        result.judge_calls = self.calls
 
 
 @dataclass
