@@ -195,6 +195,28 @@ def _cover(paths: list[str]) -> None:
             os.close(handle)
 
 
+def _held_open(paths: list[str], under: str) -> dict[str, int]:
+    """The readable paths below ``under`` (the interpreter or a venv under /tmp), held open
+    so that they can be bound back read-only over the private tmpfs about to hide them."""
+    held: dict[str, int] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real.startswith(under + os.sep) and not any(
+            real.startswith(other + os.sep) for other in held
+        ):
+            with contextlib.suppress(OSError):
+                held[real] = os.open(real, os.O_PATH)
+    return held
+
+
+def _bind_back(held: dict[str, int]) -> None:
+    for path, handle in held.items():
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC, "")
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, "")
+        os.close(handle)
+
+
 def isolate(root: bool, readable: list[str]) -> Isolation:
     """Enter the namespaces and set up the mounts (see the module docstring). On failure,
     the process is where it was, and ``missing`` says why."""
@@ -223,6 +245,7 @@ def isolate(root: bool, readable: list[str]) -> Isolation:
             found.missing.append(f"could not make read-only: {', '.join(refused)}")
         for path in dict.fromkeys(os.path.realpath(p) for p in WRITABLE):
             if os.path.isdir(path):
+                inside = _held_open(readable, path)
                 _mount(
                     "tmpfs",
                     path,
@@ -230,6 +253,7 @@ def isolate(root: bool, readable: list[str]) -> Isolation:
                     MS_NOSUID | MS_NODEV,
                     "size=64m,nr_inodes=4096,mode=1777",
                 )
+                _bind_back(inside)
         found.fs_private = True
     except OSError as exc:
         found.missing.append(f"mount setup failed: {exc}")
