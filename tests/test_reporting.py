@@ -164,7 +164,7 @@ def test_a_killed_run_keeps_every_finished_item(pytester: pytest.Pytester) -> No
     run = load_run(journal)
     assert run.partial and run.version == "v"
     assert 5 <= len(run.results) < 40
-    assert all(r["passed"] and r["response"] for r in run.results)
+    assert all(r.passed and r.response for r in run.results)
     # The comparison reads it like any stored run.
     pytester.syspathinsert()
     compared = pytester.runpytest(

@@ -216,8 +216,8 @@ def test_agreement_shows_kappa_and_the_table() -> None:
 
 def test_judge_spread_is_a_standard_deviation_with_its_repeats() -> None:
     results = [
-        item("v", "c0", 0.8, judge_repeats=[0.7, 0.8, 0.9]),
-        item("v", "c1", 0.5, judge_repeats=[0.5, 0.5, 0.5]),
+        item("v", "c0", 0.8, judge_score=0.8, judge_repeats=[0.7, 0.8, 0.9]),
+        item("v", "c1", 0.5, judge_score=0.5, judge_repeats=[0.5, 0.5, 0.5]),
     ]
     s = summarize_version("v", results, (1,))
     assert s.judge_spread == pytest.approx(0.05) and s.judge_repeats == 3

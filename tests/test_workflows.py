@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.testing import tool_use
 from pytest_prompteval.workflows.analyze import analyze, render_text, trend_word
 
@@ -179,16 +180,15 @@ def test_improve_against_the_loopback_server(
     assert len(anthropic_server.requests) == 1  # the second run replayed the recording
 
 
-def _store(
-    directory: Path, name: str, results: list[dict[str, Any]], partial: bool = False
-) -> Path:
+def _store(directory: Path, name: str, results: list[ItemResult], partial: bool = False) -> Path:
     path = directory / f"{name}.json"
     meta = {"prompt_version": "v", "started_at": name}
-    path.write_text(json.dumps({"meta": meta, "results": results, "partial": partial}))
+    stored = [r.to_json() for r in results]
+    path.write_text(json.dumps({"meta": meta, "results": stored, "partial": partial}))
     return path
 
 
-def _run(passed: int, total: int, extra: int = 0) -> list[dict[str, Any]]:
+def _run(passed: int, total: int, extra: int = 0) -> list[ItemResult]:
     return [item("v", f"c{i:02}", 0.9 if i < passed else 0.1) for i in range(total)] + [
         item("v", f"new{i}", 0.9) for i in range(extra)
     ]
@@ -220,7 +220,7 @@ def test_analyze_trend_is_a_test_over_comparable_complete_runs(tmp_path: Path) -
 
 def test_analyze_agreement_never_takes_the_judge_score_for_an_automatic_0(tmp_path: Path) -> None:
     result = item("v", "c00", 0.9, scorer="hybrid", judge_score=0.9)
-    result["automatic_score"] = 0.0
+    result.automatic_score = 0.0
     path = _store(tmp_path, "1", [result])
     review = {"file": "c.yaml", "case_id": "c00", "sample": 0, "human_score": 0.2}
     path.with_name(path.name + ".review.json").write_text(json.dumps({"reviews": [review]}))

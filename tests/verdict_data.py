@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_prompteval.core.result import ItemResult
+
 
 def item(
     prompt: str,
@@ -14,32 +16,34 @@ def item(
     sample: int = 0,
     error_type: str | None = None,
     **extra: Any,
-) -> dict[str, Any]:
+) -> ItemResult:
     passed = error_type is None and score is not None and score >= threshold
-    return {
-        "prompt": prompt,
-        "file": "c.yaml",
-        "case_id": case,
-        "sample": sample,
-        "category": extra.pop("category", None),
-        "difficulty": extra.pop("difficulty", None),
-        "quality": None,
-        "scorer": "automatic",
-        "threshold": threshold,
-        "passed": passed,
-        "score": score,
-        "automatic_score": score,
-        "dimensions": {},
-        "assertions": [],
-        "missing_topics": [],
-        "incorrect_claims": [],
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost_usd": None,
-        "latency_ms": None,
-        "replayed": True,
-        "response": None if error_type else "answer",
-        "error_type": error_type,
-        "error": None,
-        **extra,
-    }
+    return ItemResult.from_json(
+        {
+            "prompt": prompt,
+            "file": "c.yaml",
+            "case_id": case,
+            "sample": sample,
+            "category": extra.pop("category", None),
+            "difficulty": extra.pop("difficulty", None),
+            "quality": None,
+            "scorer": "automatic",
+            "threshold": threshold,
+            "passed": passed,
+            "score": score,
+            "automatic_score": score,
+            "dimensions": {},
+            "assertions": [],
+            "missing_topics": [],
+            "incorrect_claims": [],
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": None,
+            "latency_ms": None,
+            "replayed": True,
+            "response": None if error_type else "answer",
+            "error_type": error_type,
+            "error": None,
+            **extra,
+        }
+    )

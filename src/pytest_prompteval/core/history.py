@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.result import SCHEMA_VERSION, ItemResult
 
-FORMAT = 1
+FORMAT = SCHEMA_VERSION
 
 
 @dataclass
 class StoredRun:
     path: Path
     meta: dict[str, Any]
-    results: list[dict[str, Any]]
+    results: list[ItemResult]
     partial: bool
     summary: dict[str, Any]
 
@@ -64,7 +65,7 @@ class RunHistory:
             v: {**m, "format": FORMAT, "started_at": _now(), "prompt_version": v}
             for v, m in meta_by_version.items()
         }
-        self.results: dict[str, list[dict[str, Any]]] = {v: [] for v in meta_by_version}
+        self.results: dict[str, list[ItemResult]] = {v: [] for v in meta_by_version}
         self._journals: dict[str, IO[str]] = {}
         for version, meta in self.meta.items():
             journal = self.path(version, "jsonl").open("w", encoding="utf-8")
@@ -75,13 +76,13 @@ class RunHistory:
     def path(self, version: str, ext: str = "json") -> Path:
         return self.directory / f"{self.stamp}_{_file_part(version)}.{ext}"
 
-    def add(self, result: dict[str, Any]) -> None:
-        version = result["prompt"]
+    def add(self, result: ItemResult) -> None:
+        version = result.prompt
         if version not in self._journals:
             return
         self.results[version].append(result)
         journal = self._journals[version]
-        journal.write(json.dumps(result, sort_keys=True, ensure_ascii=False) + "\n")
+        journal.write(json.dumps(result.to_json(), sort_keys=True, ensure_ascii=False) + "\n")
         journal.flush()
 
     def finalize(self, summaries: Mapping[str, dict[str, Any]], partial: bool) -> list[Path]:
@@ -93,9 +94,12 @@ class RunHistory:
                 "partial": partial,
                 "summary": summaries.get(version, {}),
                 # in case order, not arrival order, so runs with and without xdist compare
-                "results": sorted(
-                    self.results[version], key=lambda r: (r["file"], r["case_id"], r["sample"])
-                ),
+                "results": [
+                    r.to_json()
+                    for r in sorted(
+                        self.results[version], key=lambda r: (r.file, r.case_id, r.sample)
+                    )
+                ],
             }
             target = self.path(version)
             write_json_atomically(target, document)
@@ -148,7 +152,7 @@ def load_run(path: Path) -> StoredRun:
         results = []
         for number, line in enumerate(lines[1:], start=2):
             try:
-                results.append(json.loads(line))
+                results.append(ItemResult.from_json(json.loads(line)))
             except ValueError:
                 if number == len(lines):  # a line cut short by the kill
                     break
@@ -156,8 +160,9 @@ def load_run(path: Path) -> StoredRun:
         return StoredRun(path, header, results, True, {})
     try:
         data = json.loads(text)
+        results = [ItemResult.from_json(r) for r in data["results"]]
         return StoredRun(
-            path, data["meta"], data["results"], bool(data.get("partial")), data.get("summary", {})
+            path, data["meta"], results, bool(data.get("partial")), data.get("summary", {})
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise PromptevalError(f"not a results file ({type(exc).__name__}: {exc})", path) from None

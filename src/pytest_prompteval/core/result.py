@@ -117,6 +117,18 @@ class ItemResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def judge_score(self) -> float | None:
+        return self.judge.score if self.judge else None
+
+    @property
+    def judge_notes(self) -> str | None:
+        return self.judge.notes if self.judge else None
+
+    @property
+    def judge_repeats(self) -> list[float]:
+        return self.judge.repeats if self.judge else []
+
+    @property
     def error_class(self) -> str | None:
         """The code failure's class, for code cases."""
         return self.execution.error_class if self.execution else None

@@ -15,7 +15,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.prompts import PromptVersion
-from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
+from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.pytest.adapters import junit_global_property
 
@@ -66,7 +66,7 @@ class RunReport:
         settings = self.settings = run.settings
         self.ks = settings.pass_ks
         self.details = settings.details
-        self.results: list[dict[str, Any]] = []
+        self.results: list[ItemResult] = []
         self.summaries: list[VersionSummary] = []
         self.cases: list[CaseSamples] = []
         self.stopped_early = 0  # samples --prompteval-stop-early did not draw
@@ -88,7 +88,7 @@ class RunReport:
         self.history: RunHistory | None = None
         self.output_errors: list[str] = []
         #: the fixture's inline runs: their own block, out of the suite's figures and gates
-        self.inline: list[dict[str, Any]] = []
+        self.inline: list[ItemResult] = []
         self.progress_total = 0
         self.next_progress = 0.1
         self.live = False  # running totals, so a progress check never rescans the results
@@ -108,16 +108,19 @@ class RunReport:
         for key, value in report.user_properties:
             if key == STOPPED_EARLY_KEY:
                 self.stopped_early += 1
-            if key == RESULT_KEY and isinstance(value, dict) and value.get("inline"):
-                self.inline.append(value)
-            elif key == RESULT_KEY and isinstance(value, dict):
-                self.results.append(value)
-                path, line, _ = report.location
-                self.locations[f"{value['file']}::{value['case_id']}"] = (path, (line or 0) + 1)
-                self._journal(value)
-                self._progress()
+            if key != RESULT_KEY or not isinstance(value, dict):
+                continue
+            result = ItemResult.from_json(value)
+            if result.inline:
+                self.inline.append(result)
+                continue
+            self.results.append(result)
+            path, line, _ = report.location
+            self.locations[f"{result.file}::{result.case_id}"] = (path, (line or 0) + 1)
+            self._journal(result)
+            self._progress()
 
-    def _journal(self, result: dict[str, Any]) -> None:
+    def _journal(self, result: ItemResult) -> None:
         results_dir = self.settings.results_dir
         if results_dir is None or self.output_errors or self.settings.estimate:
             return
@@ -155,9 +158,9 @@ class RunReport:
     def _progress(self) -> None:
         """A line every tenth of a long run that makes calls (a replay needs none)."""
         last = self.results[-1]
-        self.live |= last["replayed"] is False
-        self.tokens += last["input_tokens"] + last["output_tokens"]
-        self.cost += last["cost_usd"] or 0.0
+        self.live |= last.replayed is False
+        self.tokens += last.input_tokens + last.output_tokens
+        self.cost += last.cost_usd or 0.0
         total = self.progress_total
         if total < 20 or not self.live or len(self.results) < total * self.next_progress:
             return
@@ -178,9 +181,9 @@ class RunReport:
         order = [v.version for v in self.run.engine.versions]
         self.prompt_changes = _git_version_changes(self.run.engine.versions)
         self.summaries = summarize(self.results, order, self.ks)
-        by_version: dict[str, list[dict[str, Any]]] = {}
+        by_version: dict[str, list[ItemResult]] = {}
         for r in self.results:
-            by_version.setdefault(r["prompt"], []).append(r)
+            by_version.setdefault(r.prompt, []).append(r)
         first = order[0]
         min_effect = self.settings.min_effect
         based = self.settings.baseline_version
@@ -226,7 +229,7 @@ class RunReport:
         self.gate_failures += min_pass_failures(judged)
         if gates_only:
             self.gate_failures += significant_regressions(self.comparisons, first)
-            errored = sum(r.get("outcome") == "error" for r in self.results)
+            errored = sum(r.outcome == "error" for r in self.results)
             session.exitstatus = gates_exit_code(
                 int(session.exitstatus), len(self.gate_failures), errored
             )
@@ -354,8 +357,8 @@ class RunReport:
             "results_files": [display(p) for p in self.written],
             "output_errors": self.output_errors,
             "inline": [
-                {k: r.get(k) for k in ("test", "case_id", "prompt", "sample", "passed", "score",
-                                       "replayed", "outcome")}
+                {k: getattr(r, k) for k in ("test", "case_id", "prompt", "sample", "passed",
+                                            "score", "replayed", "outcome")}
                 for r in self.inline
             ],
         }  # fmt: skip
@@ -425,15 +428,15 @@ def _git_version_changes(versions: Sequence[PromptVersion]) -> list[str]:
     return lines
 
 
-def inline_lines(results: list[dict[str, Any]]) -> list[str]:
+def inline_lines(results: list[ItemResult]) -> list[str]:
     """One line per inline run: the test, the version, the verdict, whether it replayed."""
     lines = []
     for r in results:
-        score = "no score" if r.get("score") is None else f"score {r['score']:.3f}"
-        verdict = "passed" if r.get("passed") else (r.get("outcome") or "failed")
-        replayed = r.get("replayed")
+        score = "no score" if r.score is None else f"score {r.score:.3f}"
+        verdict = "passed" if r.passed else (r.outcome or "failed")
+        replayed = r.replayed
         source = "no call" if replayed is None else ("replayed" if replayed else "live")
-        lines.append(f"{r['test']} [{r['prompt']}]: {verdict}, {score}, {source}")
+        lines.append(f"{r.test} [{r.prompt}]: {verdict}, {score}, {source}")
     return lines
 
 

@@ -7,10 +7,10 @@ which is what a user who runs the prompt k times and needs every answer right ge
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.report.summary import counts_in_denominators, outcome_of
 
@@ -123,11 +123,11 @@ class CaseSamples:
         return wilson(self.passed, self.scored)
 
 
-def case_samples(results: Iterable[Mapping[str, Any]]) -> list[CaseSamples]:
+def case_samples(results: Iterable[ItemResult]) -> list[CaseSamples]:
     """Per version and case, the sample counts (glue over the result records)."""
-    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    grouped: dict[tuple[str, str], list[ItemResult]] = {}
     for r in results:
-        grouped.setdefault((r["prompt"], f"{r['file']}::{r['case_id']}"), []).append(r)
+        grouped.setdefault((r.prompt, f"{r.file}::{r.case_id}"), []).append(r)
     cases = []
     for (version, case), items in sorted(grouped.items()):
         errored = sum(1 for r in items if outcome_of(r) == "error")
@@ -137,9 +137,9 @@ def case_samples(results: Iterable[Mapping[str, Any]]) -> list[CaseSamples]:
                 version,
                 case,
                 len(scored),
-                sum(bool(r["passed"]) for r in scored),
+                sum(bool(r.passed) for r in scored),
                 errored,
-                items[0].get("min_pass"),
+                items[0].min_pass,
             )
         )
     return cases

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
-from typing import Any
 
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.summary import (
     DENOMINATORS,
@@ -96,13 +96,13 @@ def bar_chart(
     return "".join(parts)
 
 
-def _histogram(results: Sequence[Mapping[str, Any]], versions: Sequence[str]) -> str:
+def _histogram(results: Sequence[ItemResult], versions: Sequence[str]) -> str:
     bins = 10
     labels = [f"{i / bins:.1f}-{(i + 1) / bins:.1f}" for i in range(bins)]
     series = []
     for version in versions:
         scores = [
-            scored_value(r) for r in results if r["prompt"] == version and counts_in_denominators(r)
+            scored_value(r) for r in results if r.prompt == version and counts_in_denominators(r)
         ]
         counts = [0] * bins
         for score in scores:
@@ -112,7 +112,7 @@ def _histogram(results: Sequence[Mapping[str, Any]], versions: Sequence[str]) ->
 
 
 def render_html(
-    results: Sequence[dict[str, Any]],
+    results: Sequence[ItemResult],
     summaries: Sequence[VersionSummary],
     comparisons: Sequence[Comparison],
     title: str,
@@ -175,9 +175,9 @@ def render_html(
         + "".join(f"<th>{escape(v)}</th>" for v in versions)
         + "</tr>"
     )
-    cells: dict[tuple[str, str], dict[str, list[Mapping[str, Any]]]] = {}
+    cells: dict[tuple[str, str], dict[str, list[ItemResult]]] = {}
     for r in ordered:
-        cells.setdefault(case_key(r), {}).setdefault(r["prompt"], []).append(r)
+        cells.setdefault(case_key(r), {}).setdefault(r.prompt, []).append(r)
     for (file, case_id), by_version in sorted(cells.items()):
         out.append(f"<tr><td><b>{escape(case_id)}</b><br><small>{escape(file)}</small></td>")
         for version in versions:
@@ -191,31 +191,29 @@ def _rate(counts: tuple[int, int] | None) -> float | None:
     return counts[0] / counts[1] if counts and counts[1] else None
 
 
-def _cell(r: Mapping[str, Any]) -> str:
+def _cell(r: ItemResult) -> str:
     outcome = outcome_of(r)
     if outcome in ("error", "skipped"):
-        status = f'<span class="err">{outcome}: {escape(r["error_type"] or "-")}</span>'
+        status = f'<span class="err">{outcome}: {escape(r.error_type or "-")}</span>'
     else:
         status = (
             '<span class="pass">pass</span>'
             if outcome == "passed"
             else '<span class="fail">fail</span>'
-            + (f" <small>{escape(r['error_type'])}</small>" if r["error_type"] else "")
+            + (f" <small>{escape(r.error_type)}</small>" if r.error_type else "")
         )
-    parts = [f"{status} {_fmt(r['score'])}"]
-    if r.get("sample"):
-        parts.append(f" <small>sample {r['sample']}</small>")
-    if r["missing_topics"]:
-        parts.append(f"<br><small>missing: {escape(', '.join(r['missing_topics']))}</small>")
-    for claim in r["incorrect_claims"]:
+    parts = [f"{status} {_fmt(r.score)}"]
+    if r.sample:
+        parts.append(f" <small>sample {r.sample}</small>")
+    if r.missing_topics:
+        parts.append(f"<br><small>missing: {escape(', '.join(r.missing_topics))}</small>")
+    for claim in r.incorrect_claims:
         parts.append(f"<br><small>claim: {escape(claim)}</small>")
-    for check in r.get("assertions", []):
-        if not check["passed"]:
-            parts.append(
-                f"<br><small>assert {escape(check['type'])}: {escape(check['reason'])}</small>"
-            )
-    if r["error"]:
-        parts.append(f"<pre>{escape(r['error'])}</pre>")
-    if r["response"] is not None:
-        parts.append(f"<pre>{escape(r['response'])}</pre>")
+    for check in r.assertions:
+        if not check.passed:
+            parts.append(f"<br><small>assert {escape(check.type)}: {escape(check.reason)}</small>")
+    if r.error:
+        parts.append(f"<pre>{escape(r.error)}</pre>")
+    if r.response is not None:
+        parts.append(f"<pre>{escape(r.response)}</pre>")
     return "<div>" + "".join(parts) + "</div>"

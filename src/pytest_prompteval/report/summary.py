@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.stats import Agreement, agreement, pass_at_k, percentile, spread
 
-Result = Mapping[str, Any]
+Result = ItemResult
 GROUPS = ("category", "difficulty", "quality")
 
 
@@ -37,12 +38,12 @@ DENOMINATORS = (
 def outcome_of(result: Result) -> str:
     """passed | failed | error | skipped; derived for history written before the field. An
     item the cost budget stopped never ran: pytest reports it skipped, and so do we."""
-    outcome = result.get("outcome")
+    outcome = result.outcome
     if outcome:
         return str(outcome)
-    if result["passed"]:
+    if result.passed:
         return "passed"
-    error_type = result.get("error_type")
+    error_type = result.error_type
     if error_type == "budget":
         return "skipped"
     return "error" if error_type in INFRASTRUCTURE_KINDS else "failed"
@@ -54,7 +55,7 @@ def counts_in_denominators(result: Result) -> bool:
 
 def scored_value(result: Result) -> float:
     """The score of an item that ran: a failure the prompt caused without a score is 0."""
-    score = result["score"]
+    score = result.score
     return 0.0 if score is None else float(score)
 
 
@@ -64,12 +65,12 @@ def case_passes(passed_samples: int, samples: int) -> bool:
 
 
 def case_key(result: Result) -> tuple[str, str]:
-    return (result["file"], result["case_id"])
+    return (result.file, result.case_id)
 
 
 def sort_results(results: Iterable[Result]) -> list[Result]:
     """A fixed order, so that float sums do not depend on which xdist worker reported first."""
-    return sorted(results, key=lambda r: (r["prompt"], r["file"], r["case_id"], r["sample"]))
+    return sorted(results, key=lambda r: (r.prompt, r.file, r.case_id, r.sample))
 
 
 @dataclass
@@ -157,7 +158,7 @@ def summarize(
     """One summary per version, in ``order`` (then any other version, sorted)."""
     by_version: dict[str, list[Result]] = {}
     for result in sort_results(results):
-        by_version.setdefault(result["prompt"], []).append(result)
+        by_version.setdefault(result.prompt, []).append(result)
     names = [v for v in order if v in by_version] + sorted(set(by_version) - set(order))
     return [summarize_version(name, by_version[name], ks) for name in names]
 
@@ -193,35 +194,35 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.failed += outcome == "failed"
         s.errored += outcome == "error"
         s.skipped += outcome == "skipped"
-        if r["error_type"] and outcome != "skipped":
-            s.errors[r["error_type"]] += 1
-        for name, value in r["dimensions"].items():
+        if r.error_type and outcome != "skipped":
+            s.errors[r.error_type] += 1
+        for name, value in r.dimensions.items():
             dimension_values.setdefault(name, []).append(value)
         if outcome in ("passed", "failed"):
             for group in GROUPS:
-                label = r.get(group) or "-"
+                label = getattr(r, group) or "-"
                 passed, total = s.groups[group].get(label, (0, 0))
                 s.groups[group][label] = (passed + (outcome == "passed"), total + 1)
-        s.input_tokens += r["input_tokens"]
-        s.output_tokens += r["output_tokens"]
-        if r["response"] is not None:
-            if r["cost_usd"] is None:
+        s.input_tokens += r.input_tokens
+        s.output_tokens += r.output_tokens
+        if r.response is not None:
+            if r.cost_usd is None:
                 s.unpriced += 1
             else:
-                s.cost_usd += r["cost_usd"]
-        if r["latency_ms"] is not None:
-            latencies.append(r["latency_ms"])
-        s.replayed += bool(r["replayed"])
-        s.judged += bool(r.get("judged"))
-        s.judge_input_tokens += r.get("judge_input_tokens", 0)
-        s.judge_output_tokens += r.get("judge_output_tokens", 0)
-        s.judge_cost_usd += r.get("judge_cost_usd", 0.0)
-        s.attempts += r.get("attempts", 1)
-        if r.get("error_class"):
-            s.code_failures[r["error_class"]] += 1
-        for check in r.get("assertions", []):
-            if not check["passed"]:
-                s.failed_assertions[check["type"]] += 1
+                s.cost_usd += r.cost_usd
+        if r.latency_ms is not None:
+            latencies.append(r.latency_ms)
+        s.replayed += bool(r.replayed)
+        s.judged += bool(r.judged)
+        s.judge_input_tokens += r.judge_input_tokens
+        s.judge_output_tokens += r.judge_output_tokens
+        s.judge_cost_usd += r.judge_cost_usd
+        s.attempts += r.attempts
+        if r.error_class:
+            s.code_failures[r.error_class] += 1
+        for check in r.assertions:
+            if not check.passed:
+                s.failed_assertions[check.type] += 1
     for group in GROUPS:
         s.groups[group] = dict(sorted(s.groups[group].items()))
     s.dimensions = {k: statistics.fmean(v) for k, v in dimension_values.items()}
@@ -239,22 +240,22 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
     labels = {case_key(r): r for r in results}
     for group in GROUPS:
         by_label: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
-        for key, value in counts.items():
-            by_label.setdefault(labels[key].get(group) or "-", {})[key] = value
+        for key, case_counts in counts.items():
+            by_label.setdefault(getattr(labels[key], group) or "-", {})[key] = case_counts
         s.group_pass_at_k[group] = {
             label: {k: mean_pass_at_k(cases, k) for k in ks}
             for label, cases in sorted(by_label.items())
         }
     both = [
-        r for r in results if r.get("judge_score") is not None and r["automatic_score"] is not None
+        (r.automatic_score, r.judge_score, r.threshold)
+        for r in results
+        if r.judge_score is not None and r.automatic_score is not None and r.scorer == "hybrid"
     ]
-    if both and any(r["scorer"] == "hybrid" for r in both):
+    if both:
         s.agreement = agreement(
-            [r["automatic_score"] for r in both],
-            [r["judge_score"] for r in both],
-            [r["threshold"] for r in both],
+            [a for a, _, _ in both], [j for _, j, _ in both], [t for _, _, t in both]
         )
-    repeated = [r["judge_repeats"] for r in results if len(r.get("judge_repeats") or ()) > 1]
+    repeated = [r.judge_repeats for r in results if len(r.judge_repeats or ()) > 1]
     s.judge_spread = _mean([spread(values) for values in repeated])
     s.judge_repeats = max((len(values) for values in repeated), default=0)
     return s

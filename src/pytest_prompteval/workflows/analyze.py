@@ -160,23 +160,23 @@ def _review_agreement(runs: Sequence[StoredRun]) -> dict[str, Any] | None:
     human, automatic, judge_h, judge = [], [], [], []
     human_pass, automatic_pass, judge_human_pass, judge_pass = [], [], [], []
     for run in runs:
-        by_key = {(r["file"], r["case_id"], r["sample"]): r for r in run.results}
+        by_key = {(r.file, r.case_id, r.sample): r for r in run.results}
         for key, review in load_reviews(run.path).items():
             result = by_key.get(key)
             if result is None or review.get("skipped"):
                 continue
-            threshold = result["threshold"]
+            threshold = result.threshold
             auto = automatic_of(result)
             if auto is not None:
                 human.append(review["human_score"])
                 automatic.append(auto)
                 human_pass.append(review["human_score"] >= threshold)
                 automatic_pass.append(auto >= threshold)
-            if result.get("judge_score") is not None:
+            if result.judge_score is not None:
                 judge_h.append(review["human_score"])
-                judge.append(result["judge_score"])
+                judge.append(result.judge_score)
                 judge_human_pass.append(review["human_score"] >= threshold)
-                judge_pass.append(result["judge_score"] >= threshold)
+                judge_pass.append(result.judge_score >= threshold)
     if not human and not judge:
         return None
     return {

@@ -76,33 +76,29 @@ def latest_run(results: Path, version: str) -> StoredRun:
 
 def failure_patterns(run: StoredRun) -> dict[str, Any]:
     results = run.results
-    scores = [r["score"] for r in results if r["score"] is not None]
-    missing = Counter(t for r in results for t in r["missing_topics"])
-    claims = Counter(c for r in results for c in r["incorrect_claims"])
-    assertions = Counter(
-        a["type"] for r in results for a in r.get("assertions", []) if not a["passed"]
-    )
+    scores = [r.score for r in results if r.score is not None]
+    missing = Counter(t for r in results for t in r.missing_topics)
+    claims = Counter(c for r in results for c in r.incorrect_claims)
+    assertions = Counter(a.type for r in results for a in r.assertions if not a.passed)
     classes = Counter(
-        r.get("error_class") or r["error_type"]
-        for r in results
-        if r.get("error_class") or r["error_type"]
+        r.error_class or r.error_type for r in results if r.error_class or r.error_type
     )
-    worst = sorted((r for r in results if r["score"] is not None), key=lambda r: r["score"])
+    worst = sorted((r for r in results if r.score is not None), key=lambda r: r.score or 0.0)
     return {
         "items": len(results),
-        "passed": sum(bool(r["passed"]) for r in results),
+        "passed": sum(bool(r.passed) for r in results),
         "mean_score": statistics.fmean(scores) if scores else None,
         "missing_topics": dict(missing.most_common(15)),
         "incorrect_claims": dict(claims.most_common(10)),
         "failed_assertions": dict(assertions.most_common()),
         "error_classes": dict(classes.most_common()),
-        "judge_notes": [r["judge_notes"] for r in results if r.get("judge_notes")][:10],
+        "judge_notes": [r.judge_notes for r in results if r.judge_notes][:10],
         "worst_cases": [
             {
-                "case_id": r["case_id"],
-                "score": r["score"],
-                "missing_topics": r["missing_topics"],
-                "answer_start": (r["response"] or "")[:400],
+                "case_id": r.case_id,
+                "score": r.score,
+                "missing_topics": r.missing_topics,
+                "answer_start": (r.response or "")[:400],
             }
             for r in worst[:5]
         ],

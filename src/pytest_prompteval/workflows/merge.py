@@ -26,7 +26,7 @@ def merge_runs(runs: Sequence[StoredRun], ks: Sequence[int]) -> dict[str, dict[s
         results = []
         for part in parts:
             for result in part.results:
-                key = (result["file"], result["case_id"], result["sample"])
+                key = (result.file, result.case_id, result.sample)
                 if key in seen:
                     raise PromptevalError(
                         f"{version}: {key[0]}::{key[1]} sample {key[2]} is in both "
@@ -34,13 +34,13 @@ def merge_runs(runs: Sequence[StoredRun], ks: Sequence[int]) -> dict[str, dict[s
                     )
                 seen[key] = part.path
                 results.append(result)
-        results.sort(key=lambda r: (r["file"], r["case_id"], r["sample"]))
+        results.sort(key=lambda r: (r.file, r.case_id, r.sample))
         summary = summarize_version(version, results, ks)
         merged[version] = {
             "meta": {**parts[0].meta, "merged_from": [str(p.path) for p in parts]},
             "partial": any(p.partial for p in parts),
             "summary": summary.to_json(),
-            "results": results,
+            "results": [r.to_json() for r in results],
         }
     return merged
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_prompteval.core.history import load_run, write_json_atomically
+from pytest_prompteval.core.result import ItemResult
 
 SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
     ("correctness", 0.4),
@@ -25,14 +26,14 @@ SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
 Key = tuple[str, str, int]
 
 
-def automatic_of(result: dict[str, Any]) -> float | None:
+def automatic_of(result: ItemResult) -> float | None:
     """The automatic score a human review is set against: ``automatic_score``, or the score
     of a run scored automatically only. Never the judge's score (``or`` once substituted it
     wherever the automatic score was 0)."""
-    if result.get("automatic_score") is not None:
-        return float(result["automatic_score"])
-    if result["score"] is not None and result.get("scorer") != "claude":
-        return float(result["score"])
+    if result.automatic_score is not None:
+        return float(result.automatic_score)
+    if result.score is not None and result.scorer != "claude":
+        return float(result.score)
     return None
 
 
@@ -75,28 +76,24 @@ def run_review(
     """Review what is left; return how many results were reviewed in this session."""
     run = load_run(results)
     reviews = load_reviews(results)
-    todo = [
-        r
-        for r in run.results
-        if (r["file"], r["case_id"], r["sample"]) not in reviews and r["response"]
-    ]
+    todo = [r for r in run.results if (r.file, r.case_id, r.sample) not in reviews and r.response]
     out.write(
         f"{len(todo)} of {len(run.results)} results to review "
         f"({len(reviews)} reviewed before). q quits, s skips a result.\n"
     )
     done = 0
     for number, result in enumerate(todo, start=1):
-        key = (result["file"], result["case_id"], result["sample"])
-        dims = "  ".join(f"{k} {v:.2f}" for k, v in result["dimensions"].items())
+        key = (result.file, result.case_id, result.sample)
+        dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
         out.write(
-            f"\n[{number}/{len(todo)}] {result['case_id']} [{result['prompt']}] "
-            f"score {result['score']}  {'PASS' if result['passed'] else 'FAIL'}\n  {dims}\n"
+            f"\n[{number}/{len(todo)}] {result.case_id} [{result.prompt}] "
+            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {dims}\n"
             + (
-                f"  missing topics: {', '.join(result['missing_topics'])}\n"
-                if result["missing_topics"]
+                f"  missing topics: {', '.join(result.missing_topics)}\n"
+                if result.missing_topics
                 else ""
             )
-            + f"--- answer ---\n{result['response']}\n--------------\n"
+            + f"--- answer ---\n{result.response}\n--------------\n"
         )
         ratings: dict[str, int] = {}
         for name, _ in dimensions:
@@ -118,7 +115,7 @@ def run_review(
                 "file": key[0],
                 "case_id": key[1],
                 "sample": key[2],
-                "prompt": result["prompt"],
+                "prompt": result.prompt,
                 "skipped": True,
             }
             _save(results, reviews)
@@ -128,7 +125,7 @@ def run_review(
             "file": key[0],
             "case_id": key[1],
             "sample": key[2],
-            "prompt": result["prompt"],
+            "prompt": result.prompt,
             "ratings": ratings,
             "comment": comment,
             "reviewer": reviewer,
