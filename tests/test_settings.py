@@ -270,3 +270,17 @@ def test_the_plugin_imports_without_fcntl(tmp_path: Path) -> None:
     assert done.stdout.strip() == (
         "--prompteval-max-cost needs file locks (fcntl or msvcrt), which this platform lacks"
     )
+
+
+def test_custom_scorers_do_not_leak_between_in_process_runs(pytester: pytest.Pytester) -> None:
+    generated_project(pytester, 1, fields="  assert: [{type: lenient}]\n")
+    pytester.makepyfile(app="def answer(request, **kw):\n    return 'The loop optimization.'\n")
+    conftest = pytester.makeconftest(
+        "import pytest_prompteval\n\n\n@pytest_prompteval.scorer('lenient')\n"
+        "def lenient(case, request, response):\n    return 1.0\n"
+    )
+    args = ["--prompt=v", "--prompteval-provider=python:app:answer", "-p", "no:cacheprovider"]
+    pytester.inline_run(*args).assertoutcome(passed=1)
+    conftest.unlink()
+    result = pytester.runpytest_inprocess(*args)
+    result.stdout.fnmatch_lines(["*unknown assertion or scorer 'lenient'*"])

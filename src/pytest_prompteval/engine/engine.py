@@ -28,6 +28,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
+from pytest_prompteval.scoring.registry import entry_point_scorers
 
 ScorerFunction = Callable[..., Any]
 
@@ -101,6 +102,7 @@ class Engine:
                 f"{', '.join(self.review_templates)}"
             )
         self._scorers = scorers
+        self._found_scorers: Mapping[str, ScorerFunction] | None = None
         self.budget: Budget | None = None
         self.gate: RateGate | None = None
         if run_dir is not None:
@@ -148,7 +150,13 @@ class Engine:
         return self._prompts[version]
 
     def scorers(self) -> Mapping[str, ScorerFunction]:
-        return self._scorers() if self._scorers is not None else {}
+        """Custom scorers by name, found once: entry points, then the run's plugins."""
+        if self._found_scorers is None:
+            self._found_scorers = {
+                **entry_point_scorers(),
+                **(self._scorers() if self._scorers is not None else {}),
+            }
+        return self._found_scorers
 
     def judge(self) -> Judge:
         """The judge, built on first use so that runs without one never need it."""

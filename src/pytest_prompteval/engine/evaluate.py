@@ -35,7 +35,6 @@ from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import JudgeUsage
-from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
 from pytest_prompteval.scoring.strategies import apply, parse_strategy
 
@@ -181,7 +180,7 @@ def run_check(
     if assertion.type == "judge":
         score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
         return scored(assertion, score, result.threshold, f"judge: {reason}")
-    function = {**registered_scorers(), **engine.scorers()}[assertion.type]
+    function = engine.scorers()[assertion.type]
     try:
         returned = function(spec.case, request, response)
     except Exception as exc:

@@ -112,7 +112,9 @@ class Prompteval:
             score, reason = verdict.score.value, f"judge: {notes}"
         else:
             entry = {"type": scorer, "value": value, "threshold": threshold}
-            (assertion,) = parse_assertions([entry], (self.node.path, None), "check")
+            (assertion,) = parse_assertions(
+                [entry], (self.node.path, None), "check", self.engine.scorers()
+            )
             spec = ItemSpec(run.case, run.prompt, 0, 1, (assertion,))
             checked = run_check(
                 self.engine, spec, assertion, run.request, run.response, run.result, usage

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -57,7 +57,10 @@ class CaseFile(pytest.File):
         case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
         self.loaded = case_file
         shown = display(self.path)
-        from_prompts = {prompt.version: prompt_assertions(prompt) for prompt in engine.versions}
+        from_prompts = {
+            prompt.version: prompt_assertions(prompt, engine.scorers())
+            for prompt in engine.versions
+        }
         scopes = {prompt.version: prompt_scope(prompt) for prompt in engine.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
@@ -79,6 +82,7 @@ class CaseFile(pytest.File):
                 case.raw.get("assert"),
                 (case.path, line_of(case.raw, "assert")),
                 f"case {case.id!r}",
+                engine.scorers(),
             )
             for prompt in engine.versions:
                 if not scopes[prompt.version](case):
@@ -150,7 +154,7 @@ def case_min_pass(case: Case, default: MinPass | None) -> MinPass | None:
         ) from None
 
 
-def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
+def prompt_assertions(prompt: PromptVersion, scorers: Iterable[str]) -> tuple[Assertion, ...]:
     """A prompt version's own ``assert:`` entries, which apply to every case (a bad
     ``strategy:`` is reported here too, as a collection error naming the prompt file)."""
     parse_strategy(prompt)
@@ -159,6 +163,7 @@ def prompt_assertions(prompt: PromptVersion) -> tuple[Assertion, ...]:
             prompt.raw.get("assert"),
             (prompt.path, prompt.line_of("assert")),
             f"prompt {prompt.version!r}",
+            scorers,
         )
     )
 

@@ -24,6 +24,7 @@ from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.report.flaky import SampleTally
+from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
 
 RUN_DIR_KEY = "prompteval_run_dir"
@@ -116,7 +117,9 @@ class PromptevalRun:
         )
 
     def _scorers(self) -> dict[str, Any]:
-        found: dict[str, Any] = {}
+        """``@scorer`` functions in the run's plugins (conftests first of all), then what
+        the ``pytest_prompteval_scorers`` hook returns."""
+        found = marked_scorers(self.config.pluginmanager.get_plugins())
         for named in reversed(self.config.hook.pytest_prompteval_scorers()):
             found.update(named or {})
         return found

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,6 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.result import CheckResult
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.scoring.registry import registered_scorers
 from pytest_prompteval.scoring.score import Score
 
 _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
@@ -48,14 +47,16 @@ class Checked:
         return CheckResult(self.type, self.passed, round(self.score, 6), self.weight, self.reason)
 
 
-def parse_assertions(entries: Any, where: tuple[Any, int | None], owner: str) -> list[Assertion]:
+def parse_assertions(
+    entries: Any, where: tuple[Any, int | None], owner: str, scorers: Iterable[str] = ()
+) -> list[Assertion]:
     """Validate an ``assert:`` list; errors name file, line, owner (case or prompt) and entry."""
     path, line = where
     if entries is None:
         return []
     if not isinstance(entries, list):
         raise PromptevalError(f"{owner}, field 'assert': expected a list of assertions", path, line)
-    known = (*BUILTIN_TYPES, *registered_scorers())
+    known = (*BUILTIN_TYPES, *scorers)
     result = []
     for index, entry in enumerate(entries):
         entry_line = line_of(entry, None) or line

@@ -1,36 +1,44 @@
-"""Custom scorers: ``@pytest_prompteval.scorer("name")`` or the entry-point group
-``pytest_prompteval.scorers``. A scorer receives (case, request, response) and returns a
-number in [0, 1] or a Score."""
+"""Custom scorers: ``@pytest_prompteval.scorer("name")`` in a conftest (or any plugin module),
+the entry-point group ``pytest_prompteval.scorers``, or the ``pytest_prompteval_scorers``
+hook. A scorer receives (case, request, response) and returns a number in [0, 1] or a Score.
+
+The decorator only marks the function; each run finds the marked functions in its own
+plugins, so nothing registered by one run leaks into the next.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 ENTRY_POINT_GROUP = "pytest_prompteval.scorers"
+MARK = "__prompteval_scorer__"
 
 ScorerFunction = Callable[..., Any]
 F = TypeVar("F", bound=ScorerFunction)
 
-_registered: dict[str, ScorerFunction] = {}
-
 
 def scorer(name: str) -> Callable[[F], F]:
-    """Register a function as the scorer ``name`` for cases' ``assert:`` entries."""
+    """Mark a function as the scorer ``name`` for cases' ``assert:`` entries."""
 
-    def register(function: F) -> F:
-        _registered[name] = function  # a re-imported conftest replaces its own earlier entry
+    def mark(function: F) -> F:
+        setattr(function, MARK, name)
         return function
 
-    return register
+    return mark
 
 
-@cache
-def _entry_point_scorers() -> dict[str, ScorerFunction]:
+def marked_scorers(modules: Iterable[object]) -> dict[str, ScorerFunction]:
+    """The functions marked with ``@scorer`` among the attributes of ``modules``."""
+    found: dict[str, ScorerFunction] = {}
+    for module in modules:
+        for value in list(vars(module).values()) if hasattr(module, "__dict__") else ():
+            name = getattr(value, MARK, None)
+            if isinstance(name, str) and callable(value):
+                found[name] = value
+    return found
+
+
+def entry_point_scorers() -> Mapping[str, ScorerFunction]:
     return {ep.name: ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def registered_scorers() -> dict[str, ScorerFunction]:
-    return {**_entry_point_scorers(), **_registered}
