@@ -290,3 +290,21 @@ def test_prompteval_fixture_from_python_tests(
     # inline runs are their own cases: out of the suite's history, summary and gates
     assert not (project.path / "prompt_results").exists()
     assert "prompteval summary" not in result.stdout.str()
+
+
+def test_generate_with_your_app_judge_with_claude(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    project.makepyfile(myapp="def answer(request, **kw):\n    return 'It adds numbers.'\n")
+    project.makeini("[pytest]\npythonpath = .\n")
+    result = project.runpytest(
+        "--prompt=current",
+        "--prompteval-scorer=claude",
+        "--prompteval-provider=python:myapp:answer",  # the judge stays on anthropic
+        "-k",
+        "case_00",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*judge notes: misses the loop*"])
+    # only the judge went to the API: the generation came from the app
+    assert len(judge_requests(anthropic_server)) == len(anthropic_server.requests) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from .conftest import generated_project
@@ -84,3 +86,40 @@ def test_a_failure_says_why_first_then_score_response_and_recording(
     )
     whole = pytester.runpytest("--prompt=v", "--prompteval-provider=python:longapp:answer", "-vv")
     whole.stdout.fnmatch_lines(["  response: The loop optimization. x* END"])
+
+
+CODE_APP = """
+def answer(request, *, case, prompt, sample):
+    return "```python\\ndef clamp(x, low, high):\\n    return max(low, min(x, high))\\n```"
+"""
+
+INLINE_CODE = """
+def test_code(prompteval):
+    r = prompteval.run("v", input={"task": "clamp"}, entry_point="clamp",
+                       tests=[{"args": [5, 0, 10], "expected": 5}])
+    assert r.result.scorer == "execution" and r.result.passed
+
+def test_typo(prompteval):
+    prompteval.run("v", input={}, entry_piont="clamp")
+"""
+
+
+def test_the_fixture_runs_code_cases_and_names_a_typo_in_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    generated_project(pytester, 0)
+    pytester.makepyfile(codeapp=CODE_APP, test_inline=INLINE_CODE)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest("--prompteval-provider=python:codeapp:answer")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*unknown field 'entry_piont'; did you mean 'entry_point'?*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_review_with_an_unknown_rubric_is_one_line(pytester: pytest.Pytester) -> None:
+    results = pytester.path / "r.json"
+    results.write_text('{"meta": {}, "results": []}')
+    done = pytester.run(sys.executable, "-m", "pytest_prompteval.cli", "review", str(results),
+                        "--rubric", "nope")  # fmt: skip
+    assert done.ret == 2
+    assert done.errlines[0].startswith("prompteval: error: --rubric 'nope': unknown review")

@@ -267,7 +267,12 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     dimensions = SEED_DIMENSIONS
     if args.rubric:
-        template = load_review_templates(args.review_templates)[args.rubric]
+        templates = load_review_templates(args.review_templates)
+        if args.rubric not in templates:
+            raise PromptevalError(
+                f"--rubric {args.rubric!r}: unknown review template; known: {', '.join(templates)}"
+            )
+        template = templates[args.rubric]
         dimensions = tuple((name, weight) for name, (weight, _) in template.dimensions.items())
     run_review(args.results, sys.stdin, sys.stdout, dimensions, args.reviewer)
     return 0

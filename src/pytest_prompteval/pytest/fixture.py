@@ -18,6 +18,7 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.scoring.assertions import parse_assertions
+from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.judge import JudgeUsage
 
 
@@ -69,18 +70,23 @@ class Prompteval:
         ``suite=True`` it joins the version's summary, history and gates instead.
         """
         _, line, _ = self.node.reportinfo()
-        case = inline_case(
-            self.node.path,
-            (line or 0) + 1,
-            {"id": id, "input": dict(input or {}), **fields},
-            self.engine.declared.case_fields,
-        )
+        try:
+            case = inline_case(
+                self.node.path,
+                (line or 0) + 1,
+                {"id": id, "input": dict(input or {}), **fields},
+                self.engine.declared.case_fields,
+            )
+            # a code case (entry_point=, tests=) is run in the sandbox, as in a case file
+            code = parse_code_spec(case) if is_code_case(case) else None
+        except PromptevalError as exc:
+            pytest.fail(str(exc), pytrace=False)
         prompt = self.prompt(version)
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
         result = new_result(case, prompt, sample, threshold, settings.scorer)
         result.inline, result.test = not suite, self.node.nodeid
-        spec = ItemSpec(case, prompt, sample, 1)
+        spec = ItemSpec(case, prompt, sample, 1, code=code)
         try:
             request, response = evaluate(self.node.ihook, self.engine, spec, result)
         except BudgetSpent as exc:

@@ -69,9 +69,14 @@ def latest_run(results: Path, version: str) -> StoredRun:
     candidates = sorted(
         p for p in results.glob(f"*_{version}.json*") if p.suffix in (".json", ".jsonl")
     )
-    if not candidates:
-        raise PromptevalError(f"no stored run of {version!r} in {results}; run the suite first")
-    return load_run(candidates[-1])
+    # a run that selected nothing has nothing to learn from (older plugins stored such runs)
+    for path in reversed(candidates):
+        run = load_run(path)
+        if run.results:
+            return run
+    raise PromptevalError(
+        f"no stored run of {version!r} with results in {results}; run the suite first"
+    )
 
 
 def failure_patterns(run: StoredRun) -> dict[str, Any]:
