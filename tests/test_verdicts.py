@@ -227,3 +227,17 @@ def test_judge_spread_is_a_standard_deviation_with_its_repeats() -> None:
 def test_mcnemar_at_1030_discordant_pairs() -> None:
     assert mcnemar_exact(515, 515) == 1.0
     assert 0 < mcnemar_exact(450, 580) < 1e-4
+
+
+def test_per_solved_case_counts_calls_made_and_is_always_shown_for_code() -> None:
+    ran = [
+        item("v", f"c{i}", 1.0, scorer="execution", attempts=3, tests_passed=1, tests_total=1)
+        for i in range(2)
+    ]
+    stopped = [
+        item("v", f"s{i}", None, error_type="budget", outcome="skipped", scorer="execution")
+        for i in range(8)
+    ]
+    s = summarize_version("v", ran + stopped, [1])
+    assert (s.attempts, s.passed, s.skipped) == (6, 2, 8)  # skipped items made no call
+    assert any("per solved case: 3.0 attempts" in line for line in notes_block([s]))

@@ -111,6 +111,7 @@ class VersionSummary:
     failed_assertions: Counter[str] = field(default_factory=Counter)
     code_failures: Counter[str] = field(default_factory=Counter)
     attempts: int = 0
+    code_items: int = 0
 
     @property
     def ran(self) -> int:
@@ -217,7 +218,9 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.judge_input_tokens += r.judge_input_tokens
         s.judge_output_tokens += r.judge_output_tokens
         s.judge_cost_usd += r.judge_cost_usd
-        s.attempts += r.attempts
+        if outcome != "skipped":  # a skipped item made no call
+            s.attempts += r.attempts
+        s.code_items += r.execution is not None
         if r.error_class:
             s.code_failures[r.error_class] += 1
         for check in r.assertions:

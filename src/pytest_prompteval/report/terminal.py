@@ -126,7 +126,7 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             notes.append(_counts("errors", s.errors))
         if s.code_failures:
             notes.append(_counts("code failures", s.code_failures))
-        if s.code_failures or s.attempts > s.items:
+        if s.code_items or s.attempts > s.items:  # code cases and strategies: always
             notes.append(_per_solved(s))
         if s.errored:
             notes.append(f"{s.errored} errored, not scored (in no denominator)")
