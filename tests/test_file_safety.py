@@ -366,3 +366,17 @@ def test_table_and_template_paths_from_ini_stay_in_the_project(
     result = pytester.runpytest("--prompt=v")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: ini {key}: {why}*"])
+
+
+def test_a_prompt_file_linked_outside_the_project_is_not_read(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "secret.yaml"
+    outside.write_text("user_prompt: x\n")
+    pytester.mkdir("prompts").joinpath("v.yaml").symlink_to(outside)
+    pytester.mkdir("prompt_cases")
+    result = pytester.runpytest("--prompt=v")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: prompts/v.yaml: is a link to {outside}, outside the project"]
+    )

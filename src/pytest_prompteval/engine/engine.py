@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_prompteval.core.errors import display
 from pytest_prompteval.core.gitversions import load_version_at, split_version
+from pytest_prompteval.core.paths import check_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.schema import Declared
@@ -47,7 +48,7 @@ def make_provider(spec: str, rootpath: Path, option: str = "--prompteval-provide
 
 
 def resolve_versions(
-    prompt_dir: Path, names: list[str], fields: Collection[str] = ()
+    prompt_dir: Path, names: list[str], fields: Collection[str] = (), root: Path | None = None
 ) -> tuple[PromptVersion, ...]:
     available = available_versions(prompt_dir)
     if ALL_VERSIONS in names:
@@ -59,6 +60,9 @@ def resolve_versions(
             f"unknown prompt version {', '.join(map(repr, unknown))} (prompt directory "
             f"{display(prompt_dir)}); available: {listing}"
         )
+    for name in names:
+        if root is not None and name in available:
+            check_inside(root, available[name])  # a link out of the project is not read
     return tuple(
         load_prompt(available[n], fields)
         if n in available
@@ -85,7 +89,10 @@ class Engine:
         )
         self.versions: tuple[PromptVersion, ...] = (
             resolve_versions(
-                settings.prompt_dir, list(settings.versions), self.declared.prompt_fields
+                settings.prompt_dir,
+                list(settings.versions),
+                self.declared.prompt_fields,
+                settings.rootpath,
             )
             if settings.versions
             else ()
@@ -145,7 +152,10 @@ class Engine:
         """A prompt version by name, loaded on first use (the fixture names its own)."""
         if version not in self._prompts:
             (self._prompts[version],) = resolve_versions(
-                self.settings.prompt_dir, [version], self.declared.prompt_fields
+                self.settings.prompt_dir,
+                [version],
+                self.declared.prompt_fields,
+                self.settings.rootpath,
             )
         return self._prompts[version]
 
