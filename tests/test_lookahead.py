@@ -53,7 +53,10 @@ def test_exitfirst_stops_new_calls(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     anthropic_server.responder = lambda request: "Nothing relevant."  # every item fails
+    # calls that take long against the items' own work: the first failure comes while the
+    # calls sent ahead are still in flight
+    anthropic_server.latency = 1.0
     result = project.runpytest("--prompt=v", "--prompteval-concurrency=4", "-x")
     result.assert_outcomes(failed=1)
-    # The first item's call and at most the 2 x 4 looked ahead: never the whole suite.
+    # The first item's call and at most two rounds of the 4 in flight: never the whole suite.
     assert len(anthropic_server.requests) <= 1 + 8 < 12

@@ -215,6 +215,15 @@ class PromptevalRun:
             self.lookahead = Lookahead(session, self.engine, self.settings.concurrency)
         self.lookahead.ahead(item)
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own, which sets shouldfail for -x
+    def pytest_runtest_logreport(self) -> None:
+        session = getattr(self, "session", None)
+        if self._engine is not None and session and (session.shouldfail or session.shouldstop):
+            self._engine.stop()  # -x or a stop: nothing queued ahead starts
+
     def pytest_sessionfinish(self) -> None:
         if self._engine is not None:
             self._engine.stop()
