@@ -12,8 +12,8 @@ import pytest
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
-from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.batch import run_batch
 from pytest_prompteval.testing import AnthropicServer
