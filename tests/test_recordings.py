@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.providers.labels import Label
+from pytest_prompteval.providers.store import Recording
 from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.workflows.recordings import Current, stale_reason
 
 from .conftest import copy_example_suite, generated_project, item_results
 
@@ -267,3 +271,58 @@ def test_recordings_will_not_prune_against_a_broken_collection(
     dry = prompteval(project.path, "recordings", "--dry-run")
     assert dry.returncode == 2
     assert dry.stderr == "prompteval: error: --dry-run goes with --prune\n"
+
+
+def test_an_invalid_improve_answer_is_never_recorded(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    project.inline_run("--prompt=v").assertoutcome(passed=3)
+    anthropic_server.responder = lambda r: tool_use(r, {"suggestions": []})
+    done = prompteval(project.path, "improve", "--prompt", "v")
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "prompteval: error: judge verdict for case 'improve-v' does not match the schema "
+        "after one retry: (verdict): 'expected_impact' is a required property; "
+    )
+    assert count(project) == 3  # the generations only
+
+
+def _recording(key: str, **label: str) -> Recording:
+    fields = {
+        "case": "c00",
+        "case_file": "c.yaml",
+        "prompt": "v",
+        "prompt_sha256": "a" * 64,
+        "model": "m",
+        "purpose": "generation",
+        "recorded_at": "2026-11-26T05:00:00+00:00",
+        **label,
+    }
+    return Recording(key, 0, {}, Response(text="", model="m"), Label(**fields))
+
+
+NOW = Current(
+    keys=frozenset({"in-use"}),
+    items={("c00", "v"): ("a" * 64, "m", False), ("c00", "s"): ("b" * 64, "m", True)},
+    prompts={"v": "a" * 64, "s": "b" * 64},
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "label", "stale"),
+    [
+        ("in-use", {"prompt_sha256": "0" * 64}, ""),
+        ("old", {}, "its case or request changed"),
+        ("old", {"prompt_sha256": "0" * 64}, "its prompt file changed"),
+        ("old", {"model": "m0"}, "recorded with m0, the item now asks m"),
+        ("old", {"case": "gone"}, "no case 'gone' now"),
+        ("old", {"prompt": "w"}, "no prompt version 'w' now"),
+        ("old", {"purpose": "judge"}, ""),  # a verdict on the item's answer
+        ("old", {"prompt": "s", "prompt_sha256": "b" * 64}, ""),  # a strategy's next call
+        ("old", {"case_file": "test_app.py", "case": "inline"}, ""),  # the fixture's
+        ("old", {"purpose": "improve", "case": "improve-v"}, ""),
+        ("old", {"purpose": "improve", "prompt_sha256": "0" * 64}, "its prompt file changed"),
+    ],
+)
+def test_which_labelled_recordings_are_stale(key: str, label: dict[str, str], stale: str) -> None:
+    assert stale_reason(_recording(key, **label), NOW) == stale
