@@ -281,7 +281,7 @@ def test_an_invalid_improve_answer_is_never_recorded(
     done = prompteval(project.path, "improve", "--prompt", "v")
     assert done.returncode == 2
     assert done.stderr.startswith(
-        "prompteval: error: judge verdict for case 'improve-v' does not match the schema "
+        "prompteval: error: the improve answer for prompt 'v' does not match the schema "
         "after one retry: (verdict): 'expected_impact' is a required property; "
     )
     assert count(project) == 3  # the generations only

@@ -210,9 +210,13 @@ def structured_call(
         rejection = outcome.rejected or ""
         raw = response.text if verdict is None else json.dumps(verdict, ensure_ascii=False)
         first = first or request
+    subject = (
+        f"the improve answer for prompt {context.prompt.version!r}"
+        if context.purpose == "improve"
+        else f"judge verdict for case {context.case.id!r}"
+    )
     raise JudgeError(
-        f"judge verdict for case {context.case.id!r} does not match the schema after one "
-        f"retry: {rejection}\n  verdict: {raw[:2000]}"
+        f"{subject} does not match the schema after one retry: {rejection}\n  verdict: {raw[:2000]}"
     )
 
 
