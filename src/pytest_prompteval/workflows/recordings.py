@@ -101,6 +101,8 @@ def summary(entries: Sequence[Entry]) -> list[list[str]]:
     for entry in entries:
         groups.setdefault(entry.group, []).append(entry)
     order = sorted(g for g in groups if g not in (UNLABELLED, UNREADABLE))
+    if not entries:
+        return []
     rows = [["version", "recordings", "cases", "verdicts", "stale"]]
     for name in [*order, UNLABELLED, UNREADABLE]:
         members = groups.get(name, [])
