@@ -10,7 +10,7 @@ response: a re-run pays nothing and a changed rubric re-judges.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,12 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
-from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.store import Store
+from pytest_prompteval.providers.store import Check, Store
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
 
@@ -220,23 +219,23 @@ def structured_call(
     )
 
 
-def schema_check(schema: dict[str, Any]) -> Callable[[Response], str | None]:
+def schema_check(schema: dict[str, Any]) -> Check:
     """What is wrong with an answer's forced tool call given ``schema``, or None."""
     import jsonschema  # slow to import: only when a judge runs
 
     validator = jsonschema.Draft202012Validator(schema)
 
-    def check(response: Response) -> str | None:
-        if response.tool_input is None:
+    def problem(verdict: dict[str, Any] | None) -> str | None:
+        if verdict is None:
             return f"no {VERDICT_TOOL} tool call (the answer was text instead)"
-        errors = sorted(validator.iter_errors(response.tool_input), key=lambda e: list(e.path))
+        errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
         if not errors:
             return None
         return "; ".join(
             f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
         )[:500]
 
-    return check
+    return lambda response: problem(response.tool_input)
 
 
 class Judge:
