@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.batch import run_batch
 from pytest_prompteval.testing import AnthropicServer
@@ -97,7 +100,9 @@ def test_ctrl_c_cancels_the_batch(
     monkeypatch.setattr("pytest_prompteval.pytest.batch.time.sleep", interrupted_sleep)
     lines: list[str] = []
     with pytest.raises(KeyboardInterrupt):
-        run_batch(store, provider, [(request, 0)], lines.append, poll=0.01)
+        case = Case(id="c", input={}, path=tmp_path / "c.yaml", line=1)
+        context = CallContext(case, PromptVersion("v", tmp_path / "v.yaml"), 0)
+        run_batch(store, provider, [(request, context)], lines.append, poll=0.01)
     provider.close()
     assert any(p.endswith("/cancel") for p in paths(anthropic_server))
     assert lines[-1].endswith("cancelled")

@@ -305,6 +305,37 @@ def cmd_improve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recordings(args: argparse.Namespace) -> int:
+    """The recordings per prompt version; the stale ones listed, or pruned."""
+    from pytest_prompteval.providers.store import read_all
+    from pytest_prompteval.pytest.inventory import collect
+    from pytest_prompteval.workflows import recordings
+
+    if args.dry_run and not args.prune:
+        raise PromptevalError("--dry-run goes with --prune")
+    seen, _ = collect(args.cases, args.prompts, requests=True)
+    if seen.problems:  # judged against part of the cases, in-use recordings look stale
+        return _report_problems(seen.problems)
+    if args.prune and not seen.requests:
+        raise PromptevalError(
+            f"no items collected (cases {', '.join(map(display, args.cases))}, prompts "
+            f"{display(args.prompts)}): nothing to judge the recordings by, none pruned"
+        )
+    entries = recordings.judge(read_all(args.recordings), recordings.current(seen.requests))
+    stale = [e for e in entries if e.stale]
+    where = safe_line(display(args.recordings))
+    print(f"{where}: {len(entries)} recordings, {len(stale)} stale")
+    _print_table(recordings.summary(entries))
+    if args.stale or args.prune:
+        for entry in [*stale, *(e for e in entries if e.group == recordings.UNREADABLE)]:
+            print(safe_line(f"{display(entry.path)}: {recordings.describe(entry)}"))
+    if args.prune:
+        count = recordings.prune(entries, args.dry_run)
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {count} stale recordings from {where}, kept {len(entries) - count}")
+    return 0
+
+
 def _add_cases_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cases",
@@ -445,6 +476,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     improving.add_argument("--output", help="the new version's name (never overwritten)")
     improving.set_defaults(run=cmd_improve)
+    recording = commands.add_parser(
+        "recordings", help="recordings per prompt version; list or prune the stale ones"
+    )
+    _add_cases_option(recording)
+    recording.add_argument("--prompts", type=Path, help="default: ini prompteval_prompts")
+    recording.add_argument("--recordings", type=Path, help="default: ini prompteval_recordings")
+    recording.add_argument(
+        "--stale", action="store_true", help="list the recordings no current item can use"
+    )
+    recording.add_argument("--prune", action="store_true", help="remove the stale recordings")
+    recording.add_argument(
+        "--dry-run", action="store_true", help="with --prune: say what would be removed"
+    )
+    recording.set_defaults(run=cmd_recordings)
     return parser
 
 

@@ -7,6 +7,7 @@ silently lack one of them.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -61,8 +62,9 @@ def resolve_versions(
             f"{display(prompt_dir)}); available: {listing}"
         )
     for name in names:
-        if root is not None and name in available:
-            check_inside(root, available[name])  # a link out of the project is not read
+        path = available.get(name)
+        if root is not None and path is not None and os.path.realpath(path) != str(path):
+            check_inside(root, path)  # a link out of the project is not read
     return tuple(
         load_prompt(available[n], fields)
         if n in available

@@ -17,7 +17,8 @@ class CallContext:
     case: Case
     prompt: PromptVersion
     sample: int
-    #: "generation" for the prompt's own request, "judge" for a verdict on its response.
+    #: "generation" for the prompt's own request, "judge" for a verdict on its response,
+    #: "improve" for `prompteval improve`'s answer (written into the recording's label).
     purpose: str = "generation"
 
 

@@ -2,9 +2,13 @@
 
 Each response is a JSON file named by ``Request.key(sample)``: a hash of the whole request
 and the sample index, so every sample is an independent recording and any change to the
-request (prompt text, model, parameters) misses the old one. Files are written atomically,
-hold no headers or keys, and are byte-identical for identical content, so they are safe to
-commit and diff.
+request (prompt text, model, parameters) misses the old one. Each also holds a label (case,
+prompt version and file digest, model, time) saying what it was made for. Files are written
+atomically and hold no headers or keys, so they are safe to commit and diff.
+
+Only valid answers are kept: a call made with a ``check`` (a judge verdict's schema) whose
+answer fails it is not written, and a recording that fails it is asked for again (or, in
+replay-only mode, is an error saying so).
 """
 
 from __future__ import annotations
@@ -26,13 +30,20 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.providers.budget import Budget
+from pytest_prompteval.providers.labels import Label, label_for, why_missing
 
 MODES = ("none", "new", "all")
 FORMAT = 1
+#: Why an answer cannot be used (a verdict that misses its schema), or None when it can.
+Check = Callable[[Response], str | None]
 
 
 class MissingRecording(PromptevalError):
     kind = "missing_recording"
+
+
+class InvalidRecording(MissingRecording):
+    """A recording that fails its check, in replay-only mode: there is no valid answer."""
 
 
 class UnreadableRecording(PromptevalError):
@@ -46,6 +57,18 @@ class Outcome:
     response: Response
     replayed: bool
     recording: Path
+    #: why the answer failed its check: then it was not recorded
+    rejected: str | None = None
+
+
+@dataclass(frozen=True)
+class Recording:
+    key: str
+    sample: int
+    request: dict[str, Any]
+    response: Response
+    #: None for a recording made before labels
+    label: Label | None
 
 
 class Store:
@@ -63,6 +86,7 @@ class Store:
         #: sample keys a message batch answered with an error: their items fail with it
         self.batch_failures: dict[str, str] = {}
         self._inflight: dict[str, Future[Outcome]] = {}
+        self._labels: list[tuple[Label, int]] | None = None  # read on the first miss
 
     def path_for(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -91,10 +115,19 @@ class Store:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def get(self, request: Request, context: CallContext) -> Outcome:
+    def get(
+        self,
+        request: Request,
+        context: CallContext,
+        check: Check | None = None,
+        answers: Request | None = None,
+    ) -> Outcome:
         """The sample's response: from a call already in flight for it (started ahead, or
-        by another thread asking for the same sample), else fetched here."""
-        key = request.key(context.sample)
+        by another thread asking for the same sample), else fetched here. ``check``: an
+        answer it rejects is not recorded (the outcome says why), a recording it rejects is
+        asked for again. ``answers``: the request this call answers when it is not the one
+        sent (a retry told what was wrong): the valid answer is recorded under its key."""
+        key = (answers or request).key(context.sample)
         with self._lock:
             future = self._inflight.get(key)
             mine = future is None or future.cancelled()
@@ -110,7 +143,7 @@ class Store:
             finally:
                 self._forget(key, future)
         try:
-            outcome = self._fetch(request, context)
+            outcome = self._fetch(request, context, check, answers)
         except BaseException as exc:
             future.set_exception(exc)
             raise
@@ -134,63 +167,101 @@ class Store:
             return True
         return not self.path_for(key).exists()
 
-    def record(self, request: Request, sample: int, response: Response) -> None:
+    def record(self, request: Request, context: CallContext, response: Response) -> None:
         """Keep a response obtained elsewhere (a message batch) as this sample's recording."""
-        key = request.key(sample)
-        self.write(self.path_for(key), key, request, sample, response)
+        key = request.key(context.sample)
+        self.write(self.path_for(key), key, request, context, response)
         with self._lock:
             self._recorded.add(key)
 
-    def _fetch(self, request: Request, context: CallContext) -> Outcome:
-        key = request.key(context.sample)
+    def _fetch(
+        self,
+        request: Request,
+        context: CallContext,
+        check: Check | None = None,
+        answers: Request | None = None,
+    ) -> Outcome:
+        asked = answers or request
+        key = asked.key(context.sample)
         if key in self.batch_failures:
             raise ApiError(self.batch_failures[key])
         path = self.path_for(key)
         fresh = self.mode == "all" and key not in self._recorded
+        what = "judge verdict" if context.purpose == "judge" else "recording"
         if not fresh and path.exists():
             response = self.read(path, key)
-            return Outcome(response, replayed=key not in self._recorded, recording=path)
+            invalid = check(response) if check is not None else None
+            if invalid is None:
+                return Outcome(response, replayed=key not in self._recorded, recording=path)
+            if self.mode == "none":
+                raise InvalidRecording(
+                    f"the {what} for case {context.case.id!r} with prompt "
+                    f"{context.prompt.version!r} is not a valid answer ({invalid}); run with "
+                    "--prompteval-record=new to ask again",
+                    path,
+                )
+            # mode "new": asked for again, as if it were missing
         if self.mode == "none":
-            what = "judge verdict" if context.purpose == "judge" else "recording"
-            raise MissingRecording(
-                f"no {what} for case {context.case.id!r} with prompt "
-                f"{context.prompt.version!r}, sample {context.sample} ({display(path)}). "
-                "Replay-only mode: set ANTHROPIC_API_KEY (or name a provider) and run with "
-                "--prompteval-record=new to record it"
-            )
+            raise MissingRecording(self._missing(what, asked, context, path))
         if self.budget is not None:
             self.budget.check()
         response = self.provider.complete(request, context)
         if self.budget is not None:
             self.budget.charge(response, request.model)
-        self.write(path, key, request, context.sample, response)
+        invalid = check(response) if check is not None else None
+        if invalid is None:
+            self.write(path, key, asked, context, response)
+            with self._lock:
+                self._recorded.add(key)
+        return Outcome(response, replayed=False, recording=path, rejected=invalid)
+
+    def _missing(self, what: str, request: Request, context: CallContext, path: Path) -> str:
+        where = (
+            f"no {what} for case {context.case.id!r} with prompt {context.prompt.version!r}, "
+            f"sample {context.sample}"
+        )
+        why = why_missing(self._known_labels(), request, context)
+        if why:
+            return f"{where}: {why}; run with --prompteval-record=new"
+        return (
+            f"{where} ({display(path)}). Replay-only mode: set ANTHROPIC_API_KEY (or name a "
+            "provider) and run with --prompteval-record=new to record it"
+        )
+
+    def _known_labels(self) -> list[tuple[Label, int]]:
+        """The labels of the recordings there are, read once (only replay-only mode, which
+        writes nothing, asks)."""
         with self._lock:
-            self._recorded.add(key)
-        return Outcome(response, replayed=False, recording=path)
+            if self._labels is None:
+                self._labels = [
+                    (r.label, r.sample)
+                    for _, r in read_all(self.root)
+                    if isinstance(r, Recording) and r.label is not None
+                ]
+            return self._labels
 
     @staticmethod
     def read(path: Path, key: str | None = None) -> Response:
         """The response recorded at ``path``, checked: a regular file of bounded size, plain
         JSON of the right types, and (given ``key``) made for this very request."""
-        try:
-            data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
-            return _checked(data, key)
-        except (PromptevalError, ValueError) as exc:
-            why = exc.message if isinstance(exc, PromptevalError) else str(exc)
-            raise UnreadableRecording(
-                f"unreadable recording: {why}; delete it to record again", path
-            ) from None
+        return load(path, key).response
 
     def write(
-        self, path: Path, key: str, request: Request, sample: int, response: Response
+        self,
+        path: Path,
+        key: str,
+        request: Request,
+        context: CallContext,
+        response: Response,
     ) -> None:
         record: dict[str, Any] = {
             "format": FORMAT,
             "key": key,
-            "sample": sample,
+            "sample": context.sample,
             "origin": self.provider.label,
             "request": request.to_api(),
             "response": response.to_json(),
+            "label": label_for(request, context).to_json(),
         }
         if self.note:
             record["note"] = self.note
@@ -205,6 +276,31 @@ class Store:
         except BaseException:
             os.unlink(tmp)
             raise
+
+
+def load(path: Path, key: str | None = None) -> Recording:
+    """The recording at ``path``, checked as ``Store.read`` does."""
+    try:
+        data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
+        return _checked(data, key)
+    except (PromptevalError, ValueError) as exc:
+        why = exc.message if isinstance(exc, PromptevalError) else str(exc)
+        raise UnreadableRecording(
+            f"unreadable recording: {why}; delete it to record again", path
+        ) from None
+
+
+def read_all(root: Path) -> list[tuple[Path, Recording | UnreadableRecording]]:
+    """Every recording in ``root`` by file name, or why it cannot be read."""
+    found: list[tuple[Path, Recording | UnreadableRecording]] = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+        if path.name.startswith("."):
+            continue  # a write in progress
+        try:
+            found.append((path, load(path, path.stem)))
+        except UnreadableRecording as exc:
+            found.append((path, exc))
+    return found
 
 
 def _no_constant(name: str) -> Any:
@@ -245,7 +341,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _checked(data: Any, key: str | None) -> Response:
+def _checked(data: Any, key: str | None) -> Recording:
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     response, sample, request = data.get("response"), data.get("sample"), data.get("request")
@@ -271,4 +367,5 @@ def _checked(data: Any, key: str | None) -> Response:
         elif not valid(response[name]):
             value = response[name]
             raise ValueError(f"'response.{name}': unexpected {type(value).__name__} {value!r:.40}")
-    return Response.from_json(response)
+    label = Label.from_json(data["label"]) if "label" in data else None
+    return Recording(str(data.get("key")), sample, request, Response.from_json(response), label)

@@ -46,14 +46,14 @@ def _describe(result: Any) -> str:
 def run_batch(
     store: Store,
     provider: AnthropicProvider,
-    calls: Sequence[tuple[Request, int]],
+    calls: Sequence[Call],
     progress: Progress,
     poll: float = 5.0,
     max_poll: float = 60.0,
 ) -> str | None:
-    """Send ``calls`` (request, sample) as one batch; record what comes back. Returns the
-    batch id, or None when there was nothing to send."""
-    by_key = {request.key(sample): (request, sample) for request, sample in calls}
+    """Send ``calls`` as one batch; record what comes back. Returns the batch id, or None
+    when there was nothing to send."""
+    by_key = {request.key(context.sample): (request, context) for request, context in calls}
     if not by_key:
         return None
     client = provider.client()
@@ -79,12 +79,12 @@ def run_batch(
         progress(f"prompteval: batch {batch.id} cancelled")
         raise
     for entry in client.messages.batches.results(batch.id):
-        request, sample = by_key.get(entry.custom_id, (None, 0))
-        if request is None:
+        if entry.custom_id not in by_key:
             continue
+        request, context = by_key[entry.custom_id]
         if entry.result.type == "succeeded":
             store.record(
-                request, sample, response_from_message(entry.result.message, 0.0, None, batch=True)
+                request, context, response_from_message(entry.result.message, 0.0, None, batch=True)
             )
         else:
             store.batch_failures[entry.custom_id] = _describe(entry.result)
@@ -127,7 +127,7 @@ def send_session_batch(session: pytest.Session, engine: Engine, poll: float) -> 
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     progress = reporter.write_line if reporter else print
     for round_number in range(1, ROUNDS + 1):
-        calls: dict[str, tuple[Request, int]] = {}
+        calls: dict[str, Call] = {}
         still = []
         for item, request in waiting:
             try:
@@ -136,7 +136,7 @@ def send_session_batch(session: pytest.Session, engine: Engine, poll: float) -> 
                 continue  # the item reports it when it runs
             if wanted:
                 still.append((item, request))
-                calls.update((r.key(c.sample), (r, c.sample)) for r, c in wanted)
+                calls.update((r.key(c.sample), (r, c)) for r, c in wanted)
         if not calls:
             return
         if round_number > 1:

@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
-from pytest_prompteval.pytest.items import CaseFile
+from pytest_prompteval.core.request import Request
+from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.run import RUN_KEY, build_settings
 
 
@@ -28,11 +30,14 @@ class Inventory:
     case_files: list[LoadedCaseFile] = field(default_factory=list)
     prompts: list[PromptVersion] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: with ``requests=True``: every item's (case, prompt version, sample, request)
+    requests: list[tuple[Case, PromptVersion, int, Request]] = field(default_factory=list)
 
 
 class _Collector:
-    def __init__(self, inventory: Inventory):
+    def __init__(self, inventory: Inventory, requests: bool = False):
         self.inventory = inventory
+        self.requests = requests
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -66,10 +71,22 @@ class _Collector:
             self.inventory.case_files.append(collector.loaded)
         return report
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items if self.requests else ():
+            if isinstance(item, CaseItem):
+                try:
+                    request = item.prepare()
+                except PromptevalError:
+                    continue  # a template error: the item makes no call
+                self.inventory.requests.append((item.case, item.prompt, item.spec.sample, request))
 
-def collect(case_dirs: Sequence[Path], prompts: Path) -> tuple[Inventory, int]:
+
+def collect(
+    case_dirs: Sequence[Path], prompts: Path, requests: bool = False
+) -> tuple[Inventory, int]:
     """Collect ``case_dirs`` with every prompt version in ``prompts``; (what was seen,
-    pytest's exit code: 0, or why it stopped)."""
+    pytest's exit code: 0, or why it stopped). ``requests``: also build every item's
+    request, as the run would."""
     inventory = Inventory()
     existing = [str(d.resolve()) for d in case_dirs if d.is_dir()]
     inventory.problems += [f"{d}: no such case directory" for d in case_dirs if not d.is_dir()]
@@ -93,7 +110,7 @@ def collect(case_dirs: Sequence[Path], prompts: Path) -> tuple[Inventory, int]:
     ]
     output = io.StringIO()
     with contextlib.redirect_stderr(output):  # where pytest reports a usage error
-        code = pytest.main(args, plugins=[_Collector(inventory)])
+        code = pytest.main(args, plugins=[_Collector(inventory, requests)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         said = output.getvalue().strip()
         usage = [

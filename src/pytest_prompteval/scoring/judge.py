@@ -1,7 +1,8 @@
 """The Claude judge: a rubric from review templates, a verdict through a forced tool call.
 
 The verdict's JSON schema is enforced: a verdict that does not match is asked for once more
-(with the reason), then the item errors with the raw verdict shown. Judge requests go
+(with the reason), then the item errors with the raw verdict shown; only a valid verdict is
+recorded, and a recorded one that does not match is asked for again. Judge requests go
 through the same Store as generations, so the key covers judge model, rubric and judged
 response: a re-run pays nothing and a changed rubric re-judges.
 """
@@ -25,7 +26,7 @@ from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.store import Store
+from pytest_prompteval.providers.store import Check, Store
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
 
@@ -186,14 +187,15 @@ def structured_call(
     usage: JudgeUsage,
 ) -> dict[str, Any]:
     """A forced tool call whose input must match ``schema``: the first answer, or one retry
-    told what was wrong, or JudgeError with the raw answer shown."""
-    import jsonschema  # slow to import: only when a judge runs
-
-    validator = jsonschema.Draft202012Validator(schema)
+    told what was wrong, or JudgeError with the raw answer shown. Only a valid answer is
+    recorded, as the answer to the first request (so a replay needs no retry); a recorded
+    answer that fails the schema is asked for again."""
+    check = schema_check(schema)
+    first: Request | None = None
     rejection = ""
     for _attempt in range(2):
         request = _tool_request(model, system, user, schema, rejection)
-        outcome = store.get(request, context)
+        outcome = store.get(request, context, check, answers=first)
         response = outcome.response
         usage.calls += 1
         usage.replayed += outcome.replayed
@@ -201,21 +203,38 @@ def structured_call(
         usage.output_tokens += response.output_tokens
         usage.cost_usd += prices.cost(response, request.model) or 0.0
         verdict = response.tool_input
-        if verdict is None:
-            rejection = f"no {VERDICT_TOOL} tool call (the answer was text instead)"
-            raw = response.text
-        else:
-            errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
-            if not errors:
-                return verdict
-            rejection = "; ".join(
-                f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
-            )[:500]
-            raw = json.dumps(verdict, ensure_ascii=False)
-    raise JudgeError(
-        f"judge verdict for case {context.case.id!r} does not match the schema after one "
-        f"retry: {rejection}\n  verdict: {raw[:2000]}"
+        if outcome.rejected is None and verdict is not None:
+            return verdict
+        rejection = outcome.rejected or ""
+        raw = response.text if verdict is None else json.dumps(verdict, ensure_ascii=False)
+        first = first or request
+    subject = (
+        f"the improve answer for prompt {context.prompt.version!r}"
+        if context.purpose == "improve"
+        else f"judge verdict for case {context.case.id!r}"
     )
+    raise JudgeError(
+        f"{subject} does not match the schema after one retry: {rejection}\n  verdict: {raw[:2000]}"
+    )
+
+
+def schema_check(schema: dict[str, Any]) -> Check:
+    """What is wrong with an answer's forced tool call given ``schema``, or None."""
+    import jsonschema  # slow to import: only when a judge runs
+
+    validator = jsonschema.Draft202012Validator(schema)
+
+    def problem(verdict: dict[str, Any] | None) -> str | None:
+        if verdict is None:
+            return f"no {VERDICT_TOOL} tool call (the answer was text instead)"
+        errors = sorted(validator.iter_errors(verdict), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        return "; ".join(
+            f"{'/'.join(map(str, e.path)) or '(verdict)'}: {e.message}" for e in errors
+        )[:500]
+
+    return lambda response: problem(response.tool_input)
 
 
 class Judge:

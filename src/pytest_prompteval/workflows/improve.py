@@ -119,7 +119,10 @@ def suggest(
         f"<failure_patterns>\n{json.dumps(patterns, indent=1)}\n</failure_patterns>"
     )
     context = CallContext(
-        Case(id=f"improve-{prompt.version}", input={}, path=prompt.path, line=1), prompt, 0, "judge"
+        Case(id=f"improve-{prompt.version}", input={}, path=prompt.path, line=1),
+        prompt,
+        0,
+        "improve",
     )
     usage = JudgeUsage()
     answer = structured_call(store, prices, model, context, SYSTEM, user, SCHEMA, usage)
