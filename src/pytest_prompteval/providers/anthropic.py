@@ -123,15 +123,16 @@ def warn_deprecated(versions: Iterable[PromptVersion], already: set[str]) -> Non
         print(line, file=sys.stderr)
 
 
-def _freeze_once() -> None:
-    """Exempt what is alive now (above all the SDK's types, hundreds of thousands of objects
-    that live as long as the process) from garbage collection: left to the collector, every
-    full collection rescans them, about 0.8 s over a 500-call run in pauses that stall the
-    calls in flight. Collected first, so no garbage is frozen; once per process."""
+def _freeze_for_exit() -> None:
+    """Exempt every object alive at the end of a live run from the collection the
+    interpreter makes at exit, which otherwise rescans them all (the SDK's types, the
+    items, the results): 1.0-2.2 s after a 500-call run, where freezing during the calls
+    gained nothing (benchmarks/throughput.py, README "Throughput and scale"). Once per
+    process, at the end of the plugin's calls, so a process running pytest several times
+    keeps at most one run's objects frozen; no collection first, so it costs nothing."""
     global _frozen
     if not _frozen:
         _frozen = True
-        gc.collect()
         gc.freeze()
 
 
@@ -264,7 +265,6 @@ class AnthropicProvider:
                 import anthropic
 
                 self._client = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
-                _freeze_once()
             return self._client
 
     def close(self) -> None:
@@ -272,6 +272,7 @@ class AnthropicProvider:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+                _freeze_for_exit()
 
     def _parameters(self) -> frozenset[str]:
         with self._lock:
