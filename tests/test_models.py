@@ -31,7 +31,11 @@ def answer(request: dict[str, object]) -> str:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, anthropic_server: AnthropicServer) -> pytest.Pytester:
+def project(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    # the runs below are controllers, even when this test runs in an xdist worker
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     anthropic_server.responder = answer
     pytester.makeini(STRICT_INI)
     prompts = pytester.mkdir("prompts")
