@@ -21,7 +21,7 @@ from pytest_prompteval.core.prompts import PromptVersion, available_versions, lo
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
-from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.budget import Budget
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
@@ -130,6 +130,8 @@ class Engine:
         self._judge: Judge | None = None
         self._code: CodeScorer | None = None
         self._prompts = {v.version: v for v in self.versions}
+        self._models_warned: set[str] = set()  # deprecated models reported so far
+        self._warn_deprecated(self.versions)
 
     def _store(self, provider: Provider) -> Store:
         if isinstance(provider, AnthropicProvider):
@@ -159,7 +161,12 @@ class Engine:
                 self.declared.prompt_fields,
                 self.settings.rootpath,
             )
+            self._warn_deprecated([self._prompts[version]])
         return self._prompts[version]
+
+    def _warn_deprecated(self, versions: Collection[PromptVersion]) -> None:
+        if self.settings.provider == "anthropic":
+            warn_deprecated(versions, self._models_warned)
 
     def scorers(self) -> Mapping[str, ScorerFunction]:
         """Custom scorers by name, found once: entry points, then the run's plugins."""

@@ -9,40 +9,130 @@ SDK names are used and each failure is handled for what it says:
   after a short backoff (or the ``retry-after`` sent) without slowing the rest of the run;
 - errors that no retry can fix (a spend limit, a bad key) are not retried and stop the run.
 
-A call that still fails raises ApiError with the error's class, HTTP status and request id.
+A call that still fails raises ApiError with the error's class, HTTP status and request id,
+except a model's refusal of the prompt's assistant prefill, which is the prompt's failure.
+
+A model the installed SDK lists as deprecated is reported once, when the prompt versions
+load (``deprecation_notices``), and travels in ``extra_body`` so that the SDK does not warn
+inside ``messages.create``: that runs in the threads sending calls ahead, where pytest's
+``filterwarnings = error`` (or ``-W error::DeprecationWarning``) would turn the warning into
+every item's failure, and warning filters are process-wide, so no thread can safely change
+them.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import gc
+import importlib.util
 import inspect
 import os
 import random
 import re
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.core.errors import ApiError, StopRun
+from pytest_prompteval.core.errors import ApiError, PromptevalError, StopRun, display
+from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
+# "This model does not support assistant message prefill. The conversation must end with a
+# user message." (400 invalid_request_error; the SDK's docs link "Prefill not supported")
+_PREFILL_REFUSED = re.compile(r"prefill", re.IGNORECASE)
 
 
-def _freeze_once() -> None:
-    """Exempt what is alive now (above all the SDK's types, hundreds of thousands of objects
-    that live as long as the process) from garbage collection: left to the collector, every
-    full collection rescans them, about 0.8 s over a 500-call run in pauses that stall the
-    calls in flight. Collected first, so no garbage is frozen; once per process."""
+class PrefillRefused(PromptevalError):
+    """The model does not accept the prompt's assistant prefill: the prompt's failure, not
+    the API's, so the item fails (and is scored 0) rather than erroring."""
+
+    kind = "prefill_refused"
+
+
+@functools.cache
+def deprecated_models() -> Mapping[str, str]:
+    """The models the installed SDK warns about in ``messages.create``, each with its end of
+    life. Written for anthropic 0.5x-2.x, which keep them in ``anthropic._data``
+    (``DEPRECATED_MODELS``). Read from the module's source when it is not imported yet, as
+    importing the SDK takes about a second that a replay never needs; empty when the
+    internal is gone, and then the SDK has nothing to warn about either."""
+    spec = importlib.util.find_spec("anthropic")
+    places = spec.submodule_search_locations if spec is not None else None
+    if places:
+        source = Path(next(iter(places)), "_data", "deprecated_models.py")
+        try:
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+            for node in tree.body:
+                targets: list[ast.expr]
+                if isinstance(node, ast.AnnAssign):
+                    targets, value = [node.target], node.value
+                elif isinstance(node, ast.Assign):
+                    targets, value = list(node.targets), node.value
+                else:
+                    continue
+                named = any(
+                    isinstance(t, ast.Name) and t.id == "DEPRECATED_MODELS" for t in targets
+                )
+                found = ast.literal_eval(value) if named and value is not None else None
+                if isinstance(found, dict):
+                    return {str(k): str(v) for k, v in found.items()}
+        except (OSError, SyntaxError, ValueError):
+            pass
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:
+        return {}
+    return dict(DEPRECATED_MODELS)
+
+
+def deprecation_notices(
+    versions: Iterable[PromptVersion], already: set[str], deprecated: Mapping[str, str]
+) -> list[str]:
+    """One line per deprecated model the prompt versions name and ``already`` does not hold
+    (which then holds it), naming the prompt files that choose it."""
+    files: dict[str, list[str]] = {}
+    for version in versions:
+        model = version.model
+        if model is not None and model in deprecated and model not in already:
+            files.setdefault(model, []).append(
+                display(version.path, version.line_of("model_config"))
+            )
+    already.update(files)
+    return [
+        f"prompteval: warning: {', '.join(where)}: model {model!r} is deprecated in the "
+        f"installed anthropic SDK (end of life {deprecated[model]}); choose a newer model"
+        for model, where in files.items()
+    ]
+
+
+def warn_deprecated(versions: Iterable[PromptVersion], already: set[str]) -> None:
+    """Print ``deprecation_notices`` on stderr: never a Python warning, which pytest's
+    ``error`` filters would make a failure. xdist workers leave it to the controller."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not any(v.model for v in versions):
+        return
+    for line in deprecation_notices(versions, already, deprecated_models()):
+        print(line, file=sys.stderr)
+
+
+def _freeze_for_exit() -> None:
+    """Exempt every object alive at the end of a live run from the collection the
+    interpreter makes at exit, which otherwise rescans them all (the SDK's types, the
+    items, the results): 1-3 s after a 500-call run, where freezing during the calls
+    gained nothing (benchmarks/throughput.py, README "Throughput and scale"). Once per
+    process, at the end of the plugin's calls, so a process running pytest several times
+    keeps at most one run's objects frozen; no collection first, so it costs nothing."""
     global _frozen
     if not _frozen:
         _frozen = True
-        gc.collect()
         gc.freeze()
 
 
@@ -59,6 +149,17 @@ def _error_message(body: Any, fallback: str) -> str:
 
 def is_hopeless(status: int, message: str) -> bool:
     return status == 401 or (status in (400, 402, 403, 429) and bool(_HOPELESS.search(message)))
+
+
+def refuses_prefill(outcome: Attempt, request: Request, context: CallContext) -> bool:
+    """A 400 refusing the assistant turn that ends the request: the prompt's own prefill
+    (a judge's request, which has none, is left an API error)."""
+    return (
+        outcome.status == 400
+        and bool(request.prefill)
+        and context.purpose == "generation"
+        and bool(_PREFILL_REFUSED.search(outcome.text))
+    )
 
 
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
@@ -164,7 +265,6 @@ class AnthropicProvider:
                 import anthropic
 
                 self._client = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
-                _freeze_once()
             return self._client
 
     def close(self) -> None:
@@ -172,6 +272,7 @@ class AnthropicProvider:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+                _freeze_for_exit()
 
     def _parameters(self) -> frozenset[str]:
         with self._lock:
@@ -187,6 +288,12 @@ class AnthropicProvider:
         api = request.to_api()
         kwargs = {k: v for k, v in api.items() if k in accepted}
         extra = {k: v for k, v in api.items() if k not in accepted}
+        if request.model in deprecated_models():
+            # sent as it is, but where the SDK does not look: reported once at load instead
+            import anthropic
+
+            kwargs["model"] = anthropic.omit
+            extra["model"] = request.model
         if extra:
             kwargs["extra_body"] = extra
         return kwargs
@@ -215,6 +322,14 @@ class AnthropicProvider:
                     request_id=outcome.request_id,
                 )
                 raise self._stopped
+            if refuses_prefill(outcome, request, context):
+                raise PrefillRefused(
+                    f"model {request.model!r} does not accept the assistant_prefill of this "
+                    f"prompt ({outcome.detail()}); remove assistant_prefill or choose a model "
+                    "that accepts one",
+                    context.prompt.path,
+                    context.prompt.line_of("assistant_prefill"),
+                )
             if not outcome.retry or number == tries:
                 raise ApiError(
                     f"{outcome.detail()} ({number} attempt{'s' if number > 1 else ''})",
