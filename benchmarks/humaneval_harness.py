@@ -78,7 +78,9 @@ def pytest_run(project: Path, *args: str) -> tuple[float, int]:
         check=False,
     )
     seconds = time.perf_counter() - started
-    found = re.search(r"(\d+) passed", done.stdout)
+    # pytest's closing line: the summary above it has lines like "4/10 passed" too
+    closing = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    found = re.search(r"(\d+) passed", closing)
     if done.returncode not in (0, 1) or found is None:
         raise SystemExit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return seconds, int(found.group(1))
