@@ -107,3 +107,18 @@ def test_refine_retries_carry_the_task(project: pytest.Pytester) -> None:
     assert text.startswith("Task:\nWrite clamp(x, low, high).\n")
     assert "\n\nCurrent code:\n```python\ndef clamp" in text
     assert "1 of 2 tests passed" in text and retry["system"] == "Strategy refine."
+
+
+def test_replayed_and_live_count_calls_not_items() -> None:
+    from pytest_prompteval.core.result import ItemResult
+    from pytest_prompteval.report.summary import summarize_version
+    from pytest_prompteval.report.terminal import notes_block
+
+    strategy_item = ItemResult(
+        case_id="c", file="c.yaml", prompt="v", outcome="passed", passed=True, score=1.0,
+        attempts=4, calls_replayed=1, calls_live=3,
+    )  # fmt: skip
+    s = summarize_version("v", [strategy_item], [1])
+    assert "v: 1/4 calls replayed from recordings, 3 live" in notes_block([s])
+    old = ItemResult.from_json({"case_id": "c", "file": "c.yaml", "prompt": "v", "replayed": True})
+    assert (old.calls_replayed, old.calls_live) == (1, 0)  # history before calls were counted

@@ -92,6 +92,9 @@ class ItemResult:
     cost_usd: float | None = field(default=None, metadata=JUNIT)
     latency_ms: float | None = field(default=None, metadata=JUNIT)
     attempts: int = 1
+    #: every call the item made (generation, a strategy's later calls, the judge's), by source
+    calls_replayed: int = 0
+    calls_live: int = 0
     replayed: bool | None = None
     response: str | None = None
     prefill: str | None = None
@@ -170,6 +173,10 @@ class ItemResult:
         own = {f.name for f in dataclasses.fields(cls)} - {"judge", "execution", "extra"}
         values = {k: rest.pop(k) for k in list(rest) if k in own}
         values["assertions"] = [CheckResult(**c) for c in values.get("assertions") or []]
+        if "calls_replayed" not in values and values.get("replayed") is not None:
+            # history before calls were counted: the item's own call
+            values["calls_replayed"] = int(bool(values["replayed"]))
+            values["calls_live"] = 1 - values["calls_replayed"]
         return cls(**values, judge=judge, execution=execution, extra=rest)
 
 

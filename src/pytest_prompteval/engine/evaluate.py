@@ -264,11 +264,12 @@ def evaluate(
         result.cost_usd = engine.prices.cost(response, request.model)
         result.stop_reason = response.stop_reason
         result.request_id = response.request_id
+        result.calls_replayed, result.calls_live = (1, 0) if outcome.replayed else (0, 1)
         if spec.code is not None:
             text, prefill = response.text, request.prefill
             strategy = parse_strategy(prompt)
             if strategy is not None:
-                text, prefill, responses = apply(
+                text, prefill, responses, replays = apply(
                     strategy,
                     engine.store,
                     engine.code_scorer(),
@@ -279,6 +280,8 @@ def evaluate(
                     response,
                 )
                 _add_attempts(engine, result, responses, request.model, text)
+                result.calls_replayed += replays
+                result.calls_live += len(responses) - 1 - replays
             main = _code_score(engine, spec.code, case, text, prefill, result)
         else:
             texts = (

@@ -176,9 +176,9 @@ def _errors(summaries: Sequence[VersionSummary]) -> str:
 def _cost(summaries: Sequence[VersionSummary]) -> str:
     total = sum(s.cost_usd + s.judge_cost_usd for s in summaries)
     tokens = sum(s.input_tokens + s.output_tokens for s in summaries)
-    items = sum(s.items for s in summaries)
+    calls = sum(s.replayed + s.live for s in summaries)
     replayed = sum(s.replayed for s in summaries)
     return (
-        f"### Cost\n\n${total:.4f} for {tokens} tokens; {replayed} of {items} items replayed "
+        f"### Cost\n\n${total:.4f} for {tokens} tokens; {replayed} of {calls} calls replayed "
         "from recordings"
     )

@@ -99,7 +99,8 @@ class VersionSummary:
     unpriced: int = 0
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
-    replayed: int = 0
+    replayed: int = 0  # calls, not items: a strategy or a judge makes several per item
+    live: int = 0
     judged: int = 0
     judge_input_tokens: int = 0
     judge_output_tokens: int = 0
@@ -213,7 +214,8 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
                 s.cost_usd += r.cost_usd
         if r.latency_ms is not None:
             latencies.append(r.latency_ms)
-        s.replayed += bool(r.replayed)
+        s.replayed += r.calls_replayed
+        s.live += r.calls_live
         s.judged += bool(r.judged)
         s.judge_input_tokens += r.judge_input_tokens
         s.judge_output_tokens += r.judge_output_tokens

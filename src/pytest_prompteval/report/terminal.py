@@ -157,7 +157,10 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             )
         if s.unpriced:
             notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
-        notes.append(f"{s.replayed}/{s.items} replayed from recordings")
+        notes.append(
+            f"{s.replayed}/{s.replayed + s.live} calls replayed from recordings"
+            + (f", {s.live} live" if s.live else "")
+        )
         lines.extend(f"{s.version}: {note}" for note in notes)
     return lines
 

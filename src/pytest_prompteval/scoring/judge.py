@@ -138,6 +138,8 @@ class JudgeUsage:
         result.judge_output_tokens = self.output_tokens
         result.judge_cost_usd = round(self.cost_usd, 8)
         result.judge_calls = self.calls
+        result.calls_replayed += self.replayed
+        result.calls_live += self.calls - self.replayed
 
 
 @dataclass

@@ -159,19 +159,28 @@ def apply(
     request: Request,
     context: CallContext,
     first: Response,
-) -> tuple[str, str, list[Response]]:
-    """(final answer, its prefill, every response the strategy got)."""
+) -> tuple[str, str, list[Response], int]:
+    """(final answer, its prefill, every response the strategy got, how many of the calls
+    after the first were replayed from recordings)."""
     walk = course(strategy, scorer, case, spec, request, context)
     responses: list[Response] = []
+    replayed = 0
     calls = next(walk)
     while True:
-        got = [first if call == (request, context) else store.get(*call).response for call in calls]
+        got = []
+        for call in calls:
+            if call == (request, context):
+                got.append(first)
+                continue
+            outcome = store.get(*call)
+            replayed += outcome.replayed
+            got.append(outcome.response)
         responses += got
         try:
             calls = walk.send(got)
         except StopIteration as done:
             text, prefill = done.value
-            return text, prefill, responses
+            return text, prefill, responses, replayed
 
 
 def pending(
