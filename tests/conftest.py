@@ -68,3 +68,11 @@ def copy_example_suite(pytester: pytest.Pytester) -> Path:
         shutil.copytree(ROOT / name, pytester.path / name)
     shutil.copy(ROOT / "conftest.py", pytester.path / "conftest.py")
     return pytester.path
+
+
+@pytest.fixture(autouse=True)
+def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' runs write no step summary and link to files, not to a GitHub commit, even
+    when the suite itself runs in GitHub Actions."""
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_SERVER_URL"):
+        monkeypatch.delenv(name, raising=False)

@@ -153,7 +153,7 @@ def load_run(path: Path) -> StoredRun:
         for number, line in enumerate(lines[1:], start=2):
             try:
                 results.append(ItemResult.from_json(json.loads(line)))
-            except ValueError:
+            except (ValueError, TypeError, AttributeError):
                 if number == len(lines):  # a line cut short by the kill
                     break
                 raise PromptevalError("corrupt result line", path, number) from None

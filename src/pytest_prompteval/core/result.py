@@ -148,9 +148,8 @@ class ItemResult:
         if self.judge is not None:
             for name, value in dataclasses.asdict(self.judge).items():
                 data[JudgeResult.PREFIX + name] = value
-        data.update(dataclasses.asdict(self.execution or ExecutionResult()))
         if self.execution is not None:
-            data["scorer"] = self.scorer
+            data.update(dataclasses.asdict(self.execution))
         return {**self.extra, **data}
 
     @classmethod
@@ -159,8 +158,12 @@ class ItemResult:
         judge_names = [f.name for f in dataclasses.fields(JudgeResult)]
         judge = None
         if rest.get("judge_score") is not None:
-            given: dict[str, Any] = {n: rest.get(JudgeResult.PREFIX + n) for n in judge_names}
-            judge = JudgeResult(**given)
+            given: dict[str, Any] = {
+                n: rest[JudgeResult.PREFIX + n]
+                for n in judge_names
+                if rest.get(JudgeResult.PREFIX + n) is not None
+            }
+            judge = JudgeResult(**{**_JUDGE_DEFAULTS, **given})
         for n in judge_names:
             rest.pop(JudgeResult.PREFIX + n, None)
         run_names = [f.name for f in dataclasses.fields(ExecutionResult)]
@@ -172,13 +175,27 @@ class ItemResult:
             rest.pop(n, None)
         own = {f.name for f in dataclasses.fields(cls)} - {"judge", "execution", "extra"}
         values = {k: rest.pop(k) for k in list(rest) if k in own}
-        values["assertions"] = [CheckResult(**c) for c in values.get("assertions") or []]
+        checks = [c for c in values.get("assertions") or [] if isinstance(c, dict)]
+        values["assertions"] = [
+            CheckResult(
+                **{**_CHECK_DEFAULTS, **{k: v for k, v in c.items() if k in _CHECK_DEFAULTS}}
+            )
+            for c in checks
+        ]
         if "calls_replayed" not in values and values.get("replayed") is not None:
             # history before calls were counted: the item's own call
             values["calls_replayed"] = int(bool(values["replayed"]))
             values["calls_live"] = 1 - values["calls_replayed"]
         return cls(**values, judge=judge, execution=execution, extra=rest)
 
+
+_JUDGE_DEFAULTS: dict[str, Any] = {
+    "score": 0.0, "dimensions": {}, "notes": "", "repeats": [], "spread": 0.0, "model": "",
+    "template": "",
+}  # fmt: skip
+_CHECK_DEFAULTS: dict[str, Any] = {
+    "type": "", "passed": False, "score": 0.0, "weight": 1.0, "reason": "",
+}  # fmt: skip
 
 #: JUnit testcase properties: the fields marked for CI dashboards, in the type's order.
 JUNIT_FIELDS = tuple(f.name for f in dataclasses.fields(ItemResult) if f.metadata.get("junit"))

@@ -403,11 +403,16 @@ class Settings:
                     check_dir(folder, self.rootpath)  # symlinked out of the project: refused
                 except PromptevalError as exc:
                     raise SettingError(f"{where}: {exc}") from None
-        if self.html is not None:
-            blocked = next((p for p in self.html.parents if p.exists()), None)
+        for output, option in (
+            (self.html, "--prompteval-html"),
+            (self.markdown, "--prompteval-markdown"),
+        ):
+            if output is None:
+                continue
+            blocked = next((p for p in output.parents if p.exists()), None)
             if blocked is not None and not blocked.is_dir():
                 raise SettingError(
-                    f"--prompteval-html {display(self.html)!r}: {display(blocked)!r} is a file, "
+                    f"{option} {display(output)!r}: {display(blocked)!r} is a file, "
                     "so the report's folder cannot be made"
                 )
         if self.baseline is not None and not self.baseline.is_file():

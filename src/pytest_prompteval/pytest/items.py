@@ -203,10 +203,10 @@ class CaseItem(pytest.Item):
         ):
             self.user_properties.append((STOPPED_EARLY_KEY, self.prompt.version))
             pytest.skip("--prompteval-stop-early: the case's verdict is already decided")
-        self.run.ahead(self.session, self)
         self.failure: PromptevalError | None = None
         request, self.prepared = self.prepared, None
         try:
+            self.run.ahead(self.session, self)
             self._evaluate(request)
         finally:
             # the result as it stands once the calls are done (or failed): user_properties

@@ -15,7 +15,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.prompts import PromptVersion
-from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
+from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.pytest.adapters import junit_global_property
 
@@ -41,22 +41,6 @@ from pytest_prompteval.report.markdown import (
 from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import VersionSummary, summarize
 from pytest_prompteval.report.terminal import render
-
-JUNIT_FIELDS = (
-    "case_id",
-    "prompt",
-    "sample",
-    "category",
-    "difficulty",
-    "model",
-    "passed",
-    "score",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_ms",
-    "error_type",
-)
 
 
 class RunReport:
@@ -229,7 +213,11 @@ class RunReport:
         self.gate_failures += min_pass_failures(judged)
         if gates_only:
             self.gate_failures += significant_regressions(self.comparisons, first)
-            errored = sum(r.outcome == "error" for r in self.results)
+            # a budget stop leaves cases unscored, as errors do: no verdict either way
+            errored = sum(
+                r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
+                for r in self.results
+            )
             session.exitstatus = gates_exit_code(
                 int(session.exitstatus), len(self.gate_failures), errored
             )
@@ -290,9 +278,14 @@ class RunReport:
         text = render_markdown(run, link)
         for target in targets:
             # the step summary collects every step's output: appended, never replaced
-            with target.open("a" if str(target) == step_summary else "w", encoding="utf-8") as f:
-                f.write(text)
-            self.markdown_written.append(display(target))
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                mode = "a" if str(target) == step_summary else "w"
+                with target.open(mode, encoding="utf-8") as f:
+                    f.write(text)
+                self.markdown_written.append(display(target))
+            except OSError as exc:
+                self._output_failed("--prompteval-markdown", target, exc)
 
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
