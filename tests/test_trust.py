@@ -3,6 +3,9 @@ nothing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from .conftest import generated_project
@@ -164,3 +167,30 @@ def test_results_files_follow_the_umask(project: pytest.Pytester) -> None:
     from pytest_prompteval.core.history import UMASK
 
     assert stored.stat().st_mode & 0o777 == 0o666 & ~UMASK
+
+
+def test_an_unwritable_markdown_report_keeps_the_other_outputs(project: pytest.Pytester) -> None:
+    (project.path / "md.md").mkdir()  # a folder where the report should go
+    result = project.runpytest("--prompt=v", PROVIDER, "--prompteval-markdown=md.md")
+    result.assert_outcomes(passed=9, failed=1)
+    result.stdout.fnmatch_lines(["prompteval: not written: --prompteval-markdown md.md: *"])
+    assert len(list((project.path / "prompt_results").glob("*_v.json"))) == 1
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_history_from_another_version_reads_back(tmp_path: Path) -> None:
+    from pytest_prompteval.core.errors import PromptevalError
+    from pytest_prompteval.core.history import load_run
+
+    older = {"case_id": "c", "file": "c.yaml", "prompt": "v", "passed": True, "score": 0.9,
+             "judge_score": 0.8, "assertions": [{"type": "contains", "passed": True,
+             "score": 1.0, "reason": "ok", "new_key": 1}], "a_future_field": 3}  # fmt: skip
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"meta": {}, "results": [older]}))
+    (r,) = load_run(path).results
+    assert r.judge_score == 0.8 and r.judge_repeats == [] and r.assertions[0].passed
+    assert r.to_json()["a_future_field"] == 3
+    journal = tmp_path / "r.jsonl"
+    journal.write_text('{"header": {}}\n{"case_id": "c"}\n{"case_id": "d"}\n')
+    with pytest.raises(PromptevalError, match="corrupt result line"):
+        load_run(journal)
