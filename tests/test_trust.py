@@ -194,3 +194,27 @@ def test_history_from_another_version_reads_back(tmp_path: Path) -> None:
     journal.write_text('{"header": {}}\n{"case_id": "c"}\n{"case_id": "d"}\n')
     with pytest.raises(PromptevalError, match="corrupt result line"):
         load_run(journal)
+
+
+INTERRUPTED_APP = """
+def answer(request, *, case, prompt, sample):
+    if '"n": 3' in str(request.to_api()):
+        raise KeyboardInterrupt  # Ctrl-C while the fourth call is made
+    return "The loop optimization."
+"""
+
+
+def test_ctrl_c_keeps_finished_items_and_marks_the_run_partial(pytester: pytest.Pytester) -> None:
+    generated_project(pytester, 6)
+    pytester.makepyfile(stopped=INTERRUPTED_APP)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest_subprocess(
+        "--prompt=v", "--prompteval-provider=python:stopped:answer",
+        "--prompteval-concurrency=1", "-p", "no:randomly",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*prompteval summary*", "v * 3 * 3 *"])
+    (stored,) = (pytester.path / "prompt_results").glob("*_v.json")
+    document = json.loads(stored.read_text())
+    assert document["partial"] is True
+    assert [r["case_id"] for r in document["results"]] == ["c00", "c01", "c02"]
