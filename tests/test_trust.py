@@ -218,3 +218,12 @@ def test_ctrl_c_keeps_finished_items_and_marks_the_run_partial(pytester: pytest.
     document = json.loads(stored.read_text())
     assert document["partial"] is True
     assert [r["case_id"] for r in document["results"]] == ["c00", "c01", "c02"]
+
+
+def test_history_is_standard_json_even_with_a_nan(tmp_path: Path) -> None:
+    from pytest_prompteval.core.history import write_json_atomically
+
+    target = tmp_path / "r.json"
+    write_json_atomically(target, {"results": [{"score": float("nan"), "cost": float("inf")}]})
+    assert json.loads(target.read_text()) == {"results": [{"score": None, "cost": None}]}
+    assert "NaN" not in target.read_text() and "Infinity" not in target.read_text()

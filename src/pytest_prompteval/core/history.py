@@ -10,6 +10,7 @@ what it finished. At the end the JSON file is written atomically, in the seed's
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -82,7 +83,10 @@ class RunHistory:
             return
         self.results[version].append(result)
         journal = self._journals[version]
-        journal.write(json.dumps(result.to_json(), sort_keys=True, ensure_ascii=False) + "\n")
+        line = json.dumps(
+            finite(result.to_json()), sort_keys=True, ensure_ascii=False, allow_nan=False
+        )
+        journal.write(line + "\n")
         journal.flush()
 
     def finalize(self, summaries: Mapping[str, dict[str, Any]], partial: bool) -> list[Path]:
@@ -109,6 +113,18 @@ class RunHistory:
         return written
 
 
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None: standard JSON, which every reader parses
+    (a score of NaN from a custom scorer must not make the history unreadable)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -125,7 +141,14 @@ def write_json_atomically(target: Path, document: Any) -> None:
     os.chmod(tmp, 0o666 & ~UMASK)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            json.dump(
+                finite(document),
+                handle,
+                indent=2,
+                sort_keys=True,
+                ensure_ascii=False,
+                allow_nan=False,
+            )
             handle.write("\n")
         os.replace(tmp, target)
     except BaseException:
