@@ -35,6 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import throughput  # the benchmarks' folder: the same generated project
+
 from pytest_prompteval.testing import AnthropicServer, Fault
 
 ANSWER = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
@@ -43,19 +45,8 @@ ITEM = re.compile(r"Item (\d+)\.")
 
 
 def project(root: Path, items: int) -> None:
-    (root / "prompts").mkdir()
-    (root / "prompts" / "v.yaml").write_text(
-        "user_prompt: 'Item {n}.'\nmodel_config: {model: claude-haiku-4-5, max_tokens: 200}\n"
-    )
-    (root / "prompt_cases").mkdir()
-    (root / "prompt_cases" / "c.yaml").write_text(
-        "cases:\n"
-        + "".join(
-            f"- id: c{i:05d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
-            for i in range(items)
-        )
-    )
-    (root / "pytest.ini").write_text("[pytest]\n")
+    # each request names its item, so a fault plan can pick the items it breaks
+    throughput.project(root, items, user_prompt="Item {n}.")
 
 
 def fault(kind: str, stall: float) -> Fault:

@@ -37,10 +37,12 @@ from pytest_prompteval.testing import AnthropicServer, RequestLimit
 ANSWER = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
 
 
-def project(root: Path, items: int) -> None:
+def project(root: Path, items: int, user_prompt: str = "Explain.") -> None:
+    """``items`` cases c00000, c00001, ... with distinct inputs, and one prompt version."""
     (root / "prompts").mkdir()
     (root / "prompts" / "v.yaml").write_text(
-        "user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5, max_tokens: 200}\n"
+        f"user_prompt: '{user_prompt}'\n"
+        "model_config: {model: claude-haiku-4-5, max_tokens: 200}\n"
     )
     (root / "prompt_cases").mkdir()
     (root / "prompt_cases" / "c.yaml").write_text(
