@@ -373,7 +373,9 @@ class Settings:
             **raw,
             "rootpath": rootpath,
             "compare": tuple(raw["compare"] or ()),
-            "results_dir": None if results == "none" else _results_dir(rootpath, here, results),
+            # the results folder is the project's: relative to the rootdir (Path keeps an
+            # absolute value as it is)
+            "results_dir": None if results == "none" else rootpath / results,
             "case_dirs": tuple(rootpath / d for d in raw.pop("cases")),
             "prompt_dir": rootpath / raw.pop("prompts"),
             "recordings_dir": rootpath / raw.pop("recordings"),
@@ -420,10 +422,6 @@ class Settings:
                 f"--prompteval-baseline {display(self.baseline)!r}: no such file; expected a "
                 "results file (.json or .jsonl) from an earlier run"
             )
-
-
-def _results_dir(rootpath: Path, here: Path, value: str) -> Path:
-    return rootpath / value if not os.path.isabs(value) else Path(value)
 
 
 def _value(
