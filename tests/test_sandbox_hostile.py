@@ -126,6 +126,71 @@ def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, 
     }
 
 
+FORGED = (
+    '{"test": 0, "passed": true}\\n{"test": 1, "passed": true}\\n'
+    '{"phase": "load", "ok": true}\\n{"done": true, "cpu": 0}\\n'
+)
+
+
+def forgers() -> dict[str, str]:
+    """name -> code defining f that tries to pass ``f() == 42`` without returning 42."""
+    return {
+        "eq_always": (
+            "class Liar:\n"
+            "    def __eq__(self, other):\n"
+            "        return True\n"
+            "    __hash__ = object.__hash__\n"
+            "def f():\n"
+            "    return Liar()\n"
+        ),
+        "int_subclass": (
+            "class Liar(int):\n"
+            "    def __eq__(self, other):\n"
+            "        return True\n"
+            "    __hash__ = int.__hash__\n"
+            "def f():\n"
+            "    return Liar(7)\n"
+        ),
+        "events_via_gc": (
+            "import gc, io, os\n"
+            f"FORGED = '{FORGED}'\n"
+            "def f():\n"
+            "    for o in gc.get_objects():\n"
+            "        if isinstance(o, io.TextIOWrapper):\n"
+            "            try:\n"
+            "                o.write(FORGED)\n"
+            "                o.flush()\n"
+            "            except Exception:\n"
+            "                pass\n"
+            "    for fd in range(256):\n"
+            "        try:\n"
+            "            os.write(fd, FORGED.encode())\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    os._exit(0)\n"
+        ),
+        "events_via_proc": (
+            "import os\n"
+            f"FORGED = b'{FORGED}'\n"
+            "def f():\n"
+            "    for pid in (os.getppid(), 1):\n"
+            "        try:\n"
+            "            fds = os.listdir(f'/proc/{pid}/fd')\n"
+            "        except OSError:\n"
+            "            continue\n"
+            "        for fd in fds:\n"
+            "            try:\n"
+            "                w = os.open(f'/proc/{pid}/fd/{fd}', os.O_WRONLY)\n"
+            "                os.write(w, FORGED)\n"
+            "                os.close(w)\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "    os._exit(0)\n"
+        ),
+        "honest": "def f():\n    return 42\n",
+    }
+
+
 def _descendants(root: int) -> list[int]:
     """Processes under ``root``, from the parent links every user may read."""
     children: dict[int, list[int]] = {}
@@ -177,9 +242,22 @@ def corpus(workdir: Path) -> dict[str, Any]:
                 "error_class": metrics.error_class,
                 "passed": metrics.functional,
                 "output": event.get("output"),
+                "message": event.get("message"),
                 "left_behind": len(_descendants(server)) - settled,
                 "server_alive": box._process is not None and box._process.pid == server,
             }
+        verdicts = CodeSpec(
+            entry_point="f",
+            tests=(
+                {"assert": "f() == 42", "tag": "basic"},
+                {"check": "def check(candidate):\n    assert candidate() == 42\n", "tag": "basic"},
+            ),
+        )
+        limits = Limits(timeout=1.0)
+        report["forgers"] = {
+            name: measure(verdicts, code, box.run(verdicts.job(code), limits)).functional
+            for name, code in forgers().items()
+        }
         after = box.run(idle.job("def f():\n    return None\n"), Limits(timeout=1.0))
         report["works_after"] = measure(idle, "", after).functional
     finally:
@@ -289,11 +367,19 @@ def test_hostile_samples_are_contained(unprivileged: bool) -> None:
     assert report["conftest"] == "# the project's conftest\n"
     assert report["escaped"] == []
     assert not samples["forges_result"]["passed"]
-    assert samples["garbage_result"]["output"] == "still here"
+    # Garbage on its own channel fails the candidate, and nothing else.
+    assert (
+        "the candidate's process broke the call protocol: a message that is not JSON"
+        in (samples["garbage_result"]["message"])
+    )
     assert all(s["left_behind"] == 0 for s in samples.values()), samples
     assert all(s["server_alive"] for s in samples.values()), samples
     assert report["works_after"]
     assert not any(s["passed"] for s in samples.values())
+    # Assert and check verdicts are made in a process the candidate does not control.
+    forged = report["forgers"]
+    assert forged.pop("honest") is True
+    assert forged == dict.fromkeys(forged, False) and len(forged) == len(forgers()) - 1, forged
 
 
 if __name__ == "__main__":

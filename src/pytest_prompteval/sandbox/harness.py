@@ -1,47 +1,58 @@
-"""Inside the sandboxed process: compile the candidate, run the tests, stream results.
+"""Inside the sandbox: a sample is two processes, the judge and the candidate.
 
-Every line written to ``out`` is one JSON event, flushed at once, so that what finished
-before a timeout or a crash is known to the server:
+The judge (this module's ``run``) compiles the candidate's code, forks the candidate, and
+runs the tests, calling the candidate's functions through ``remote.py``: the candidate's
+process executes the code and answers calls with data. Only the judge writes to ``out``
+(a pipe the candidate never holds; and the judge is not dumpable, so the candidate cannot
+reach it through /proc or ptrace either): one JSON event a line, flushed at once, so that
+what finished before a timeout or a crash is known to the server:
 ``{"phase": "syntax"|"load", ...}``, ``{"test": i, "passed": bool, ...}`` for assert and
 check tests, ``{"test": i, "output": value}`` for io tests, ``{"property": ...}``,
 ``{"done": true, "cpu": seconds}``.
 
-An io test's expected value never reaches this process: the candidate's output is sent
-back and compared by pytest, so code that writes a forged event can claim only an output.
-Assert and check tests (and property tests) run here, beside the candidate: their verdicts
-are only as trustworthy as any in-process test (see the README's guarantees).
+An io test's expected value never reaches the sandbox: its output is compared by pytest.
+When the candidate's process dies, the judge ends the same way (exit code or signal), so a
+sample reads as it did when both were one process.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 import linecache
 import os
+import resource
+import signal
+import sys
 import time
-import traceback
 from typing import IO, Any
 
+from pytest_prompteval.sandbox.remote import (
+    Channel,
+    Gone,
+    WireError,
+    describe,
+    kind_of,
+    message_of,
+    rebuild,
+)
+
 CANDIDATE = "<candidate>"
+TICKS = os.sysconf("SC_CLK_TCK")
+#: Not imported for a candidate's module that names them: they open a browser or print.
+SIDE_EFFECTS = frozenset({"antigravity", "this", "idlelib", "turtledemo", "__main__"})
 
 
-def _message(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    if isinstance(exc, AssertionError):
-        frames = traceback.extract_tb(exc.__traceback__)
-        lines = [f.line for f in frames if f.line and f.filename.startswith("<")]
-        if lines:
-            text = f"AssertionError: {lines[-1]}" + (f" ({exc})" if str(exc) else "")
-    return text[:500]
-
-
-def _kind(exc: BaseException) -> str:
-    if isinstance(exc, MemoryError | RecursionError) or (
-        isinstance(exc, OSError) and exc.errno in (11, 12, 27)  # EAGAIN (fork), ENOMEM, EFBIG
-    ):
-        return "resource"
-    return "assert" if isinstance(exc, AssertionError) else "error"
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def normalise(value: Any) -> Any:
@@ -56,7 +67,7 @@ def normalise(value: Any) -> Any:
 #: Outputs longer than this as JSON travel as a digest of their canonical form.
 OUTPUT_CHARS = 100_000
 
-_SAMPLE_PID = 0
+_JUDGE_PID = 0
 
 
 def canonical(value: Any) -> str:
@@ -77,8 +88,8 @@ def wire_output(value: Any) -> dict[str, Any]:
 
 
 def _emit(out: IO[str], event: dict[str, Any]) -> None:
-    if os.getpid() != _SAMPLE_PID:
-        return  # a process the candidate forked runs on through the harness: not its voice
+    if os.getpid() != _JUDGE_PID:
+        return  # a process the tests forked: not the judge's voice
     out.write(json.dumps(event, default=repr) + "\n")
     out.flush()
 
@@ -163,53 +174,135 @@ def _properties(job: dict[str, Any], candidate: Any, reference: Any, out: IO[str
     try:
         same_as_reference()
         _emit(out, {"property": True, "passed": True})
+    except Gone:
+        raise
     except BaseException as exc:
-        _emit(
-            out, {"property": True, "passed": False, "kind": _kind(exc), "message": _message(exc)}
-        )
+        event = {"property": True, "passed": False, "kind": kind_of(exc)}
+        _emit(out, {**event, "message": message_of(exc)})
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, limit)
+
+
+def _candidate(compiled: Any, channel: Channel) -> None:
+    """The candidate's process: run the code, then answer the judge's calls."""
+    namespace: dict[str, Any] = {"__name__": "__candidate__"}
+    try:
+        exec(compiled, namespace)
+    except BaseException as exc:
+        channel.send({"loaded": False, "err": describe(exc)})
+        return
+    channel.send({"loaded": True, "globals": channel.export(namespace)})
+    channel.serve_forever()
+
+
+def _spawn(compiled: Any) -> tuple[int, Channel]:
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _close_fds_except({down_r, up_w})  # above all, the judge's events pipe
+            _candidate(compiled, Channel(down_r, up_w, peer="the judge"))
+        finally:
+            os._exit(0)
+    os.close(down_r)
+    os.close(up_w)
+    return pid, Channel(up_r, down_w, peer="the candidate's process")
+
+
+def _end_as(pid: int) -> None:
+    """End the judge the way the candidate's process ended."""
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _imported(name: str) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    if name.partition(".")[0] in SIDE_EFFECTS:
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def _module(channel: Channel, exported: Any) -> dict[str, Any]:
+    """The candidate's module as the tests see it: its functions and classes as handles,
+    its plain values as values, the modules it imported as the judge's own."""
+    if type(exported) is not dict:
+        raise WireError("the candidate's module came malformed")
+    namespace: dict[str, Any] = {"__name__": "__candidate__"}
+    for name, data in exported.items():
+        if type(data) is dict and list(data) == ["module"] and type(data["module"]) is str:
+            module = _imported(data["module"])
+            if module is not None:
+                namespace[name] = module
+        else:
+            namespace[name] = channel.decode(data)
+    return namespace
 
 
 def run(job: dict[str, Any], out: IO[str]) -> None:
-    global _SAMPLE_PID
-    _SAMPLE_PID = os.getpid()
-    code, entry_point = job["code"], job["entry_point"]
+    global _JUDGE_PID
+    _JUDGE_PID = os.getpid()
     try:
-        compiled = _compile(code, CANDIDATE)
+        compiled = _compile(job["code"], CANDIDATE)
     except (SyntaxError, ValueError) as exc:
         line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
         _emit(out, {"phase": "syntax", "ok": False, "message": f"{exc}{line}"[:500]})
         return
     _emit(out, {"phase": "syntax", "ok": True})
-    namespace: dict[str, Any] = {"__name__": "__candidate__"}
+    pid, channel = _spawn(compiled)
     try:
-        exec(compiled, namespace)
-        candidate = namespace[entry_point]
-    except KeyError:
-        _emit(
-            out,
-            {
-                "phase": "load",
-                "ok": False,
-                "kind": "error",
-                "message": f"the code defines no {entry_point!r}",
-            },
-        )
-        return
+        _judge(job, pid, channel, out)
+    except Gone:
+        _end_as(pid)
+
+
+def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> None:
+    entry_point = job["entry_point"]
+    try:
+        loaded = channel.receive()
+        if loaded.get("loaded") is not True:
+            raise rebuild(loaded.get("err"))
+        namespace = _module(channel, loaded.get("globals"))
+    except Gone:
+        raise
     except BaseException as exc:
-        _emit(out, {"phase": "load", "ok": False, "kind": _kind(exc), "message": _message(exc)})
+        failed = {"phase": "load", "ok": False, "kind": kind_of(exc)}
+        _emit(out, {**failed, "message": message_of(exc)})
         return
+    if entry_point not in namespace:
+        message = f"the code defines no {entry_point!r}"
+        _emit(out, {"phase": "load", "ok": False, "kind": "error", "message": message})
+        return
+    candidate = namespace[entry_point]
     _emit(out, {"phase": "load", "ok": True})
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), time.process_time() + cpu_seconds(pid)
     for index, test in enumerate(job["tests"]):
         event: dict[str, Any] = {"test": index}
         try:
             if "args" in test:
-                event.update(wire_output(candidate(*copy.deepcopy(test["args"]))))
+                event.update(wire_output(candidate(*test["args"])))
             else:
                 _run_test(test, entry_point, candidate, namespace)
                 event["passed"] = True
+        except Gone:
+            raise
         except BaseException as exc:
-            event.update(passed=False, kind=_kind(exc), message=_message(exc))
+            event.update(passed=False, kind=kind_of(exc), message=message_of(exc))
         _emit(out, event)
     if job.get("properties") and job.get("reference"):
         reference = _load(job["reference"], "<reference>").get(entry_point)
@@ -219,6 +312,6 @@ def run(job: dict[str, Any], out: IO[str]) -> None:
         {
             "done": True,
             "seconds": time.perf_counter() - started,
-            "cpu": time.process_time() - cpu,
+            "cpu": time.process_time() + cpu_seconds(pid) - cpu,
         },
     )

@@ -5,14 +5,16 @@ property tests, hypothesis), isolates itself (``isolation.py``: its own user, PI
 and mount namespaces, a read-only filesystem with private tmpfs where writes are usual, a
 fresh /proc), checks that a sample can read every standard-library module, then reads one
 JSON job per line on stdin and answers one JSON line on stdout. Each job is one fork of the
-server: the sample, which drops its privileges and runs ``harness.run``.
+server: the sample, which drops its privileges and runs ``harness.run`` (the judge, which
+forks the candidate's process and calls it through pipes).
 
 What else bounds a sample: a sanitised environment (set by the client: no API keys), no
 stdin, a fresh working directory, stdout and stderr into a file whose size is capped
 (RLIMIT_FSIZE); RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files; its CPU
-time, read from /proc while it runs (so that a busy machine does not change the verdict),
-and a wall-clock backstop for samples that sleep. After each sample, the server, PID 1 of
-its namespace, kills every other process there (``kill(-1)``), ``setsid`` or not.
+time (judge, candidate and their children), read from /proc while it runs (so that a busy
+machine does not change the verdict), and a wall-clock backstop for samples that sleep.
+After each sample, the server, PID 1 of its namespace, kills every other process there
+(``kill(-1)``), ``setsid`` or not.
 
 Without any isolation (only with the user's opt-in) the server is a child subreaper, so
 every orphan of a sample is re-parented to it and killed with the sample's process tree.
@@ -37,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_prompteval.sandbox import harness
+from pytest_prompteval.sandbox.harness import SIDE_EFFECTS, cpu_seconds
 from pytest_prompteval.sandbox.isolation import Isolation, drop_privileges, isolate, set_dumpable
 
 NOBODY = 65534
@@ -89,9 +92,6 @@ PRELOAD = [
 
 _libc = ctypes.CDLL(None, use_errno=True)
 ROOT = os.geteuid() == 0
-TICKS = os.sysconf("SC_CLK_TCK")
-#: Not imported by the self-check: they open a browser or print on import.
-SIDE_EFFECTS = frozenset({"antigravity", "this", "idlelib", "turtledemo", "__main__"})
 
 
 def _vm_size() -> int:
@@ -138,6 +138,7 @@ def _sample(job: dict[str, Any], events_fd: int, isolation: Isolation) -> None:
             resource.setrlimit(getattr(resource, name), (value, value))
         if isolation.mode != "none":
             drop_privileges(ROOT)
+        set_dumpable(False)  # after the uid change: the candidate cannot reach the judge
         sys.setrecursionlimit(3000)
         with os.fdopen(events_fd, "w") as events:
             harness.run(job, events)
@@ -145,14 +146,16 @@ def _sample(job: dict[str, Any], events_fd: int, isolation: Isolation) -> None:
         os._exit(0)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a running process (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
+def _sample_cpu(pid: int, isolation: Isolation) -> float:
+    """CPU seconds of the sample's judge, its candidate and whatever they started: in our
+    own PID namespace every process but us; otherwise the tree under ``pid``."""
+    if isolation.own_pids:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != "1"]
+    else:
+        tree, pids = _children(), [pid]
+        for parent in pids:
+            pids.extend(tree.get(parent, []))
+    return sum(cpu_seconds(p) for p in pids)
 
 
 def _clear_tmp() -> None:
@@ -216,7 +219,7 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
                 break
             buffer += chunk
         if status is None:
-            if not timed_out and _cpu_seconds(pid) > cpu_limit:
+            if not timed_out and _sample_cpu(pid, isolation) > cpu_limit:
                 expire()
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:  # the sample ended but a descendant may hold the pipe: end them all

@@ -175,10 +175,10 @@ def probe_inputs(spec: CodeSpec) -> list[list[Any]]:
     return list(probes.values())
 
 
-def _probe(spec: CodeSpec, code: str, probes: list[list[Any]]) -> tuple[CodeSpec, str]:
+def _probe(spec: CodeSpec, probes: list[list[Any]]) -> CodeSpec:
     """A job whose one check runs the mutant and the reference on every probe input and
-    compares what they return or raise."""
-    code += f"\n\n__reference = {{}}\nexec({spec.reference!r}, __reference)\n"
+    compares what they return or raise (the reference runs beside the check, not in the
+    mutant's process)."""
     check = (
         "import copy\n"
         "def _outcome(function, args):\n"
@@ -187,12 +187,13 @@ def _probe(spec: CodeSpec, code: str, probes: list[list[Any]]) -> tuple[CodeSpec
         "    except Exception as exc:\n"
         "        return ('raises', type(exc).__name__)\n"
         "def check(candidate):\n"
-        f"    reference = __reference[{spec.entry_point!r}]\n"
+        "    reference = {}\n"
+        f"    exec({spec.reference!r}, reference)\n"
         f"    for args in {probes!r}:\n"
-        "        assert _outcome(candidate, args) == _outcome(reference, args), args\n"
+        f"        expected = _outcome(reference[{spec.entry_point!r}], args)\n"
+        "        assert _outcome(candidate, args) == expected, args\n"
     )
-    probe = dataclasses.replace(spec, tests=({"check": check, "tag": "basic"},), properties=None)
-    return probe, code
+    return dataclasses.replace(spec, tests=({"check": check, "tag": "basic"},), properties=None)
 
 
 def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:
@@ -207,9 +208,9 @@ def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationRep
         if not measure(spec, code, run).functional:
             report.killed += 1
             continue
-        probe, probe_code = _probe(spec, code, probes)
-        run = scorer.sandbox.run(probe.job(probe_code), limits)
-        if probes and measure(probe, probe_code, run).functional:
+        probe = _probe(spec, probes)
+        run = scorer.sandbox.run(probe.job(code), limits)
+        if probes and measure(probe, code, run).functional:
             report.possibly_equivalent.append(description)
         else:
             report.survivors.append(description)

@@ -1,0 +1,390 @@
+"""Calls between a sample's judge and its candidate, two processes joined by a pair of pipes.
+
+The judge runs the tests; the candidate's code runs in a process of its own, so nothing the
+candidate does can reach the judge's verdicts or its channel to the server. What crosses is
+data, one JSON message a line, decoded on arrival into exact built-in types: a value the
+candidate returns cannot bring its own ``__eq__``, ``__bool__`` or ``__hash__``. Any other
+object stays in the process that owns it and crosses as a handle, used through a ``Remote``
+proxy (calls, public attributes, iteration, length, items) that equals nothing but itself
+and has no truth value, so a handle can never stand in for an expected value.
+
+Either side may call back while a call is in flight (a key function the test passes, say):
+``Channel.request`` serves the peer's requests until its own answer arrives.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import datetime
+import decimal
+import fractions
+import json
+import os
+import traceback
+from typing import Any
+
+#: The largest message either side reads: more is a broken peer, not an answer.
+MAX_MESSAGE = 32 << 20
+MAX_DEPTH = 200
+#: Ints beyond this travel as hex text (JSON readers refuse very long decimal digits).
+_PLAIN_INT = 1 << 63
+_SEQUENCES: dict[type, str] = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+_BASES: tuple[Any, ...] = (bool, int, float, str, bytes, list, tuple, dict, set, frozenset)
+_DATES: dict[str, Any] = {t.__name__: t for t in (datetime.datetime, datetime.date, datetime.time)}
+
+
+_MISSING = object()
+
+
+class WireError(Exception):
+    """The peer sent something that is not a message of this protocol."""
+
+
+class Gone(BaseException):
+    """The peer's process ended. A BaseException, so that a test's ``except Exception``
+    cannot swallow the candidate's death and pass."""
+
+
+class Raised(Exception):
+    """An exception of the candidate's own type (or one without a built-in twin)."""
+
+
+class Exited(BaseException):
+    """SystemExit, KeyboardInterrupt or GeneratorExit raised by the candidate: what a
+    test's ``except Exception`` does not catch in-process either."""
+
+
+def message_of(exc: BaseException) -> str:
+    """One line for a failed test: an assertion shows its line in the test."""
+    carried = getattr(exc, "prompteval_message", None)
+    if isinstance(carried, str):
+        return carried
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if isinstance(exc, AssertionError):
+        frames = traceback.extract_tb(exc.__traceback__)
+        lines = [f.line for f in frames if f.line and f.filename.startswith("<")]
+        if lines:
+            text = f"AssertionError: {lines[-1]}" + (f" ({exc})" if str(exc) else "")
+    return text[:500]
+
+
+def kind_of(exc: BaseException) -> str:
+    carried = getattr(exc, "prompteval_kind", None)
+    if carried in ("resource", "assert", "error"):
+        return str(carried)
+    if isinstance(exc, MemoryError | RecursionError) or (
+        isinstance(exc, OSError) and exc.errno in (11, 12, 27)  # EAGAIN (fork), ENOMEM, EFBIG
+    ):
+        return "resource"
+    return "assert" if isinstance(exc, AssertionError) else "error"
+
+
+def describe(exc: BaseException) -> dict[str, str]:
+    return {"type": type(exc).__name__, "message": message_of(exc), "kind": kind_of(exc)}
+
+
+def rebuild(info: Any) -> BaseException:
+    """The peer's exception as one of ours: a built-in type by name where there is one
+    (so that ``except ValueError`` in a test works), carrying the peer's message."""
+    if not isinstance(info, dict) or not all(
+        isinstance(info.get(k), str) for k in ("type", "message", "kind")
+    ):
+        return WireError("an exception the protocol does not know")
+    name, message = info["type"], info["message"][:500]
+    cls = getattr(builtins, name, None)
+    exc: BaseException
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            exc = cls(message.partition(": ")[2])
+        except Exception:
+            exc = Raised(message)
+    elif isinstance(cls, type) and issubclass(cls, BaseException):
+        exc = Exited(message)
+    else:  # the candidate's own class: a Raised of the same name
+        named = name if name.isidentifier() else "Raised"
+        exc = type(named, (Raised,), {"__module__": "candidate"})(message)
+    setattr(exc, "prompteval_message", message)  # noqa: B010 - read back by message_of
+    setattr(exc, "prompteval_kind", info["kind"])  # noqa: B010
+    return exc
+
+
+class Remote:
+    """An object that lives in the peer's process."""
+
+    __slots__ = ("_channel", "_handle", "_type")
+
+    def __init__(self, channel: Channel, handle: int, type_name: str):
+        self._channel, self._handle, self._type = channel, handle, type_name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._channel.request("call", self._handle, args=list(args), kwargs=kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._channel.request("getattr", self._handle, name=name)
+
+    def __iter__(self) -> Any:
+        return iter(self._channel.request("list", self._handle))
+
+    def __len__(self) -> int:
+        length = self._channel.request("len", self._handle)
+        if type(length) is not int:
+            raise TypeError("len() of the candidate's object is not an int")
+        return length
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._channel.request("getitem", self._handle, args=[key])
+
+    def __contains__(self, item: Any) -> bool:
+        return self._channel.request("contains", self._handle, args=[item]) is True
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"a {self._type} object from the other process has no truth value here")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Remote) and (other._channel, other._handle) == (
+            self._channel,
+            self._handle,
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._handle)
+
+    def __copy__(self) -> Remote:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Remote:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{self._type} object>"
+
+
+def _local_op(target: Any, op: Any, args: list[Any], kwargs: dict[str, Any], name: Any) -> Any:
+    if op == "call":
+        return target(*args, **kwargs)
+    if op == "getattr":
+        if not isinstance(name, str) or name.startswith("_"):
+            raise AttributeError(f"no public attribute {name!r}")
+        return getattr(target, name)
+    if op == "list":
+        return list(target)
+    if op == "len":
+        return len(target)
+    if op == "getitem":
+        return target[args[0]]
+    if op == "contains":
+        return args[0] in target
+    raise WireError(f"unknown operation {op!r}")
+
+
+class Channel:
+    """One side of the pipes, with the objects this side has handed out as handles. The
+    peer reaches only their public attributes: never, say, a test function's globals."""
+
+    def __init__(self, read_fd: int, write_fd: int, peer: str = "the other process"):
+        self._read, self._write, self.peer = read_fd, write_fd, peer
+        self._buffer = bytearray()
+        self._objects: dict[int, Any] = {}
+        self._broken: str | None = None
+
+    # -- values ---------------------------------------------------------------------------
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise ValueError("a value nested too deeply to send")
+        kind = type(value)
+        if value is None or kind is bool or kind is str:
+            return value
+        if kind is int:
+            return value if -_PLAIN_INT < value < _PLAIN_INT else {"i": hex(value)}
+        if kind is float:
+            return {"f": value.hex()}
+        if kind is list or kind is tuple or kind is set or kind is frozenset:
+            tag = _SEQUENCES[kind]
+            return {tag: [self.encode(v, depth + 1) for v in value]}
+        if kind is dict:
+            inner = depth + 1
+            pairs = [[self.encode(k, inner), self.encode(v, inner)] for k, v in value.items()]
+            return {"d": pairs}
+        if kind is bytes or kind is bytearray:
+            return {"b" if kind is bytes else "ba": base64.b64encode(value).decode()}
+        if kind is complex:
+            return {"c": [value.real.hex(), value.imag.hex()]}
+        if kind is fractions.Fraction:
+            return {"q": [hex(value.numerator), hex(value.denominator)]}
+        if kind is decimal.Decimal:
+            return {"dec": str(value)}
+        if kind is datetime.timedelta:
+            return {"td": [value.days, value.seconds, value.microseconds]}
+        if kind in (datetime.datetime, datetime.date, datetime.time):
+            return {"dt": [kind.__name__, value.isoformat()]}
+        if isinstance(value, Remote) and value._channel is self:
+            return {"r": value._handle}  # back to its owner
+        for base in _BASES:
+            if isinstance(value, base):  # a subclass (namedtuple, Counter...) as its base
+                return self.encode(base(value), depth + 1)
+        handle = len(self._objects) + 1
+        self._objects[handle] = value
+        return {"h": handle, "type": kind.__name__[:100]}
+
+    def decode(self, data: Any, depth: int = 0) -> Any:
+        """Exact built-in types only; a malformed value is a ``WireError``."""
+        if depth > MAX_DEPTH:
+            raise WireError("a value nested too deeply")
+        if data is None or type(data) in (bool, int, str):
+            return data
+        if type(data) is not dict or not data:
+            raise WireError("not a value")
+        try:
+            return self._decode_tagged(data, depth)
+        except WireError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, ArithmeticError) as exc:
+            raise WireError(f"a malformed value ({type(exc).__name__})") from None
+
+    def _decode_tagged(self, data: dict[str, Any], depth: int) -> Any:
+        tag = next(iter(data))
+        body = data[tag]
+        if tag in ("l", "t", "s", "fs"):
+            if type(body) is not list:
+                raise WireError("not a sequence")
+            items = [self.decode(v, depth + 1) for v in body]
+            return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
+        if tag == "d":
+            if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
+                raise WireError("not a mapping")
+            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
+        if tag == "h" and type(body) is int and type(data.get("type")) is str and len(data) == 2:
+            return Remote(self, body, data["type"])
+        if len(data) != 1:
+            raise WireError("not a value")
+        if tag == "r" and type(body) is int:
+            return self._objects[body]
+        if tag == "i" and type(body) is str:
+            return int(body, 16)
+        if tag == "f" and type(body) is str:
+            return float.fromhex(body)
+        if tag in ("b", "ba") and type(body) is str:
+            raw = base64.b64decode(body, validate=True)
+            return raw if tag == "b" else bytearray(raw)
+        if tag == "c" and type(body) is list and len(body) == 2:
+            return complex(float.fromhex(body[0]), float.fromhex(body[1]))
+        if tag == "q" and type(body) is list and len(body) == 2:
+            return fractions.Fraction(int(body[0], 16), int(body[1], 16))
+        if tag == "dec" and type(body) is str:
+            return decimal.Decimal(body)
+        if tag == "td" and type(body) is list and all(type(v) is int for v in body):
+            return datetime.timedelta(*body)
+        if tag == "dt" and type(body) is list and len(body) == 2 and body[0] in _DATES:
+            return _DATES[body[0]].fromisoformat(body[1])
+        raise WireError(f"an unknown value tag {tag!r}")
+
+    # -- messages -------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        data = memoryview(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        try:
+            while data:
+                data = data[os.write(self._write, data) :]
+        except OSError:  # BrokenPipeError: the peer is gone
+            raise Gone() from None
+
+    def receive(self) -> dict[str, Any]:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                break
+            if len(self._buffer) > MAX_MESSAGE:
+                raise WireError("a message larger than the protocol allows")
+            try:
+                chunk = os.read(self._read, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise Gone()
+            self._buffer += chunk
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            raise WireError("a message that is not JSON") from None
+        if type(message) is not dict:
+            raise WireError("a message that is not an object")
+        return message
+
+    def request(self, op: str, handle: int, **fields: Any) -> Any:
+        """Ask the peer to act on one of its objects; serve its requests meanwhile. Once
+        the peer has sent garbage, this and every later request fail saying so."""
+        if self._broken is not None:
+            raise WireError(self._broken)
+        try:
+            return self._request(op, handle, fields)
+        except WireError as exc:
+            self._broken = f"{self.peer} broke the call protocol: {exc}"
+            raise WireError(self._broken) from None
+
+    def _request(self, op: str, handle: int, fields: dict[str, Any]) -> Any:
+        message: dict[str, Any] = {"op": op, "h": handle}
+        if "args" in fields:
+            message["args"] = self.encode(fields["args"])
+        if fields.get("kwargs"):
+            message["kwargs"] = self.encode(fields["kwargs"])
+        if "name" in fields:
+            message["name"] = fields["name"]
+        self.send(message)
+        while True:
+            answer = self.receive()
+            if "op" in answer:
+                self.serve_one(answer)
+            elif "ok" in answer:
+                return self.decode(answer["ok"])
+            elif "err" in answer:
+                raise rebuild(answer["err"])
+            else:
+                raise WireError("an answer the protocol does not know")
+
+    def serve_one(self, message: dict[str, Any]) -> None:
+        handle = message.get("h")
+        target = self._objects.get(handle, _MISSING) if type(handle) is int else _MISSING
+        try:
+            if target is _MISSING:
+                raise WireError("no such object")
+            args = self.decode(message.get("args", {"l": []}))
+            kwargs = self.decode(message.get("kwargs", {"d": []}))
+            if type(args) is not list or type(kwargs) is not dict:
+                raise WireError("malformed arguments")
+            result = _local_op(target, message.get("op"), args, kwargs, message.get("name"))
+            answer = {"ok": self.encode(result)}
+        except (Gone, WireError):
+            raise
+        except BaseException as exc:
+            answer = {"err": describe(exc)}
+        self.send(answer)
+
+    def serve_forever(self) -> None:
+        """The candidate's loop: answer the judge until it closes the pipe."""
+        while True:
+            try:
+                message = self.receive()
+            except Gone:
+                return
+            if "op" not in message:
+                raise WireError("expected a request")
+            self.serve_one(message)
+
+    def export(self, namespace: dict[str, Any]) -> dict[str, Any]:
+        """A module's public names as values or handles; modules by name."""
+        found: dict[str, Any] = {}
+        for name, value in namespace.items():
+            if name.startswith("__"):
+                continue
+            if type(value).__name__ == "module":
+                found[name] = {"module": getattr(value, "__name__", "")}
+                continue
+            try:
+                found[name] = self.encode(value)
+            except (ValueError, RecursionError):
+                continue
+        return found
