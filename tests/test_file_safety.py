@@ -380,3 +380,35 @@ def test_a_prompt_file_linked_outside_the_project_is_not_read(
     result.stderr.fnmatch_lines(
         [f"ERROR: prompts/v.yaml: is a link to {outside}, outside the project"]
     )
+
+
+def test_a_projects_topic_patterns_run_in_linear_time(tmp_path: Path) -> None:
+    from pytest_prompteval.core.tables import load_table
+    from pytest_prompteval.scoring.automatic import AutomaticScorer
+
+    table = tmp_path / "scoring.yaml"
+    table.write_text(
+        "topics:\n  loops: ['^(a+)+$']\n"
+        "incorrect_claims:\n  patterns:\n    '(x+x+)+y': why\n"
+        "technical_terms: ['(a|aa)+b']\n"
+    )
+    scorer = AutomaticScorer(load_table("scoring", table))
+    hostile = "a" * 5000 + "!"
+    assert not scorer.covers("loops", hostile)
+    assert scorer.incorrect_claims("x" * 5000) == []
+    assert scorer.clarity_score(hostile) >= 0.0
+
+
+def test_a_scoring_table_pattern_the_linear_engine_cannot_run_names_its_line(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.makefile(".yaml", scoring="topics:\n  loops:\n  - 'loop(?=s)'\n")
+    pytester.makeini("[pytest]\nprompteval_scoring = scoring.yaml\n")
+    result = pytester.runpytest("--prompt=v")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert (
+        "scoring.yaml:2: topics.loops: invalid regular expression: invalid perl operator: (?="
+        in (result.stdout.str() + result.stderr.str())
+    )

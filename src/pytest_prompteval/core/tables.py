@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.patterns import PatternError, pattern
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of, load_yaml
 
@@ -48,7 +49,33 @@ def load_table(name: str, override: Path | None = None) -> dict[str, Any]:
         check_prices(extra, override)
     else:
         check_shape(extra, table, override, "", _OPEN.get(name, set()))
+    if name == "scoring":
+        check_patterns(extra, override)
     return merge(table, extra)
+
+
+def check_patterns(table: dict[str, Any], path: Path) -> None:
+    """A project's topic, claim and term patterns compile on RE2 (see ``core/patterns``)."""
+    found: list[tuple[str, Any, Any, str]] = []
+    topics = table.get("topics")
+    if isinstance(topics, dict):
+        for topic, patterns in topics.items():
+            for source in patterns if isinstance(patterns, list) else [patterns]:
+                found.append((f"topics.{topic}", source, topics, topic))
+    claims = table.get("incorrect_claims")
+    if isinstance(claims, dict) and isinstance(claims.get("patterns"), dict):
+        for source in claims["patterns"]:
+            found.append(("incorrect_claims.patterns", source, claims["patterns"], source))
+    terms = table.get("technical_terms")
+    for source in terms if isinstance(terms, list) else []:
+        found.append(("technical_terms", source, table, "technical_terms"))
+    for where, source, parent, key in found:
+        try:
+            if not isinstance(source, str):
+                raise PatternError("expected a regular expression")
+            pattern(source, ignore_case=True)
+        except PatternError as exc:
+            raise PromptevalError(f"{where}: {exc}", path, line_of(parent, key)) from None
 
 
 def check_shape(

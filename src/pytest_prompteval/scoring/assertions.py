@@ -4,7 +4,6 @@ evaluated per response. Each gives a score in [0, 1] and a pass/fail against its
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.patterns import PatternError, pattern
 from pytest_prompteval.core.result import CheckResult
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
@@ -135,29 +135,6 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
         and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):
         raise fail("topics: expected a list of topic names, or nothing for the case's own")
-
-
-class PatternError(ValueError):
-    pass
-
-
-@functools.lru_cache(maxsize=256)
-def pattern(source: str) -> Any:
-    """``source`` compiled by RE2, whose matching time is linear in the answer's length: a
-    pattern such as ``^(a+)+$`` cannot hang a run on a hostile answer. RE2 has no lookaround
-    and no backreferences; such a pattern is an error at collection."""
-    import re2  # type: ignore[import-untyped]
-
-    options = re2.Options()
-    options.log_errors = False  # the error is ours to report, not RE2's to print
-    try:
-        return re2.compile(source, options)
-    except re2.error as exc:
-        why = exc.args[0].decode(errors="replace") if exc.args else "invalid"
-        raise PatternError(
-            f"invalid regular expression: {why} (patterns run on RE2, in linear time: no "
-            "lookaround, no backreferences)"
-        ) from None
 
 
 def parse_json(text: str) -> Any:

@@ -1,5 +1,6 @@
 """The seed's automatic scorer: topic coverage, incorrect claims, clarity, completeness, length
-and consistency, weighted 25/25/20/15/10/5 by default. Every table is data (``scoring.yaml``).
+and consistency, weighted 25/25/20/15/10/5 by default. Every table is data (``scoring.yaml``);
+its patterns run on RE2 (``core/patterns``), so a project's table cannot hang a run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from itertools import combinations
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.patterns import pattern
 from pytest_prompteval.scoring.score import Score
 
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'+-]*")
@@ -61,19 +63,18 @@ class AutomaticScorer:
     def __init__(self, table: Mapping[str, Any]):
         self.weights: dict[str, float] = {k: float(v) for k, v in table["weights"].items()}
         self.topics = {
-            name: [re.compile(p, re.IGNORECASE) for p in patterns]
+            name: [pattern(p, ignore_case=True) for p in patterns]
             for name, patterns in table.get("topics", {}).items()
         }
         claims = table.get("incorrect_claims", {})
         self.claim_penalty = float(claims.get("penalty", 0.2))
         self.claims = [
-            (re.compile(p, re.IGNORECASE), why) for p, why in claims.get("patterns", {}).items()
+            (pattern(p, ignore_case=True), why) for p, why in claims.get("patterns", {}).items()
         ]
         self.clarity = table["clarity"]
-        self.terms = re.compile(
-            "|".join(f"(?:{t})" for t in table.get("technical_terms", [])) or r"(?!)",
-            re.IGNORECASE,
-        )
+        terms = table.get("technical_terms", [])
+        joined = "|".join(f"(?:{t})" for t in terms)
+        self.terms = pattern(joined, ignore_case=True) if terms else None
         self.length_ranges = {k: tuple(v) for k, v in table["length_ranges"].items()}
         self.aliases = table.get("difficulty_aliases", {})
 
@@ -89,8 +90,8 @@ class AutomaticScorer:
 
     def incorrect_claims(self, text: str) -> list[str]:
         claims = []
-        for pattern, why in self.claims:
-            match = pattern.search(text)
+        for claim, why in self.claims:
+            match = claim.search(text)
             if match:
                 claims.append(f"{match.group(0)!r}: {why}")
         return claims
@@ -101,7 +102,8 @@ class AutomaticScorer:
             return 0.0
         sentences = [s for s in _SENTENCE_END.split(text) if _WORD.search(s)]
         per_sentence = len(words) / max(1, len(sentences))
-        density = sum(1 for w in words if self.terms.fullmatch(w)) / len(words)
+        terms = self.terms
+        density = sum(1 for w in words if terms and terms.fullmatch(w)) / len(words)
         s, d = self.clarity["sentence_words"], self.clarity["term_density"]
         return (
             _ramp(per_sentence, s["low"], s["high"], s["falloff"])
