@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,17 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _left_behind(server: int, settled: int) -> int:
+    """Processes the sample left under the server. Its processes are killed before the
+    answer and reaped just after it: wait for that (a survivor keeps the count up)."""
+    for _ in range(500):
+        left = len(_descendants(server)) - settled
+        if left <= 0:
+            return left
+        time.sleep(0.02)
+    return left
+
+
 def corpus(workdir: Path) -> dict[str, Any]:
     """Run every hostile sample in one sandbox; report what each did and left behind."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
@@ -243,7 +255,7 @@ def corpus(workdir: Path) -> dict[str, Any]:
                 "passed": metrics.functional,
                 "output": event.get("output"),
                 "message": event.get("message"),
-                "left_behind": len(_descendants(server)) - settled,
+                "left_behind": _left_behind(server, settled),
                 "server_alive": box._process is not None and box._process.pid == server,
             }
         verdicts = CodeSpec(

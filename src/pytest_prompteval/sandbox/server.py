@@ -92,6 +92,8 @@ PRELOAD = [
 
 _libc = ctypes.CDLL(None, use_errno=True)
 ROOT = os.geteuid() == 0
+#: How often a running sample's CPU time is read.
+WATCH_SECONDS = 0.02
 
 
 def _vm_size() -> int:
@@ -185,8 +187,21 @@ def parse_events(data: bytes, limit: int = 10_000) -> list[dict[str, Any]]:
     return events
 
 
+def _finished(buffer: bytearray) -> bool:
+    """The judge's last event has arrived: the sample is over, whether or not its
+    processes have finished exiting."""
+    last = bytes(buffer).rstrip(b"\n").rpartition(b"\n")[2]
+    if b'"done"' not in last:
+        return False
+    try:
+        return json.loads(last).get("done") is True
+    except (ValueError, AttributeError):
+        return False
+
+
 def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
-    """Fork the sample, watch its CPU time, collect its events, leave nothing behind."""
+    """Fork the sample, watch its CPU time, collect its events; when it returns, none of
+    its processes runs any more (``clean_up`` reaps them and empties the temp dirs)."""
     cpu_limit = float(job["limits"]["timeout"])
     events_r, events_w = os.pipe()
     started = time.monotonic()
@@ -206,21 +221,27 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
     # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, 3 * cpu_limit + 2)
-    buffer, status = bytearray(), None
+    buffer, status, next_watch = bytearray(), None, started + WATCH_SECONDS
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             break
-        ready, _, _ = select.select([events_r], [], [], 0.02)
+        ready, _, _ = select.select([events_r], [], [], WATCH_SECONDS)
         if ready:
             chunk = os.read(events_r, 65536)
             if not chunk:
                 break
             buffer += chunk
+            if status is None and chunk.endswith(b"\n") and _finished(buffer):
+                status = 0  # exiting takes the judge and the candidate a while: not ours
+                break
         if status is None:
-            if not timed_out and _sample_cpu(pid, isolation) > cpu_limit:
-                expire()
+            now = time.monotonic()
+            if now >= next_watch:  # not after every event: reading /proc costs
+                next_watch = now + WATCH_SECONDS
+                if not timed_out and _sample_cpu(pid, isolation) > cpu_limit:
+                    expire()
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:  # the sample ended but a descendant may hold the pipe: end them all
                 status = code
@@ -230,10 +251,6 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
         _, status = os.waitpid(pid, 0)  # the timer still guards this wait
     signal.setitimer(signal.ITIMER_REAL, 0)
     _kill_descendants(pid, isolation)
-    if isolation.fs_private:
-        _clear_tmp()
-    else:
-        shutil.rmtree(os.path.join(os.getcwd(), f"job-{pid}"), ignore_errors=True)
     return {
         "events": parse_events(bytes(buffer)),
         "timed_out": timed_out,
@@ -243,15 +260,34 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
     }
 
 
+def clean_up(isolation: Isolation) -> None:
+    """After the answer is sent, while pytest reads it: reap the killed processes and
+    empty what they wrote."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    if isolation.fs_private:
+        _clear_tmp()
+    else:
+        with os.scandir() as entries:
+            for entry in entries:
+                if entry.name.startswith("job-"):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
-                parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+                state, parent = stat.read().rsplit(b")", 1)[1].split()[:2]
         except (OSError, ValueError, IndexError):
             continue
-        tree.setdefault(parent, []).append(int(entry))
+        if state == b"Z":  # killed, waiting to be reaped: nothing left to kill
+            continue
+        tree.setdefault(int(parent), []).append(int(entry))
     return tree
 
 
@@ -275,11 +311,6 @@ def _kill_descendants(pid: int, isolation: Isolation) -> None:
             for child in found:
                 with contextlib.suppress(OSError):
                     os.kill(child, signal.SIGKILL)
-    while True:  # reap what was re-parented to us
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
 
 
 # Modules hypothesis imports only on some paths (targeting, shrinking, reporting).
@@ -404,3 +435,4 @@ def main() -> None:
         os.chdir("/tmp")
     for line in sys.stdin:
         print(json.dumps(run_job(json.loads(line), isolation), default=repr), flush=True)
+        clean_up(isolation)
