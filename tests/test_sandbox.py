@@ -234,6 +234,7 @@ from pytest_prompteval.sandbox.isolation import Isolation
 ctypes.CDLL(None).prctl(server.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 job = json.loads(sys.argv[1])
 result = server.run_job(job, Isolation())
+server.clean_up(Isolation())
 alive = []
 for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid())}:
     try:
