@@ -298,3 +298,24 @@ def answer(request, *, case, prompt, sample):
             "runtime_wrong: code failures: runtime 164 (most common: runtime)",
         ]
     )
+
+
+def test_samples_with_the_same_code_share_one_run(tmp_path: Path) -> None:
+    from pytest_prompteval.scoring.code import CodeScorer
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "cases:\n- id: c\n  input: {}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
+        "  tests: [{args: [1], expected: 1}]\n"
+    )
+    (case,) = load_case_file(path).cases
+    spec = parse_code_spec(case)
+    scorer = CodeScorer(workers=1)
+    try:
+        first, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
+        again, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
+        other, _ = scorer.run(case, spec, "def f(x):\n    return x  # another sample\n")
+    finally:
+        scorer.close()
+    assert again is first and other is not first
+    assert first.tests == other.tests == {0: {"test": 0, "output": 1}}

@@ -31,7 +31,6 @@ import importlib.util
 import json
 import re
 import threading
-from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -411,7 +410,9 @@ class CodeScorer:
         self.default_timeout = default_timeout
         self.memory_mb = memory_mb
         self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
-        self._ahead: dict[str, deque[Future[SampleRun]]] = defaultdict(deque)
+        # One run per distinct code (and tests and limits): samples with the same code get
+        # its verdict (temperature 0, or a model that repeats itself, runs once).
+        self._runs: dict[str, Future[SampleRun]] = {}
         self._lock = threading.Lock()
         self._feeder: ThreadPoolExecutor | None = None
         self._refused = False
@@ -467,30 +468,34 @@ class CodeScorer:
             text, prefill = answer()
             code, _ = extract_code(text, prefill, spec)
             job, limits = spec.job(code), self._limits(case, spec)
-            future = self.sandbox.submit(job, limits, AHEAD)
+            key = _job_key(job, limits)
             with self._lock:
-                self._ahead[_job_key(job, limits)].append(future)
+                if key not in self._runs:
+                    self._runs[key] = self.sandbox.submit(job, limits, AHEAD)
 
         self._feeder.submit(feed)
 
     def run(self, case: Case, spec: CodeSpec, code: str) -> tuple[SampleRun, Limits]:
-        """The sample's run: queued ahead for it, else now."""
+        """The sample's run: the one queued ahead or already made for the same code, else
+        one now."""
         job, limits = spec.job(code), self._limits(case, spec)
         key = _job_key(job, limits)
         with self._lock:
-            queued = self._ahead.get(key)
-            future = queued.popleft() if queued else None
-            if queued is not None and not queued:
-                del self._ahead[key]
+            future = self._runs.get(key)
+            if future is None or future.cancelled():
+                future = self._runs[key] = self.sandbox.submit(job, limits)
         try:
-            if future is not None and not future.cancelled():
-                return future.result(), limits
-            return self.sandbox.run(job, limits), limits
+            run = future.result()
         except SandboxUnavailable as exc:
             if self._refused:  # said once, in the first code item's error
                 raise SandboxUnavailable("the code sandbox is unavailable (see above)") from None
             self._refused = True
             raise exc from None
+        if run.crashed:  # the sandbox's fault, not the code's: the next sample tries again
+            with self._lock:
+                if self._runs.get(key) is future:
+                    del self._runs[key]
+        return run, limits
 
     def score(self, case: Case, spec: CodeSpec, text: str, prefill: str) -> tuple[Score, Metrics]:
         code, rule = extract_code(text, prefill, spec)
