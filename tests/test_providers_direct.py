@@ -81,6 +81,23 @@ def test_bad_provider_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: provider 'python:nomodule_xyz:fn': cannot import*"])
 
 
+def test_a_provider_module_that_does_not_load_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.makepyfile(answers="def answer(request):\n    return 'unterminated\n")
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:answers:answer")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: provider 'python:answers:answer': importing answers raised SyntaxError: "
+            "unterminated string literal (detected at line 2) (answers.py, line 2)*"
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 def test_latency_and_usage_are_measured(anthropic_server: AnthropicServer) -> None:
     anthropic_server.latency = 0.2
     anthropic_server.responder = lambda request: "four words of text"

@@ -28,6 +28,8 @@ def load_function(spec: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise PromptevalError(f"provider {spec!r}: cannot import {module_name}: {exc}") from None
+    except Exception as exc:  # a SyntaxError, or the module's own code failing
+        raise user_code_error(f"provider {spec!r}: importing {module_name}", exc) from None
     function = getattr(module, attr, None)
     if not callable(function):
         raise PromptevalError(f"provider {spec!r}: {module_name} has no callable {attr!r}")
