@@ -67,6 +67,22 @@ def test_deprecated_model_is_one_line_once_and_never_a_failure(
     assert sorted(sent) == ["claude-haiku-4-5"] * 4 + [DEPRECATED] * 8
 
 
+def test_a_deprecated_model_chosen_by_option_is_named_once(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    result = project.runpytest(
+        "--prompt=new", f"--prompteval-model={DEPRECATED}", "-p", "no:cacheprovider", "-W", "error"
+    )
+    result.assert_outcomes(passed=4)
+    lines = [line for line in result.errlines if "is deprecated" in line]
+    assert lines == [
+        f"prompteval: warning: --prompteval-model: model '{DEPRECATED}' is deprecated in the "
+        f"installed anthropic SDK (end of life {deprecated_models()[DEPRECATED]}); choose a "
+        "newer model"
+    ]
+    assert [r.body["model"] for r in anthropic_server.requests] == [DEPRECATED] * 4
+
+
 def test_deprecated_model_through_the_fixture_is_not_a_failure(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:

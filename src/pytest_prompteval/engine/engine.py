@@ -131,7 +131,7 @@ class Engine:
         self._code: CodeScorer | None = None
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
-        self._warn_deprecated(self.versions)
+        self._warn_deprecated(self.versions, settings.model_override)
 
     def _store(self, provider: Provider) -> Store:
         if isinstance(provider, AnthropicProvider):
@@ -164,9 +164,12 @@ class Engine:
             self._warn_deprecated([self._prompts[version]])
         return self._prompts[version]
 
-    def _warn_deprecated(self, versions: Collection[PromptVersion]) -> None:
+    def _warn_deprecated(
+        self, versions: Collection[PromptVersion], override: str | None = None
+    ) -> None:
         if self.settings.provider == "anthropic":
-            warn_deprecated(versions, self._models_warned)
+            chosen = {override: "--prompteval-model"} if override else None
+            warn_deprecated(versions, self._models_warned, chosen)
 
     def scorers(self) -> Mapping[str, ScorerFunction]:
         """Custom scorers by name, found once: entry points, then the run's plugins."""

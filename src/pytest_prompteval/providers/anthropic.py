@@ -95,10 +95,14 @@ def deprecated_models() -> Mapping[str, str]:
 
 
 def deprecation_notices(
-    versions: Iterable[PromptVersion], already: set[str], deprecated: Mapping[str, str]
+    versions: Iterable[PromptVersion],
+    already: set[str],
+    deprecated: Mapping[str, str],
+    chosen: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """One line per deprecated model the prompt versions name and ``already`` does not hold
-    (which then holds it), naming the prompt files that choose it."""
+    """One line per deprecated model the prompt versions name, or an option chooses
+    (``chosen``: model -> the option), that ``already`` does not hold (which then holds it),
+    naming the prompt files or the option that choose it."""
     files: dict[str, list[str]] = {}
     for version in versions:
         model = version.model
@@ -106,6 +110,9 @@ def deprecation_notices(
             files.setdefault(model, []).append(
                 display(version.path, version.line_of("model_config"))
             )
+    for model, option in (chosen or {}).items():
+        if model in deprecated and model not in already:
+            files.setdefault(model, []).append(option)
     already.update(files)
     return [
         f"prompteval: warning: {', '.join(where)}: model {model!r} is deprecated in the "
@@ -114,12 +121,15 @@ def deprecation_notices(
     ]
 
 
-def warn_deprecated(versions: Iterable[PromptVersion], already: set[str]) -> None:
+def warn_deprecated(
+    versions: Iterable[PromptVersion], already: set[str], chosen: Mapping[str, str] | None = None
+) -> None:
     """Print ``deprecation_notices`` on stderr: never a Python warning, which pytest's
     ``error`` filters would make a failure. xdist workers leave it to the controller."""
-    if os.environ.get("PYTEST_XDIST_WORKER") or not any(v.model for v in versions):
+    versions = list(versions)
+    if os.environ.get("PYTEST_XDIST_WORKER") or not (chosen or any(v.model for v in versions)):
         return
-    for line in deprecation_notices(versions, already, deprecated_models()):
+    for line in deprecation_notices(versions, already, deprecated_models(), chosen):
         print(line, file=sys.stderr)
 
 
