@@ -131,6 +131,16 @@ def test_exit_gates_follows_the_gates_alone(project: pytest.Pytester) -> None:
     by_ini.stdout.fnmatch_lines(["*case c.yaml::rarely ?v?: 2/5 samples passed, min_pass 3*"])
 
 
+def test_exit_gates_still_fails_on_an_ordinary_test(project: pytest.Pytester) -> None:
+    project.makepyfile(test_unit="def test_ok():\n    pass\n\ndef test_broken():\n    assert 0\n")
+    gates = ("--prompt=v", PROVIDER, "--prompteval-exit=gates", "--prompteval-fail-under=0.5")
+    result = project.runpytest(*gates)
+    result.assert_outcomes(passed=12, failed=5)
+    assert result.ret == GATE_FAILED  # the gates pass; the unit test does not
+    passing = project.runpytest(*gates, "-k", "not broken")
+    assert passing.ret == 0
+
+
 def test_exit_gates_when_errors_prevent_a_verdict(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

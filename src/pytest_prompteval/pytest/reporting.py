@@ -74,6 +74,7 @@ class RunReport:
         #: the fixture's inline runs: their own block, out of the suite's figures and gates
         self.inline: list[ItemResult] = []
         self.progress_total = 0
+        self.other_failures = 0
         self.next_progress = 0.1
         self.live = False  # running totals, so a progress check never rescans the results
         self.tokens = 0
@@ -87,6 +88,11 @@ class RunReport:
             report.user_properties = _junit_properties(report.user_properties)
         # an item's result is on the report of its test phase, or of its setup when the
         # setup ended it (an error of the calls, a budget skip)
+        if report.failed and not any(
+            key == RESULT_KEY and isinstance(value, dict) and not value.get("inline")
+            for key, value in report.user_properties
+        ):
+            self.other_failures += 1  # an ordinary test (or the fixture's): not gated
         if report.when != "call" and not (report.when == "setup" and not report.passed):
             return
         for key, value in report.user_properties:
@@ -219,7 +225,7 @@ class RunReport:
                 for r in self.results
             )
             session.exitstatus = gates_exit_code(
-                int(session.exitstatus), len(self.gate_failures), errored
+                int(session.exitstatus), len(self.gate_failures), errored, self.other_failures
             )
         elif self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 EXIT_MODES = ("tests", "gates")
 PASSED = 0
-#: a gate failed: fail-under, max-regression, a min_pass verdict or a significant regression
+#: a gate failed (fail-under, max-regression, a min_pass verdict or a significant
+#: regression), or an ordinary test of the same run failed
 GATE_FAILED = 1
 #: items errored (API failure, missing recording, budget): the gates cannot decide
 NO_VERDICT = 6
@@ -13,10 +14,15 @@ NO_VERDICT = 6
 _KEPT = frozenset({2, 3, 4, 5})
 
 
-def gates_exit_code(pytest_status: int, gate_failures: int, errored: int) -> int:
-    """Errors come first: a gate computed without some of its items is no verdict."""
+def gates_exit_code(
+    pytest_status: int, gate_failures: int, errored: int, other_failures: int = 0
+) -> int:
+    """A failed ordinary test (one that is not a prompt case) fails the run whatever the
+    gates say; then errors: a gate computed without some of its items is no verdict."""
     if pytest_status in _KEPT:
         return pytest_status
+    if other_failures:
+        return GATE_FAILED
     if errored:
         return NO_VERDICT
     return GATE_FAILED if gate_failures else PASSED
