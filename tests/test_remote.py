@@ -208,3 +208,19 @@ def test_the_wire_format_is_json_lines() -> None:
     finally:
         os.close(read)
         os.close(write)
+
+
+def test_tests_that_finished_before_a_timeout_are_kept(sandbox: Sandbox) -> None:
+    code = "def f(x):\n    while x < 0:\n        pass\n    return x\n"
+    spec = CodeSpec(
+        entry_point="f",
+        tests=(
+            {"assert": "f(1) == 1", "tag": "basic"},
+            {"assert": "f(2) == 2", "tag": "basic"},
+            {"assert": "f(-1) == -1", "tag": "edge"},
+        ),
+    )
+    run = sandbox.run(spec.job(code), Limits(timeout=0.5))
+    metrics = measure(spec, code, run)
+    assert run.timed_out and metrics.error_class == "timeout"
+    assert metrics.tests_passed == 2 and sorted(run.tests) == [0, 1]

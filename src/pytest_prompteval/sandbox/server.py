@@ -94,6 +94,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 ROOT = os.geteuid() == 0
 #: How often a running sample's CPU time is read.
 WATCH_SECONDS = 0.02
+#: How long a judge told its time is up may take to write its events.
+GRACE_SECONDS = 0.5
 
 
 def _vm_size() -> int:
@@ -213,10 +215,14 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
     timed_out = False
 
     def expire(*_: object) -> None:
+        """First SIGTERM, on which the judge writes the events it holds; SIGKILL when
+        the grace is over (the timer again) or on a second call."""
         nonlocal timed_out
-        timed_out = True
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
+        if not timed_out:
+            timed_out = True
+            signal.setitimer(signal.ITIMER_REAL, GRACE_SECONDS)
 
     # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
     signal.signal(signal.SIGALRM, expire)
