@@ -209,11 +209,15 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _left_behind(server: int, settled: int) -> int:
-    """Processes the sample left under the server. Its processes are killed before the
+#: An idle server under the process pytest started: the namespace's PID 1, nothing else.
+IDLE = 1
+
+
+def _left_behind(server: int) -> int:
+    """Processes a sample left under the server. Its processes are killed before the
     answer and reaped just after it: wait for that (a survivor keeps the count up)."""
     for _ in range(500):
-        left = len(_descendants(server)) - settled
+        left = len(_descendants(server)) - IDLE
         if left <= 0:
             return left
         time.sleep(0.02)
@@ -241,7 +245,7 @@ def corpus(workdir: Path) -> dict[str, Any]:
         assert box._process is not None
         server = box._process.pid
         report["isolation"] = box.info
-        settled = len(_descendants(server))
+        assert _left_behind(server) == 0
         samples = hostile(os.getpid(), listener.getsockname()[1], targets)
         for name, (code, args) in samples.items():
             spec = CodeSpec(
@@ -255,7 +259,7 @@ def corpus(workdir: Path) -> dict[str, Any]:
                 "passed": metrics.functional,
                 "output": event.get("output"),
                 "message": event.get("message"),
-                "left_behind": _left_behind(server, settled),
+                "left_behind": _left_behind(server),
                 "server_alive": box._process is not None and box._process.pid == server,
             }
         verdicts = CodeSpec(

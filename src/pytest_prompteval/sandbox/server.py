@@ -267,13 +267,16 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
 
 
 def clean_up(isolation: Isolation) -> None:
-    """After the answer is sent, while pytest reads it: reap the killed processes and
-    empty what they wrote."""
+    """After the answer is sent, while pytest reads it: reap the killed processes (killing
+    again whatever a fork racing the first kill left running) and empty what they wrote."""
     while True:
         try:
-            os.waitpid(-1, 0)
+            child, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
+        if child == 0:  # still exiting, or still running: kill again, then wait a little
+            _kill_descendants(None, isolation)
+            select.select([], [], [], 0.002)
     if isolation.fs_private:
         _clear_tmp()
     else:
@@ -297,15 +300,16 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _kill_descendants(pid: int, isolation: Isolation) -> None:
+def _kill_descendants(pid: int | None, isolation: Isolation) -> None:
     if isolation.own_pids:
         # PID 1 of its namespace: kill(-1) reaches every other process in it, setsid or not.
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
     else:
         # A subreaper: the sample's orphans are our children; kill our whole tree.
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
         for _ in range(3):
             tree, pending, found = _children(), [os.getpid()], []
             while pending:
