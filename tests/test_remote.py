@@ -224,3 +224,81 @@ def test_tests_that_finished_before_a_timeout_are_kept(sandbox: Sandbox) -> None
     metrics = measure(spec, code, run)
     assert run.timed_out and metrics.error_class == "timeout"
     assert metrics.tests_passed == 2 and sorted(run.tests) == [0, 1]
+
+
+def test_the_candidate_cannot_shadow_the_tests_builtins(sandbox: Sandbox) -> None:
+    code = "def abs(x):\n    return 0\ndef all(*args):\n    return True\ndef f(x):\n    return 0\n"
+    assert verdicts(
+        sandbox,
+        code,
+        "def check(candidate):\n    assert abs(candidate(2.0) - 4.0) < 1e-6\n",
+        "def check(candidate):\n    assert all(candidate(x) == x * x for x in range(1, 5))\n",
+    ) == [
+        "AssertionError: assert abs(candidate(2.0) - 4.0) < 1e-6",
+        "AssertionError: assert all(candidate(x) == x * x for x in range(1, 5))",
+    ]
+
+
+def test_the_candidate_cannot_inspect_the_judges_objects(sandbox: Sandbox) -> None:
+    # a generator's frame leads to the judge's builtins, exec among them
+    code = "def f(xs):\n    return xs.gi_frame.f_builtins['exec']('import os; os._exit(0)')\n"
+    assert verdicts(
+        sandbox, code, "def check(candidate):\n    assert candidate(x for x in [1, 2]) is None\n"
+    ) == ["AttributeError: no public attribute 'gi_frame'"]
+
+
+def test_a_candidates_stop_iteration_does_not_end_the_tests_loops(sandbox: Sandbox) -> None:
+    code = "def f(x):\n    raise StopIteration\n"
+    assert verdicts(
+        sandbox,
+        code,
+        "def check(candidate):\n    assert all(map(lambda x: candidate(x) == x, [1]))\n",
+    ) == ["StopIteration:"]
+
+
+def test_honest_code_keeps_its_python_semantics(sandbox: Sandbox) -> None:
+    code = (
+        "import dataclasses, itertools\n"
+        "class Invalid(ValueError):\n    pass\n"
+        "@dataclasses.dataclass\n"
+        "class P:\n    x: int\n"
+        "RED = P(1)\n"
+        "def f(x):\n"
+        "    if x < 0:\n"
+        "        raise Invalid('negative')\n"
+        "    return RED\n"
+        "def naturals():\n"
+        "    return itertools.count()\n"
+    )
+    assert verdicts(
+        sandbox,
+        code,
+        "def check(candidate):\n"
+        "    try:\n        candidate(-1)\n    except ValueError as exc:\n"
+        "        assert 'negative' in str(exc)\n",
+        "def check(candidate):\n    assert candidate(1) == candidate(2) and candidate(1).x == 1\n",
+        "def check(candidate):\n"
+        "    import itertools\n"
+        "    numbers = naturals()\n"
+        "    assert next(numbers) == 0 and list(itertools.islice(numbers, 3)) == [1, 2, 3]\n",
+    ) == [True, True, True]
+
+
+def test_cpu_spent_in_children_it_waited_for_counts(sandbox: Sandbox) -> None:
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    child = os.fork()\n"
+        "    if child == 0:\n"
+        "        n = 0\n"
+        "        for i in range(3_000_000):\n"
+        "            n += i\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(child, 0)\n"
+        "    return 1\n"
+    )
+    spec = CodeSpec(
+        entry_point="f", tests=tuple({"assert": "f() == 1", "tag": "basic"} for _ in range(8))
+    )
+    run = sandbox.run(spec.job(code), Limits(timeout=0.25))
+    assert run.timed_out and measure(spec, code, run).error_class == "timeout"

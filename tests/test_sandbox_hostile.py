@@ -102,6 +102,16 @@ def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, 
             "            pass\n",
             [],
         ),
+        "signals_the_server": (
+            "import os, signal\n"
+            "def f():\n"
+            "    for number in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGHUP):\n"
+            "        try:\n"
+            "            os.kill(1, number)\n"
+            "        except OSError:\n"
+            "            pass\n",
+            [],
+        ),
         "forges_result": (
             "import os\n"
             "def f():\n"

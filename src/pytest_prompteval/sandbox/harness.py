@@ -17,6 +17,7 @@ sample reads as it did when both were one process.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import hashlib
@@ -28,6 +29,7 @@ import resource
 import signal
 import sys
 import time
+import types
 from typing import IO, Any
 
 from pytest_prompteval.sandbox.remote import (
@@ -41,19 +43,21 @@ from pytest_prompteval.sandbox.remote import (
 )
 
 CANDIDATE = "<candidate>"
+SHADOWS = frozenset(vars(builtins))
 TICKS = os.sysconf("SC_CLK_TCK")
 #: Not imported for a candidate's module that names them: they open a browser or print.
 SIDE_EFFECTS = frozenset({"antigravity", "this", "idlelib", "turtledemo", "__main__"})
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a running process (0 once it is gone)."""
+    """User + system CPU time of a running process and of the children it has reaped
+    (work done in a child that is then waited for counts too); 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    return sum(int(f) for f in fields[11:15]) / TICKS
 
 
 def normalise(value: Any) -> Any:
@@ -97,7 +101,8 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
 def _compile(source: str, name: str) -> Any:
     """Compile, keeping the source where tracebacks look for lines."""
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    return compile(source, name, "exec")
+    # not inheriting this module's ``from __future__ import annotations`` (dataclasses)
+    return compile(source, name, "exec", dont_inherit=True)
 
 
 def _load(source: str, name: str) -> dict[str, Any]:
@@ -112,6 +117,7 @@ def _run_test(
     if "check" in test:
         # HumanEval runs the test in the candidate's module: it may use the helpers there.
         namespace = dict(module)
+        namespace["__builtins__"] = builtins  # the judge's own, whatever the module says
         exec(_compile(test["check"], "<check>"), namespace)
         namespace["check"](candidate)
         return None
@@ -192,7 +198,9 @@ def _close_fds_except(keep: set[int]) -> None:
 
 def _candidate(compiled: Any, channel: Channel) -> None:
     """The candidate's process: run the code, then answer the judge's calls."""
-    namespace: dict[str, Any] = {"__name__": "__candidate__"}
+    module = types.ModuleType("__candidate__")
+    sys.modules[module.__name__] = module  # where dataclasses and pickle look for it
+    namespace = module.__dict__
     try:
         exec(compiled, namespace)
     except BaseException as exc:
@@ -214,7 +222,7 @@ def _spawn(compiled: Any) -> tuple[int, Channel]:
             os._exit(0)
     os.close(down_r)
     os.close(up_w)
-    return pid, Channel(up_r, down_w, peer="the candidate's process")
+    return pid, Channel(up_r, down_w, peer="the candidate's process", guarded=True)
 
 
 def _end_as(pid: int, out: IO[str]) -> None:
@@ -241,11 +249,14 @@ def _imported(name: str) -> Any:
 
 def _module(channel: Channel, exported: Any) -> dict[str, Any]:
     """The candidate's module as the tests see it: its functions and classes as handles,
-    its plain values as values, the modules it imported as the judge's own."""
+    its plain values as values, the modules it imported as the judge's own; never a name
+    that would shadow a built-in the tests use (``abs``, ``all``, ``sorted``)."""
     if type(exported) is not dict:
         raise WireError("the candidate's module came malformed")
     namespace: dict[str, Any] = {"__name__": "__candidate__"}
     for name, data in exported.items():
+        if type(name) is not str or name.startswith("__") or name in SHADOWS:
+            continue  # the message is the candidate's: it may name anything
         if type(data) is dict and list(data) == ["module"] and type(data["module"]) is str:
             module = _imported(data["module"])
             if module is not None:

@@ -35,6 +35,7 @@ _DATES: dict[str, Any] = {t.__name__: t for t in (datetime.datetime, datetime.da
 
 
 _MISSING = object()
+_END = object()  # ``next`` found nothing more; crosses as {"end": true}
 
 
 class WireError(Exception):
@@ -81,7 +82,18 @@ def kind_of(exc: BaseException) -> str:
 
 
 def describe(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__name__, "message": message_of(exc), "kind": kind_of(exc)}
+    base = next(c for c in type(exc).__mro__ if getattr(builtins, c.__name__, None) is c)
+    return {
+        "type": type(exc).__name__,
+        "base": base.__name__,
+        "message": message_of(exc),
+        "kind": kind_of(exc),
+    }
+
+
+#: Rebuilt as exceptions of their own: a built-in one would steer the judge's own loops
+#: (``StopIteration`` ends ``map``/``all`` early, and they pass).
+_CONTROL = frozenset({"StopIteration", "StopAsyncIteration", "GeneratorExit"})
 
 
 def rebuild(info: Any) -> BaseException:
@@ -92,21 +104,29 @@ def rebuild(info: Any) -> BaseException:
     ):
         return WireError("an exception the protocol does not know")
     name, message = info["type"], info["message"][:500]
-    cls = getattr(builtins, name, None)
+    base: str = info["base"] if isinstance(info.get("base"), str) else name
+    cls = getattr(builtins, base, None)
+    if name in _CONTROL or base in _CONTROL or not isinstance(cls, type):
+        cls = None
     exc: BaseException
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    if cls is not None and issubclass(cls, Exception):
         try:
-            exc = cls(message.partition(": ")[2])
+            # the candidate's subclass (``class Invalid(ValueError)``) is still a ValueError
+            own = cls if name == base else type(_named(name), (cls, Raised), {})
+            exc = own(message.partition(": ")[2])
         except Exception:
-            exc = Raised(message)
-    elif isinstance(cls, type) and issubclass(cls, BaseException):
+            exc = type(_named(name), (Raised,), {})(message)
+    elif cls is not None and issubclass(cls, BaseException):
         exc = Exited(message)
     else:  # the candidate's own class: a Raised of the same name
-        named = name if name.isidentifier() else "Raised"
-        exc = type(named, (Raised,), {"__module__": "candidate"})(message)
+        exc = type(_named(name), (Raised,), {})(message)
     setattr(exc, "prompteval_message", message)  # noqa: B010 - read back by message_of
     setattr(exc, "prompteval_kind", info["kind"])  # noqa: B010
     return exc
+
+
+def _named(name: str) -> str:
+    return name if name.isidentifier() else "Raised"
 
 
 class Remote:
@@ -126,7 +146,16 @@ class Remote:
         return self._channel.request("getattr", self._handle, name=name)
 
     def __iter__(self) -> Any:
-        return iter(self._channel.request("list", self._handle))
+        iterator = self._channel.request("iter", self._handle)
+        if not isinstance(iterator, Remote):
+            raise TypeError("iter() of the candidate's object is not an iterator")
+        return iterator
+
+    def __next__(self) -> Any:
+        found = self._channel.request("next", self._handle)
+        if found is _END:
+            raise StopIteration
+        return found
 
     def __len__(self) -> int:
         length = self._channel.request("len", self._handle)
@@ -162,15 +191,45 @@ class Remote:
         return f"<{self._type} object>"
 
 
-def _local_op(target: Any, op: Any, args: list[Any], kwargs: dict[str, Any], name: Any) -> Any:
+#: What the judge's callbacks may never be: a way into the judge's own code.
+_NEVER_CALLED = frozenset(
+    getattr(builtins, name)
+    for name in (
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "__import__",
+        "breakpoint",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "input",
+        "help",
+    )
+)
+
+
+def _local_op(
+    target: Any, op: Any, args: list[Any], kwargs: dict[str, Any], name: Any, guarded: bool
+) -> Any:
+    """``guarded``: the judge's side, whose objects the candidate may call, iterate and
+    index, but never inspect (a generator's ``gi_frame`` leads to the judge's globals)."""
     if op == "call":
+        if guarded and any(target is f for f in _NEVER_CALLED):
+            raise TypeError("the judge's object cannot be called from the candidate")
         return target(*args, **kwargs)
     if op == "getattr":
-        if not isinstance(name, str) or name.startswith("_"):
+        if guarded or not isinstance(name, str) or name.startswith("_"):
             raise AttributeError(f"no public attribute {name!r}")
         return getattr(target, name)
-    if op == "list":
-        return list(target)
+    if op == "iter":
+        return iter(target)
+    if op == "next":
+        return next(target, _END)
     if op == "len":
         return len(target)
     if op == "getitem":
@@ -184,10 +243,13 @@ class Channel:
     """One side of the pipes, with the objects this side has handed out as handles. The
     peer reaches only their public attributes: never, say, a test function's globals."""
 
-    def __init__(self, read_fd: int, write_fd: int, peer: str = "the other process"):
-        self._read, self._write, self.peer = read_fd, write_fd, peer
+    def __init__(
+        self, read_fd: int, write_fd: int, peer: str = "the other process", guarded: bool = False
+    ):
+        self._read, self._write, self.peer, self.guarded = read_fd, write_fd, peer, guarded
         self._buffer = bytearray()
         self._objects: dict[int, Any] = {}
+        self._handles: dict[int, int] = {}  # id -> handle: one object, one handle
         self._broken: str | None = None
 
     # -- values ---------------------------------------------------------------------------
@@ -225,9 +287,16 @@ class Channel:
         for base in _BASES:
             if isinstance(value, base):  # a subclass (namedtuple, Counter...) as its base
                 return self.encode(base(value), depth + 1)
-        handle = len(self._objects) + 1
-        self._objects[handle] = value
-        return {"h": handle, "type": kind.__name__[:100]}
+        if value is _END:
+            return {"end": True}
+        return {"h": self._handle_of(value), "type": kind.__name__[:100]}
+
+    def _handle_of(self, value: Any) -> int:
+        handle = self._handles.get(id(value))
+        if handle is None:  # the object stays alive in _objects, so its id stays its own
+            handle = self._handles[id(value)] = len(self._objects) + 1
+            self._objects[handle] = value
+        return handle
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         """Exact built-in types only; a malformed value is a ``WireError``."""
@@ -262,6 +331,8 @@ class Channel:
             raise WireError("not a value")
         if tag == "r" and type(body) is int:
             return self._objects[body]
+        if tag == "end" and body is True:
+            return _END
         if tag == "i" and type(body) is str:
             return int(body, 16)
         if tag == "f" and type(body) is str:
@@ -355,7 +426,8 @@ class Channel:
             kwargs = self.decode(message.get("kwargs", {"d": []}))
             if type(args) is not list or type(kwargs) is not dict:
                 raise WireError("malformed arguments")
-            result = _local_op(target, message.get("op"), args, kwargs, message.get("name"))
+            op, name = message.get("op"), message.get("name")
+            result = _local_op(target, op, args, kwargs, name, self.guarded)
             answer = {"ok": self.encode(result)}
         except (Gone, WireError):
             raise
@@ -384,7 +456,11 @@ class Channel:
                 found[name] = {"module": getattr(value, "__name__", "")}
                 continue
             try:
-                found[name] = self.encode(value)
+                large = isinstance(value, list | tuple | dict | set | frozenset | str | bytes)
+                if large and len(value) > 10_000:  # a lookup table: used through its handle
+                    found[name] = {"h": self._handle_of(value), "type": type(value).__name__}
+                else:
+                    found[name] = self.encode(value)
             except (ValueError, RecursionError):
                 continue
         return found

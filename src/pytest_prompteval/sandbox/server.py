@@ -33,6 +33,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -40,7 +41,13 @@ from typing import Any
 
 from pytest_prompteval.sandbox import harness
 from pytest_prompteval.sandbox.harness import SIDE_EFFECTS, cpu_seconds
-from pytest_prompteval.sandbox.isolation import Isolation, drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.isolation import (
+    WRITABLE,
+    Isolation,
+    drop_privileges,
+    isolate,
+    set_dumpable,
+)
 
 NOBODY = 65534
 PR_SET_CHILD_SUBREAPER = 36
@@ -163,15 +170,35 @@ def _sample_cpu(pid: int, isolation: Isolation) -> float:
 
 
 def _clear_tmp() -> None:
-    """Empty the private /tmp, /var/tmp, /dev/shm and /run/lock between jobs."""
-    for directory in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
-        with contextlib.suppress(OSError), os.scandir(directory) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+    """Empty the private /tmp, /var/tmp, /dev/shm and /run/lock between jobs: only what is
+    on their tmpfs, never into the paths bound back read-only (a project or a virtualenv
+    under /tmp: thousands of files that cannot be deleted, tried again after every job).
+    Iterative, so a sample's deep tree cannot exhaust the recursion limit."""
+    for top in WRITABLE:
+        try:
+            device = os.stat(top).st_dev
+        except OSError:
+            continue
+        pending, directories = [top], []
+        while pending:
+            directory = pending.pop()
+            with contextlib.suppress(OSError), os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if info.st_dev != device:
+                        continue  # a mount point: bound back, not the sample's
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append(entry.path)
+                        directories.append(entry.path)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
+        for directory in reversed(directories):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)  # the way to a bound-back path stays, being in use
 
 
 def parse_events(data: bytes, limit: int = 10_000) -> list[dict[str, Any]]:
@@ -213,20 +240,22 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
         _sample(job, events_w, isolation)
     os.close(events_w)
     timed_out = False
-
-    def expire(*_: object) -> None:
-        """First SIGTERM, on which the judge writes the events it holds; SIGKILL when
-        the grace is over (the timer again) or on a second call."""
-        nonlocal timed_out
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
-        if not timed_out:
-            timed_out = True
-            signal.setitimer(signal.ITIMER_REAL, GRACE_SECONDS)
-
     # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
-    signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, 3 * cpu_limit + 2)
+    # Deadlines, not timers: a sample may send the server (its PID 1) signals.
+    kill_at = started + 3 * cpu_limit + 2
+
+    def watch() -> None:
+        """Past a limit: first SIGTERM, on which the judge writes the events it holds;
+        SIGKILL when the grace is over."""
+        nonlocal timed_out, kill_at
+        now = time.monotonic()
+        over = not timed_out and _sample_cpu(pid, isolation) > cpu_limit
+        if over or now >= kill_at:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
+            if not timed_out:
+                timed_out, kill_at = True, now + GRACE_SECONDS
+
     buffer, status, next_watch = bytearray(), None, started + WATCH_SECONDS
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
@@ -243,19 +272,23 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
                 status = 0  # exiting takes the judge and the candidate a while: not ours
                 break
         if status is None:
-            now = time.monotonic()
-            if now >= next_watch:  # not after every event: reading /proc costs
-                next_watch = now + WATCH_SECONDS
-                if not timed_out and _sample_cpu(pid, isolation) > cpu_limit:
-                    expire()
+            if time.monotonic() >= next_watch:  # not after every event: reading /proc costs
+                next_watch = time.monotonic() + WATCH_SECONDS
+                watch()
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:  # the sample ended but a descendant may hold the pipe: end them all
                 status = code
                 _kill_descendants(pid, isolation)
     os.close(events_r)
-    if status is None:
-        _, status = os.waitpid(pid, 0)  # the timer still guards this wait
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    pause = 0.0005
+    while status is None:  # the pipe closed: the judge is ending, or hiding its end
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = code
+        else:
+            watch()
+            select.select([], [], [], pause)
+            pause = min(2 * pause, WATCH_SECONDS)
     _kill_descendants(pid, isolation)
     return {
         "events": parse_events(bytes(buffer)),
@@ -432,6 +465,8 @@ def main() -> None:
     isolation = isolate(ROOT, _readable_paths())
     if isolation.mode == "none":
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # PID 1 of a namespace gets only the signals it handles: Python handles SIGINT
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)  # a sample of the same user can neither ptrace nor read us
     ready = readiness(
         isolation,
