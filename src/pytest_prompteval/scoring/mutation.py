@@ -196,20 +196,25 @@ def _probe(spec: CodeSpec, code: str, probes: list[list[Any]]) -> tuple[CodeSpec
 
 
 def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:
+    """Every mutant's run is handed to the sandbox pool at once, then the survivors'
+    probes: the pool's servers run them side by side."""
     assert spec.reference is not None
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
     report = MutationReport(case.id, 0, 0, [])
     candidates = mutants(spec.reference)
     report.mutants = len(candidates)
+    runs = [scorer.sandbox.submit(spec.job(code), limits) for _, code in candidates]
+    survivors = [
+        (description, code)
+        for (description, code), run in zip(candidates, runs, strict=True)
+        if measure(spec, code, run.result()).functional
+    ]
+    report.killed = len(candidates) - len(survivors)
     probes = probe_inputs(spec)
-    for description, code in candidates:
-        run = scorer.sandbox.run(spec.job(code), limits)
-        if not measure(spec, code, run).functional:
-            report.killed += 1
-            continue
-        probe, probe_code = _probe(spec, code, probes)
-        run = scorer.sandbox.run(probe.job(probe_code), limits)
-        if probes and measure(probe, probe_code, run).functional:
+    probed = [_probe(spec, code, probes) for _, code in survivors] if probes else []
+    runs = [scorer.sandbox.submit(probe.job(code), limits) for probe, code in probed]
+    for index, (description, _) in enumerate(survivors):
+        if runs and measure(*probed[index], runs[index].result()).functional:
             report.possibly_equivalent.append(description)
         else:
             report.survivors.append(description)
