@@ -103,9 +103,6 @@ class SandboxPool:
                     assert job is not None and limits is not None and future is not None
                     if not future.set_running_or_notify_cancel():
                         continue
-                    if self.unavailable is not None:
-                        future.set_exception(self.unavailable)
-                        continue
                     held = (job, limits, future)
             if held is not None and (not sent or box.ready_for(_hypothesis(held[0]))):
                 self._send(box, held, sent)
@@ -118,10 +115,13 @@ class SandboxPool:
 
     def _send(self, box: Sandbox, task: Sent, sent: deque[Sent]) -> None:
         job, limits, future = task
+        if self.unavailable is not None:  # said once; every later job fails at once with it
+            future.set_exception(self.unavailable)
+            return
         try:
             box.send(job, limits, hypothesis=_hypothesis(job))
         except SandboxUnavailable as exc:
-            self.unavailable = exc  # say it once; the other jobs fail at once with it
+            self.unavailable = exc
             future.set_exception(exc)
         except BaseException as exc:
             future.set_exception(exc)
