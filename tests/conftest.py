@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,9 @@ from typing import Any
 # saves about 2 s in every in-process run that makes a call.
 import anthropic  # noqa: F401
 import pytest
+
+from pytest_prompteval.sandbox.client import Limits, SampleRun
+from pytest_prompteval.sandbox.pool import NOW, SandboxPool
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT.parent / "shared" / "compat" / "explain"
@@ -76,3 +80,24 @@ def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     when the suite itself runs in GitHub Actions."""
     for name in ("GITHUB_STEP_SUMMARY", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_SERVER_URL"):
         monkeypatch.delenv(name, raising=False)
+
+
+class LoggingPool(SandboxPool):
+    """A real sandbox pool that logs each job handed to it ("submit") and each wait for a
+    job's run ("wait"): jobs run side by side show every submit of a round before a wait."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=2)
+        self.log: list[str] = []
+
+    def submit(self, job: dict[str, Any], limits: Limits, priority: int = NOW) -> Future[SampleRun]:
+        future = super().submit(job, limits, priority)
+        self.log.append("submit")
+        result = future.result
+
+        def logged(timeout: float | None = None) -> SampleRun:
+            self.log.append("wait")
+            return result(timeout)
+
+        future.result = logged  # type: ignore[method-assign]
+        return future

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_prompteval.cli import main
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.scoring.code import CodeScorer, parse_code_spec
+from pytest_prompteval.scoring.mutation import mutation_test
+
+from .conftest import LoggingPool
 
 MUTATION_CASES = """
 cases:
@@ -119,3 +124,22 @@ def test_mutation_table_says_no_mutants_and_possibly_equivalent(
 def test_check_cases_json_without_mutation(cases: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-cases", "--cases", str(cases), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"cases": 5, "code_cases": 5}
+
+
+def test_a_cases_mutants_run_side_by_side(cases: Path) -> None:
+    """Every mutant is handed to the sandbox pool before the first is waited for, then
+    every survivor's probe."""
+    (case,) = [c for c in load_case_file(cases / "c.yaml").cases if c.id == "clamp_001"]
+    spec = parse_code_spec(case)
+    scorer = CodeScorer()
+    scorer.sandbox = pool = LoggingPool()
+    try:
+        scorer.timeout_for(case, spec)  # the reference's run: one job, waited for
+        del pool.log[:]
+        report = mutation_test(case, spec, scorer)
+    finally:
+        scorer.close()
+    probed = len(report.survivors) + len(report.possibly_equivalent)
+    assert report.mutants > 2 and probed == 2
+    rounds = (report.mutants, probed)
+    assert pool.log == [event for n in rounds for event in ["submit"] * n + ["wait"] * n]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -100,6 +102,8 @@ def test_a_property_case_without_hypothesis_fails_at_collection_with_the_install
 
 
 def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
+    """Before every job queued ahead but the one a server may already hold behind the job
+    it runs; -x drops what no server holds yet."""
     pool = SandboxPool(workers=1)
     finished: list[str] = []
     try:
@@ -112,12 +116,51 @@ def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
             future.add_done_callback(lambda _, name=name: finished.append(name))
         for future in jobs.values():
             future.result()
-        assert finished == ["first", "now", "ahead1", "ahead2"]
+        assert finished[0] == "first"
+        assert finished.index("now") < finished.index("ahead2")
+        assert finished.index("ahead1") < finished.index("ahead2")
         blocker = pool.submit(sleeps, Limits())
-        ahead = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD)
+        ahead = [pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD) for _ in range(2)]
         pool.stop()  # -x: what was queued ahead is dropped, items' own jobs still run
-        assert ahead.cancelled() and blocker.result().exit_code == 0
+        assert ahead[-1].cancelled() and blocker.result().exit_code == 0
         assert pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD).cancelled()
+    finally:
+        pool.close()
+
+
+def test_a_server_takes_the_next_job_while_it_runs_one(sandbox: Sandbox) -> None:
+    """Jobs sent behind one another are answered in order: the server reads the next one as
+    soon as it answers, without a round trip to pytest."""
+    jobs = [
+        CodeSpec(entry_point="f", tests=({"args": [], "expected": n, "tag": "basic"},)).job(
+            f"def f():\n    return {n}\n"
+        )
+        for n in range(3)
+    ]
+    for job in jobs:
+        sandbox.send(job, Limits())
+    assert sandbox.outstanding == 3
+    outputs = [sandbox.receive().tests[0]["output"] for _ in jobs]
+    assert outputs == [0, 1, 2] and sandbox.outstanding == 0
+
+
+def test_jobs_held_by_a_server_that_dies_run_again_on_a_new_one() -> None:
+    pool = SandboxPool(workers=1)
+    try:
+        pool.run(SPEC.job(RETURNS_NONE), Limits())  # the server is up
+        (box,) = pool._boxes
+        sleep = "import time\ndef f():\n    time.sleep({})\n"
+        gate = pool.submit(SPEC.job(sleep.format(1)), Limits())  # the next two queue meanwhile
+        sleeps = pool.submit(SPEC.job(sleep.format(60)), Limits(timeout=60))
+        behind = pool.submit(SPEC.job(RETURNS_NONE), Limits())
+        for _ in range(3000):
+            if gate.done() and box.outstanding == 2:  # both handed to the server
+                break
+            time.sleep(0.01)
+        assert box.outstanding == 2 and box._process is not None
+        os.killpg(box._process.pid, signal.SIGKILL)  # the server and its namespace
+        assert sleeps.result().crashed is not None
+        assert behind.result().exit_code == 0 and behind.result().tests[0]["output"] is None
     finally:
         pool.close()
 

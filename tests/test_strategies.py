@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import item_results
+from pytest_prompteval import Response
+from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.prompts import load_prompt
+from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.scoring.code import CodeScorer, parse_code_spec
+from pytest_prompteval.scoring.strategies import course, parse_strategy
+
+from .conftest import LoggingPool, item_results
 
 CASES = """
 cases:
@@ -122,3 +131,36 @@ def test_replayed_and_live_count_calls_not_items() -> None:
     assert "v: 1/4 calls replayed from recordings, 3 live" in notes_block([s])
     old = ItemResult.from_json({"case_id": "c", "file": "c.yaml", "prompt": "v", "replayed": True})
     assert (old.calls_replayed, old.calls_live) == (1, 0)  # history before calls were counted
+
+
+def test_best_of_n_runs_its_candidates_side_by_side(tmp_path: Path) -> None:
+    """All n candidates are handed to the sandbox pool before the first is waited for."""
+    (tmp_path / "c.yaml").write_text(CASES)
+    (case,) = load_case_file(tmp_path / "c.yaml").cases
+    (tmp_path / "best.yaml").write_text(
+        "user_prompt: '{task}'\nstrategy: {name: best_of_n, n: 3}\n"
+    )
+    prompt = load_prompt(tmp_path / "best.yaml")
+    request = Request.create("claude-haiku-4-5", [Message("user", ("Write clamp.",))])
+    scorer = CodeScorer()
+    scorer.sandbox = pool = LoggingPool()
+    wrong, right = (
+        Response(f"```python\ndef clamp(x, low, high):\n    return {body}\n```", "claude")
+        for body in ("x", "max(low, min(x, high))")
+    )
+    try:
+        walk = course(
+            parse_strategy(prompt) or {},
+            scorer,
+            case,
+            parse_code_spec(case),
+            request,
+            CallContext(case, prompt, 0),
+        )
+        assert len(next(walk)) == 3  # the three draws, asked for together
+        with pytest.raises(StopIteration) as done:
+            walk.send([wrong, right, wrong])
+    finally:
+        scorer.close()
+    assert done.value.value == (right.text, "")
+    assert pool.log == ["submit"] * 3 + ["wait"] * 3

@@ -66,7 +66,10 @@ class RunHistory:
             v: {**m, "format": FORMAT, "started_at": _now(), "prompt_version": v}
             for v, m in meta_by_version.items()
         }
-        self.results: dict[str, list[ItemResult]] = {v: [] for v in meta_by_version}
+        #: each result with its JSON, made once for the journal and the file
+        self.results: dict[str, list[tuple[ItemResult, dict[str, Any]]]] = {
+            v: [] for v in meta_by_version
+        }
         self._journals: dict[str, IO[str]] = {}
         for version, meta in self.meta.items():
             journal = self.path(version, "jsonl").open("w", encoding="utf-8")
@@ -81,12 +84,10 @@ class RunHistory:
         version = result.prompt
         if version not in self._journals:
             return
-        self.results[version].append(result)
+        data = result.to_json()
+        self.results[version].append((result, data))
         journal = self._journals[version]
-        line = json.dumps(
-            finite(result.to_json()), sort_keys=True, ensure_ascii=False, allow_nan=False
-        )
-        journal.write(line + "\n")
+        journal.write(standard_json(data, sort_keys=True, ensure_ascii=False) + "\n")
         journal.flush()
 
     def finalize(self, summaries: Mapping[str, dict[str, Any]], partial: bool) -> list[Path]:
@@ -99,9 +100,9 @@ class RunHistory:
                 "summary": summaries.get(version, {}),
                 # in case order, not arrival order, so runs with and without xdist compare
                 "results": [
-                    r.to_json()
-                    for r in sorted(
-                        self.results[version], key=lambda r: (r.file, r.case_id, r.sample)
+                    data
+                    for r, data in sorted(
+                        self.results[version], key=lambda r: (r[0].file, r[0].case_id, r[0].sample)
                     )
                 ],
             }
@@ -125,6 +126,15 @@ def finite(value: Any) -> Any:
     return value
 
 
+def standard_json(value: Any, **options: Any) -> str:
+    """``json.dumps`` with NaN and infinities as null; the walk that replaces them only
+    when there is one (it costs more than the encoding)."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **options)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -140,16 +150,9 @@ def write_json_atomically(target: Path, document: Any) -> None:
     # file the user makes is
     os.chmod(tmp, 0o666 & ~UMASK)
     try:
+        text = standard_json(document, indent=2, sort_keys=True, ensure_ascii=False)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(
-                finite(document),
-                handle,
-                indent=2,
-                sort_keys=True,
-                ensure_ascii=False,
-                allow_nan=False,
-            )
-            handle.write("\n")
+            handle.write(text + "\n")  # one write: json.dump writes each token
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)

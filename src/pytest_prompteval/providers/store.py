@@ -86,6 +86,7 @@ class Store:
         #: sample keys a message batch answered with an error: their items fail with it
         self.batch_failures: dict[str, str] = {}
         self._inflight: dict[str, Future[Outcome]] = {}
+        self._kept: dict[str, Outcome] = {}  # see ``get(keep=True)``
         self._labels: list[tuple[Label, int]] | None = None  # read on the first miss
 
     def path_for(self, key: str) -> Path:
@@ -121,13 +122,35 @@ class Store:
         context: CallContext,
         check: Check | None = None,
         answers: Request | None = None,
+        keep: bool = False,
     ) -> Outcome:
         """The sample's response: from a call already in flight for it (started ahead, or
         by another thread asking for the same sample), else fetched here. ``check``: an
         answer it rejects is not recorded (the outcome says why), a recording it rejects is
         asked for again. ``answers``: the request this call answers when it is not the one
-        sent (a retry told what was wrong): the valid answer is recorded under its key."""
+        sent (a retry told what was wrong): the valid answer is recorded under its key.
+        ``keep``: the next plain ``get`` of this sample takes the outcome as it is (a code
+        sample run ahead reads the answer its item reads again)."""
         key = (answers or request).key(context.sample)
+        if check is None and answers is None:
+            with self._lock:
+                kept = self._kept.pop(key, None)
+            if kept is not None:
+                return kept
+        outcome = self._get(key, request, context, check, answers)
+        if keep:
+            with self._lock:
+                self._kept[key] = outcome
+        return outcome
+
+    def _get(
+        self,
+        key: str,
+        request: Request,
+        context: CallContext,
+        check: Check | None,
+        answers: Request | None,
+    ) -> Outcome:
         with self._lock:
             future = self._inflight.get(key)
             mine = future is None or future.cancelled()

@@ -28,25 +28,32 @@ class Lookahead:
         # Far enough ahead that the calls go on while an item waits on a slow one (a stall,
         # a retry): the calls in flight are held to the concurrency by the pool and the gate.
         self.window = 16 * concurrency
-        self.submitted: set[str] = set()
-        self.positions = {item.nodeid: i for i, item in enumerate(session.items)}
+        self.submitted: set[int] = set()  # under xdist: indices of items already sent ahead
+        self.horizon = 0  # without xdist: every item before this index was sent ahead
+        self.positions = {id(item): i for i, item in enumerate(session.items)}
         self.queued = xdist_upcoming(session.config, self.window)
         engine.store.start_pool(concurrency)
 
-    def _upcoming(self, item: pytest.Item) -> list[Any]:
+    def _upcoming(self, item: pytest.Item) -> range | list[int]:
+        """Indices of the items after ``item`` not sent ahead yet: each is looked at once."""
         if self.queued is not None:
-            return [self.session.items[i] for i in self.queued()]
-        start = self.positions.get(item.nodeid, -1) + 1
-        return list(self.session.items[start : start + self.window])
+            fresh = [i for i in self.queued() if i not in self.submitted]
+            self.submitted.update(fresh)
+            return fresh
+        start = self.positions.get(id(item), -1) + 1
+        stop = min(start + self.window, len(self.session.items))
+        upcoming = range(max(start, self.horizon), stop)
+        self.horizon = max(self.horizon, stop)
+        return upcoming
 
     def ahead(self, item: CaseItem) -> None:
         if self.session.shouldstop or self.session.shouldfail:
             self.engine.stop()  # -x or a stop: no new calls
             return
-        for other in self._upcoming(item):
-            if not isinstance(other, CaseItem) or other.nodeid in self.submitted:
+        for index in self._upcoming(item):
+            other = self.session.items[index]
+            if not isinstance(other, CaseItem):
                 continue
-            self.submitted.add(other.nodeid)
             try:
                 request = other.prepare()
                 ahead_code = other.spec.code is not None and parse_strategy(other.prompt) is None
@@ -65,6 +72,7 @@ class Lookahead:
         def answer() -> tuple[str, str]:
             if self.session.shouldstop or self.session.shouldfail:
                 raise PromptevalError("stopping: no new calls")  # left for the item
-            return self.engine.store.get(request, context).response.text, request.prefill
+            outcome = self.engine.store.get(request, context, keep=True)  # the item's too
+            return outcome.response.text, request.prefill
 
         return answer

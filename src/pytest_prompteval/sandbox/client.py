@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -119,7 +122,8 @@ def _hold_non_dumpable(delta: int) -> None:
 
 
 class Sandbox:
-    """One warm fork server; ``run`` is thread-safe (jobs run one at a time)."""
+    """One warm fork server; ``run`` is thread-safe (jobs run one at a time), ``send`` and
+    ``receive`` are for the one thread that owns it."""
 
     def __init__(self, unsafe: bool = False) -> None:
         self.unsafe = unsafe
@@ -127,6 +131,8 @@ class Sandbox:
         self._home: str | None = None
         self._lock = threading.Lock()
         self._hypothesis = False
+        self._sent: deque[Limits] = deque()  # what each outstanding job may take
+        self._buffer = bytearray()  # what the server wrote that is not read yet
         self.info: dict[str, Any] = {}
 
     def _start(self, hypothesis: bool) -> subprocess.Popen[str]:
@@ -172,31 +178,70 @@ class Sandbox:
         tail = " | ".join(stderr.strip().splitlines()[-5:]) or "no output"
         return f"the code sandbox did not start: {tail}"
 
-    @staticmethod
-    def _readline(stream: IO[str], timeout: float) -> str | None:
-        ready, _, _ = select.select([stream], [], [], timeout)
-        return stream.readline() if ready else None
+    def _readline(self, stream: IO[str], timeout: float) -> str | None:
+        """The server's next line, None when none comes in ``timeout`` or it ended. Read
+        from the descriptor into our own buffer, which may already hold the next answer
+        (a buffered ``readline`` would hide it from ``select``)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                return None
+            chunk = os.read(stream.fileno(), 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
 
     def run(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> SampleRun:
         """Run one job; ``hypothesis``: start the server with hypothesis loaded."""
         with self._lock:
+            self.send(job, limits, hypothesis)
+            return self.receive()
+
+    def ready_for(self, hypothesis: bool) -> bool:
+        """Whether a job can be sent behind those outstanding (a job that needs hypothesis
+        on a server started without it waits until the server is idle, then restarts it)."""
+        return not hypothesis or self._hypothesis
+
+    def send(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> None:
+        """Queue a job on the server behind those sent before: it reads the next one as
+        soon as it answers the last, without waiting for us. ``receive`` answers in order;
+        only the pool's worker, which owns this server, interleaves the two."""
+        if not self._sent:
             if hypothesis and not self._hypothesis:
                 self._stop()  # restart with hypothesis loaded
             if self._process is None or self._process.poll() is not None:
                 self._stop()
                 self._process = self._start(self._hypothesis or hypothesis)
-            process = self._process
-            assert process.stdin is not None and process.stdout is not None
+        process = self._process
+        assert process is not None and process.stdin is not None
+        self._sent.append(limits)
+        # a server that died is found by ``receive``, which restarts it
+        with contextlib.suppress(OSError):
             process.stdin.write(json.dumps({**job, "limits": asdict(limits)}) + "\n")
             process.stdin.flush()
-            line = self._readline(process.stdout, 3 * limits.timeout + 15)
-            try:
-                data = json.loads(line or "")
-            except ValueError:
-                data = None
-            if not isinstance(data, dict):
-                self._stop()
-                return SampleRun(crashed="the code sandbox stopped answering; restarted")
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._sent)
+
+    def receive(self) -> SampleRun:
+        """The answer to the oldest job sent. A server that stops answering is ended: that
+        job crashed, and those sent behind it are lost with it (``outstanding`` is 0): the
+        caller sends them again, to a new server."""
+        process = self._process
+        assert process is not None and process.stdout is not None
+        line = self._readline(process.stdout, 3 * self._sent[0].timeout + 15)
+        self._sent.popleft()
+        try:
+            data = json.loads(line or "")
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            self._stop()
+            return SampleRun(crashed="the code sandbox stopped answering; restarted")
         return SampleRun(
             events=[e for e in data.get("events", []) if isinstance(e, dict)],
             timed_out=bool(data.get("timed_out", False)),
@@ -218,6 +263,8 @@ class Sandbox:
         _hold_non_dumpable(-1)
 
     def _stop(self) -> None:
+        self._sent.clear()
+        self._buffer.clear()
         if self._process is not None:
             self._end(self._process)
             self._process = None

@@ -2,7 +2,9 @@
 
 Each worker thread owns one server (``Sandbox``) and takes jobs from one queue: an item's
 own job goes before the jobs queued ahead for later items, and jobs run in the order they
-were queued. ``stop()`` drops what is queued ahead (``-x``); ``close()`` ends the servers.
+were queued. A server holds the job it runs and the next one (``depth``), so an item's own
+job can wait behind one job already handed to each server. ``stop()`` drops what is queued
+ahead and not yet handed over (``-x``); ``close()`` ends the servers.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import itertools
 import os
 import queue
 import threading
+from collections import deque
 from concurrent.futures import Future
 from typing import Any
 
@@ -27,11 +30,19 @@ def default_workers() -> int:
 
 
 Task = tuple[int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleRun] | None"]
+Sent = tuple[dict[str, Any], Limits, "Future[SampleRun]"]
+#: Jobs each server holds: the one it runs and the next, so it never waits for us.
+DEPTH = 2
+
+
+def _hypothesis(job: dict[str, Any]) -> bool:
+    return bool(job.get("properties"))
 
 
 class SandboxPool:
-    def __init__(self, workers: int | None = None, unsafe: bool = False):
+    def __init__(self, workers: int | None = None, unsafe: bool = False, depth: int = DEPTH):
         self.workers = max(1, workers or default_workers())
+        self.depth = max(1, depth)
         self.unsafe = unsafe
         self._queue: queue.PriorityQueue[Task] = queue.PriorityQueue()
         self._order = itertools.count()
@@ -70,23 +81,64 @@ class SandboxPool:
         """Run one job now (before anything queued ahead) and wait for it."""
         return self.submit(job, limits).result()
 
+    def _take(self, block: bool) -> Task | None:
+        try:
+            return self._queue.get(block=block)
+        except queue.Empty:
+            return None
+
     def _work(self, box: Sandbox) -> None:
+        """Keep ``depth`` jobs on the server: it starts the next as soon as it answers
+        one, without waiting for this thread (which needs the GIL, held by the items)."""
+        sent: deque[Sent] = deque()  # on the server, oldest first
+        held: Sent | None = None  # waits for the server to be idle (a restart)
+        closing = False
         while True:
-            _, _, job, limits, future = self._queue.get()
-            if job is None or limits is None or future is None:
+            if held is None and not closing and len(sent) < self.depth:
+                task = self._take(block=not sent)
+                if task is not None and task[4] is None:
+                    closing = True
+                elif task is not None:
+                    _, _, job, limits, future = task
+                    assert job is not None and limits is not None and future is not None
+                    if not future.set_running_or_notify_cancel():
+                        continue
+                    held = (job, limits, future)
+            if held is not None and (not sent or box.ready_for(_hypothesis(held[0]))):
+                self._send(box, held, sent)
+                held = None
+                continue
+            if sent:
+                self._receive(box, sent)
+            elif closing:
                 return
-            if not future.set_running_or_notify_cancel():
-                continue
-            if self.unavailable is not None:
-                future.set_exception(self.unavailable)
-                continue
-            try:
-                future.set_result(box.run(job, limits, hypothesis=bool(job.get("properties"))))
-            except SandboxUnavailable as exc:
-                self.unavailable = exc  # say it once; the other jobs fail at once with it
-                future.set_exception(exc)
-            except BaseException as exc:
-                future.set_exception(exc)
+
+    def _send(self, box: Sandbox, task: Sent, sent: deque[Sent]) -> None:
+        job, limits, future = task
+        if self.unavailable is not None:  # said once; every later job fails at once with it
+            future.set_exception(self.unavailable)
+            return
+        try:
+            box.send(job, limits, hypothesis=_hypothesis(job))
+        except SandboxUnavailable as exc:
+            self.unavailable = exc
+            future.set_exception(exc)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            sent.append(task)
+
+    def _receive(self, box: Sandbox, sent: deque[Sent]) -> None:
+        _, _, future = sent.popleft()
+        try:
+            future.set_result(box.receive())
+        except BaseException as exc:
+            future.set_exception(exc)
+        if box.outstanding < len(sent):  # the server was lost: the jobs behind go again
+            again = list(sent)
+            sent.clear()
+            for task in again:
+                self._send(box, task, sent)
 
     def stop(self) -> None:
         """Queue nothing more ahead and drop what is queued ahead (items' own jobs stay)."""

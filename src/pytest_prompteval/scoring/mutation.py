@@ -197,20 +197,25 @@ def _probe(spec: CodeSpec, probes: list[list[Any]]) -> CodeSpec:
 
 
 def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:
+    """Every mutant's run is handed to the sandbox pool at once, then the survivors'
+    probes: the pool's servers run them side by side."""
     assert spec.reference is not None
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
     report = MutationReport(case.id, 0, 0, [])
     candidates = mutants(spec.reference)
     report.mutants = len(candidates)
+    runs = [scorer.sandbox.submit(spec.job(code), limits) for _, code in candidates]
+    survivors = [
+        (description, code)
+        for (description, code), run in zip(candidates, runs, strict=True)
+        if measure(spec, code, run.result()).functional
+    ]
+    report.killed = len(candidates) - len(survivors)
     probes = probe_inputs(spec)
-    for description, code in candidates:
-        run = scorer.sandbox.run(spec.job(code), limits)
-        if not measure(spec, code, run).functional:
-            report.killed += 1
-            continue
-        probe = _probe(spec, probes)
-        run = scorer.sandbox.run(probe.job(code), limits)
-        if probes and measure(probe, code, run).functional:
+    probe = _probe(spec, probes)
+    probed = [scorer.sandbox.submit(probe.job(code), limits) for _, code in survivors]
+    for (description, code), run in zip(survivors, probed if probes else [], strict=False):
+        if measure(probe, code, run.result()).functional:
             report.possibly_equivalent.append(description)
         else:
             report.survivors.append(description)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -26,7 +27,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.sandbox.client import Limits
+from pytest_prompteval.sandbox.client import Limits, SampleRun
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, Metrics, extract_code, measure
 
 NAMES = ("self_verify", "refine", "best_of_n")
@@ -57,14 +58,20 @@ def _visible(spec: CodeSpec) -> CodeSpec:
     return dataclasses.replace(spec, tests=basic or spec.tests, properties=None)
 
 
+def _submit(
+    scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
+) -> tuple[str, Future[SampleRun]]:
+    """The answer's code, and its run handed to the sandbox pool."""
+    code, _ = extract_code(text, prefill, spec)
+    limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
+    return code, scorer.sandbox.submit(spec.job(code), limits)
+
+
 def _check(
     scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Metrics]:
-    code, _ = extract_code(text, prefill, spec)
-    run = scorer.sandbox.run(
-        spec.job(code), Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
-    )
-    return code, measure(spec, code, run)
+    code, run = _submit(scorer, case, spec, text, prefill)
+    return code, measure(spec, code, run.result())
 
 
 def _failures(metrics: Metrics, spec: CodeSpec) -> str:
@@ -116,10 +123,9 @@ def course(
             for j in range(1, strategy["count"])
         ]
         responses = yield [(request, context), *((request, d) for d in draws)]
-        tallies = [
-            _check(scorer, case, visible, r.text, request.prefill)[1].tests_passed
-            for r in responses
-        ]
+        # every candidate handed to the pool at once: its servers run them side by side
+        runs = [_submit(scorer, case, visible, r.text, request.prefill) for r in responses]
+        tallies = [measure(visible, code, run.result()).tests_passed for code, run in runs]
         best = responses[tallies.index(max(tallies))]
         return best.text, request.prefill
     (first,) = yield [(request, context)]
@@ -167,6 +173,9 @@ def apply(
     replayed = 0
     calls = next(walk)
     while True:
+        for call in calls:  # a round's calls go out together (when calls are sent ahead)
+            if call != (request, context):
+                store.prefetch(*call)
         got = []
         for call in calls:
             if call == (request, context):
