@@ -276,10 +276,11 @@ from pytest_prompteval.sandbox import server
 from pytest_prompteval.sandbox.isolation import Isolation
 ctypes.CDLL(None).prctl(server.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 job = json.loads(sys.argv[1])
-result = server.run_job(job, Isolation())
-server.clean_up(Isolation())
+zygote = server.Zygote(Isolation(), False)
+result = server.run_job(job, Isolation(), zygote)
+server.clean_up(Isolation(), zygote)
 alive = []
-for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid())}:
+for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid()), str(zygote.pid)}:
     try:
         if sys.argv[2].encode() in open(f"/proc/{pid}/cmdline", "rb").read():
             alive.append(pid)

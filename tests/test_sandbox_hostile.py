@@ -198,6 +198,22 @@ def forgers() -> dict[str, str]:
             "                pass\n"
             "    os._exit(0)\n"
         ),
+        "reads_the_tests": (  # the expected value, from the tests' text in its memory
+            "import ctypes, re\n"
+            "def f():\n"
+            "    with open('/proc/self/maps') as maps:\n"
+            "        regions = [line.split() for line in maps]\n"
+            "    for region in regions:\n"
+            "        if not region[1].startswith('r') or region[-1].startswith('[v'):\n"
+            "            continue\n"
+            "        start, end = (int(x, 16) for x in region[0].split('-'))\n"
+            "        if end - start > 256 << 20:\n"
+            "            continue\n"
+            "        data = ctypes.string_at(start, end - start)\n"
+            "        found = re.search(rb'(?:f|candidate)[(][)] == ([0-9]+)', data)\n"
+            "        if found:\n"
+            "            return int(found.group(1))\n"
+        ),
         "honest": "def f():\n    return 42\n",
     }
 
@@ -219,8 +235,8 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-#: An idle server under the process pytest started: the namespace's PID 1, nothing else.
-IDLE = 1
+#: An idle server under the process pytest started: the namespace's PID 1 and its zygote.
+IDLE = 2
 
 
 def _left_behind(server: int) -> int:

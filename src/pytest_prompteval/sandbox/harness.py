@@ -1,18 +1,19 @@
 """Inside the sandbox: a sample is two processes, the judge and the candidate.
 
-The judge (this module's ``run``) compiles the candidate's code, forks the candidate, and
-runs the tests, calling the candidate's functions through ``remote.py``: the candidate's
-process executes the code and answers calls with data. Only the judge writes to ``out``
-(a pipe the candidate never holds; and the judge is not dumpable, so the candidate cannot
-reach it through /proc or ptrace either): one JSON event a line, flushed at once, so that
-what finished before a timeout or a crash is known to the server:
+The judge (this module's ``run``) checks the code compiles, hands it to the candidate's
+process (forked by the zygote, ``zygote.py``, whose memory never held the tests), and runs
+the tests, calling the candidate's functions through ``remote.py``: the candidate's process
+executes the code and answers calls with data. Only the judge writes to ``out`` (a pipe the
+candidate never holds; and the judge is not dumpable, so the candidate cannot reach it
+through /proc or ptrace either): one JSON event a line, written at the end (or when the
+server's SIGTERM says time is up), so that what finished before a timeout is known:
 ``{"phase": "syntax"|"load", ...}``, ``{"test": i, "passed": bool, ...}`` for assert and
 check tests, ``{"test": i, "output": value}`` for io tests, ``{"property": ...}``,
 ``{"done": true, "cpu": seconds}``.
 
 An io test's expected value never reaches the sandbox: its output is compared by pytest.
-When the candidate's process dies, the judge ends the same way (exit code or signal), so a
-sample reads as it did when both were one process.
+When the candidate's process dies, the judge ends the same way (exit code or signal, as the
+zygote reports it), so a sample reads as it did when both were one process.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ import importlib
 import json
 import linecache
 import os
-import resource
 import signal
 import sys
 import time
 import types
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from pytest_prompteval.sandbox.remote import (
     Channel,
@@ -187,22 +187,22 @@ def _properties(job: dict[str, Any], candidate: Any, reference: Any, out: IO[str
         _emit(out, {**event, "message": message_of(exc)})
 
 
-def _close_fds_except(keep: set[int]) -> None:
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    low = 3
-    for fd in sorted(k for k in keep if k >= 3):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, limit)
+class Pipes(NamedTuple):
+    """The judge's ends of what joins it to the candidate's process (see ``zygote.py``)."""
+
+    read: int  # the candidate's answers
+    write: int  # the judge's requests
+    code: int  # the candidate's code, written once
+    status: int  # from the zygote: the candidate's pid, then how it ended
 
 
-def _candidate(compiled: Any, channel: Channel) -> None:
+def candidate(code: str, channel: Channel) -> None:
     """The candidate's process: run the code, then answer the judge's calls."""
     module = types.ModuleType("__candidate__")
     sys.modules[module.__name__] = module  # where dataclasses and pickle look for it
     namespace = module.__dict__
     try:
-        exec(compiled, namespace)
+        exec(_compile(code, CANDIDATE), namespace)
     except BaseException as exc:
         channel.send({"loaded": False, "err": describe(exc)})
         return
@@ -210,25 +210,32 @@ def _candidate(compiled: Any, channel: Channel) -> None:
     channel.serve_forever()
 
 
-def _spawn(compiled: Any) -> tuple[int, Channel]:
-    down_r, down_w = os.pipe()
-    up_r, up_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+def _start(code: str, pipes: Pipes) -> int:
+    """Hand the code to the candidate's process; its pid, from the zygote (0 if none)."""
+    with contextlib.suppress(OSError), os.fdopen(pipes.code, "wb") as sink:
+        sink.write(code.encode())
+    line = _status_line(pipes.status)
+    return int(line) if line.isdigit() else 0
+
+
+def _status_line(fd: int) -> str:
+    found = bytearray()
+    while not found.endswith(b"\n"):
         try:
-            _close_fds_except({down_r, up_w})  # above all, the judge's events pipe
-            _candidate(compiled, Channel(down_r, up_w, peer="the judge"))
-        finally:
-            os._exit(0)
-    os.close(down_r)
-    os.close(up_w)
-    return pid, Channel(up_r, down_w, peer="the candidate's process", guarded=True)
+            chunk = os.read(fd, 1)
+        except OSError:
+            break
+        if not chunk:
+            break
+        found += chunk
+    return found.decode(errors="replace").strip()
 
 
-def _end_as(pid: int, out: IO[str]) -> None:
-    """End the judge the way the candidate's process ended."""
+def _end_as(pipes: Pipes, out: IO[str]) -> None:
+    """End the judge the way the candidate's process ended (the zygote says how)."""
     out.flush()
-    _, status = os.waitpid(pid, 0)
+    line = _status_line(pipes.status)
+    status = int(line) if line.isdigit() else 9  # no word from the zygote: killed
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         signal.signal(number, signal.SIG_DFL)
@@ -266,17 +273,20 @@ def _module(channel: Channel, exported: Any) -> dict[str, Any]:
     return namespace
 
 
-def run(job: dict[str, Any], out: IO[str]) -> None:
+def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
+    """The judge. The candidate's process is forked by the zygote, whose memory never held
+    a job: it cannot read the tests, or another sample's code, to answer them."""
     global _JUDGE_PID
     _JUDGE_PID = os.getpid()
     try:
-        compiled = _compile(job["code"], CANDIDATE)
+        _compile(job["code"], CANDIDATE)
     except (SyntaxError, ValueError) as exc:
         line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
         _emit(out, {"phase": "syntax", "ok": False, "message": f"{exc}{line}"[:500]})
         return
     _emit(out, {"phase": "syntax", "ok": True})
-    pid, channel = _spawn(compiled)
+    pid = _start(job["code"], pipes)
+    channel = Channel(pipes.read, pipes.write, peer="the candidate's process", guarded=True)
 
     def stopped(*_: object) -> None:
         # The server's time is up: what finished is known to it all the same.
@@ -290,7 +300,7 @@ def run(job: dict[str, Any], out: IO[str]) -> None:
     try:
         _judge(job, pid, channel, out)
     except Gone:
-        _end_as(pid, out)
+        _end_as(pipes, out)
 
 
 def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> None:

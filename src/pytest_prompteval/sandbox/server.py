@@ -4,17 +4,18 @@ It starts once per worker of the pool, imports what generated code usually needs
 property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network
 and mount namespaces, a read-only filesystem with private tmpfs where writes are usual, a
 fresh /proc), checks that a sample can read every standard-library module, then reads one
-JSON job per line on stdin and answers one JSON line on stdout. Each job is one fork of the
-server: the sample, which drops its privileges and runs ``harness.run`` (the judge, which
-forks the candidate's process and calls it through pipes).
+JSON job per line on stdin and answers one JSON line on stdout. Before the first job it
+forks the zygote (``zygote.py``), from which each candidate's process is forked. Each job is
+then one fork of the server, the judge (``harness.run``, privileges dropped), and one
+candidate from the zygote, joined to the judge by pipes.
 
 What else bounds a sample: a sanitised environment (set by the client: no API keys), no
 stdin, a fresh working directory, stdout and stderr into a file whose size is capped
 (RLIMIT_FSIZE); RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files; its CPU
 time (judge, candidate and their children), read from /proc while it runs (so that a busy
 machine does not change the verdict), and a wall-clock backstop for samples that sleep.
-After each sample, the server, PID 1 of its namespace, kills every other process there
-(``kill(-1)``), ``setsid`` or not.
+After each sample, the server, PID 1 of its namespace, kills every other process there but
+the zygote, ``setsid`` or not, before it answers, and reaps them after.
 
 Without any isolation (only with the user's opt-in) the server is a child subreaper, so
 every orphan of a sample is re-parented to it and killed with the sample's process tree.
@@ -26,10 +27,9 @@ import contextlib
 import ctypes
 import importlib
 import importlib.util
+import itertools
 import json
-import math
 import os
-import resource
 import select
 import shutil
 import signal
@@ -48,6 +48,7 @@ from pytest_prompteval.sandbox.isolation import (
     isolate,
     set_dumpable,
 )
+from pytest_prompteval.sandbox.zygote import Zygote, bound, move_fds
 
 NOBODY = 65534
 PR_SET_CHILD_SUBREAPER = 36
@@ -105,68 +106,51 @@ WATCH_SECONDS = 0.02
 GRACE_SECONDS = 0.5
 
 
-def _vm_size() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _close_other_fds(keep: int) -> None:
-    os.closerange(3, keep)
-    os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-
-
-def _sample(job: dict[str, Any], events_fd: int, isolation: Isolation) -> None:
-    """The forked sample: limits, privileges dropped, then the harness. Never returns."""
+def _sample(
+    job: dict[str, Any],
+    events_fd: int,
+    workdir: str,
+    output: int,
+    pipes: list[int],
+    isolation: Isolation,
+) -> None:
+    """The forked judge: limits, privileges dropped, then the harness. Never returns."""
     try:
         os.setsid()
-        base = "/tmp" if isolation.fs_private else os.getcwd()
-        workdir = os.path.join(base, f"job-{os.getpid()}")
-        os.makedirs(workdir, exist_ok=True)
-        if ROOT:
-            os.chown(workdir, NOBODY, NOBODY)
         os.chdir(workdir)
-        output = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        if ROOT:
-            os.fchown(output, NOBODY, NOBODY)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        _close_other_fds(events_fd)
-        limits = job["limits"]
-        memory = _vm_size() + limits["memory_mb"] * 1024 * 1024
-        for name, value in (
-            ("RLIMIT_CPU", math.ceil(limits["timeout"]) + 1),  # backstop to the CPU watch
-            ("RLIMIT_AS", memory),
-            ("RLIMIT_FSIZE", limits["output_bytes"]),
-            ("RLIMIT_NPROC", limits["processes"]),
-            ("RLIMIT_NOFILE", 256),
-            ("RLIMIT_CORE", 0),
-        ):
-            resource.setrlimit(getattr(resource, name), (value, value))
-        if isolation.mode != "none":
-            drop_privileges(ROOT)
+        events_fd, *moved = move_fds([events_fd, *pipes])
+        bound(job["limits"], isolation, ROOT)
         set_dumpable(False)  # after the uid change: the candidate cannot reach the judge
-        sys.setrecursionlimit(3000)
         with os.fdopen(events_fd, "w") as events:
-            harness.run(job, events)
+            harness.run(job, events, harness.Pipes(*moved))
     finally:
         os._exit(0)
 
 
-def _sample_cpu(pid: int, isolation: Isolation) -> float:
-    """CPU seconds of the sample's judge, its candidate and whatever they started: in our
-    own PID namespace every process but us; otherwise the tree under ``pid``."""
+def _sample_processes(isolation: Isolation, zygote: Zygote) -> list[int]:
+    """The sample's processes (judge, candidate, what they started), never the zygote: in
+    our own PID namespace every process but us; otherwise our tree."""
     if isolation.own_pids:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != "1"]
-    else:
-        tree, pids = _children(), [pid]
-        for parent in pids:
-            pids.extend(tree.get(parent, []))
-    return sum(cpu_seconds(p) for p in pids)
+        return [
+            int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, zygote.pid)
+        ]
+    tree, found = _children(), []
+    pending = [c for c in tree.get(os.getpid(), []) if c != zygote.pid]
+    pending += tree.get(zygote.pid, [])
+    while pending:
+        process = pending.pop()
+        found.append(process)
+        pending.extend(tree.get(process, []))
+    return found
+
+
+def _sample_cpu(isolation: Isolation, zygote: Zygote) -> float:
+    """CPU seconds of the sample's judge, its candidate and whatever they started."""
+    return sum(cpu_seconds(p) for p in _sample_processes(isolation, zygote))
 
 
 def _clear_tmp() -> None:
@@ -228,17 +212,46 @@ def _finished(buffer: bytearray) -> bool:
         return False
 
 
-def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
-    """Fork the sample, watch its CPU time, collect its events; when it returns, none of
-    its processes runs any more (``clean_up`` reaps them and empties the temp dirs)."""
+_JOBS = itertools.count(1)
+
+
+def _workdir(isolation: Isolation) -> tuple[str, int]:
+    """A fresh working directory for the sample, and its output file there."""
+    base = "/tmp" if isolation.fs_private else os.getcwd()
+    workdir = os.path.join(base, f"job-{next(_JOBS)}")
+    os.makedirs(workdir, exist_ok=True)
+    output = os.open(os.path.join(workdir, "output.txt"), os.O_WRONLY | os.O_CREAT, 0o600)
+    if ROOT:
+        os.chown(workdir, NOBODY, NOBODY)
+        os.fchown(output, NOBODY, NOBODY)
+    return workdir, output
+
+
+def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[str, Any]:
+    """Start the candidate (from the zygote) and fork the judge, watch their CPU time,
+    collect the judge's events; when it returns, none of the sample's processes runs any
+    more (``clean_up`` reaps them and empties the temp dirs)."""
     cpu_limit = float(job["limits"]["timeout"])
-    events_r, events_w = os.pipe()
+    workdir, output = _workdir(isolation)
+    down_r, down_w = os.pipe()  # judge -> candidate
+    up_r, up_w = os.pipe()  # candidate -> judge
+    code_r, code_w = os.pipe()
+    status_r, status_w = os.pipe()
     started = time.monotonic()
+    theirs = [down_r, up_w, code_r, output, status_w]
+    try:
+        zygote.spawn(workdir, job["limits"], theirs)
+    except OSError:
+        sys.exit(1)  # the zygote is gone (a candidate killed it): pytest starts a new server
+    for fd in (down_r, up_w, code_r, status_w):
+        os.close(fd)
+    events_r, events_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(events_r)
-        _sample(job, events_w, isolation)
-    os.close(events_w)
+        _sample(job, events_w, workdir, output, [up_r, down_w, code_w, status_r], isolation)
+    for fd in (events_w, output, up_r, down_w, code_w, status_r):
+        os.close(fd)
     timed_out = False
     # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
     # Deadlines, not timers: a sample may send the server (its PID 1) signals.
@@ -249,7 +262,7 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
         SIGKILL when the grace is over."""
         nonlocal timed_out, kill_at
         now = time.monotonic()
-        over = not timed_out and _sample_cpu(pid, isolation) > cpu_limit
+        over = not timed_out and _sample_cpu(isolation, zygote) > cpu_limit
         if over or now >= kill_at:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
@@ -278,7 +291,7 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:  # the sample ended but a descendant may hold the pipe: end them all
                 status = code
-                _kill_descendants(pid, isolation)
+                _kill_descendants(pid, isolation, zygote)
     os.close(events_r)
     pause = 0.0005
     while status is None:  # the pipe closed: the judge is ending, or hiding its end
@@ -289,7 +302,7 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
             watch()
             select.select([], [], [], pause)
             pause = min(2 * pause, WATCH_SECONDS)
-    _kill_descendants(pid, isolation)
+    _kill_descendants(pid, isolation, zygote)
     return {
         "events": parse_events(bytes(buffer)),
         "timed_out": timed_out,
@@ -299,17 +312,22 @@ def run_job(job: dict[str, Any], isolation: Isolation) -> dict[str, Any]:
     }
 
 
-def clean_up(isolation: Isolation) -> None:
+def clean_up(isolation: Isolation, zygote: Zygote) -> None:
     """After the answer is sent, while pytest reads it: reap the killed processes (killing
-    again whatever a fork racing the first kill left running) and empty what they wrote."""
+    again whatever a fork racing the first kill left running) and empty what they wrote.
+    The zygote reaps the candidate; a server whose zygote died ends (pytest starts anew)."""
+    pause = 0.0005
     while True:
-        try:
-            child, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        if not _sample_processes(isolation, zygote):
             break
-        if child == 0:  # still exiting, or still running: kill again, then wait a little
-            _kill_descendants(None, isolation)
-            select.select([], [], [], 0.002)
+        _kill_descendants(None, isolation, zygote)
+        select.select([], [], [], pause)
+        pause = min(2 * pause, WATCH_SECONDS)
+    if not zygote.alive():
+        sys.exit(1)
     if isolation.fs_private:
         _clear_tmp()
     else:
@@ -333,27 +351,19 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _kill_descendants(pid: int | None, isolation: Isolation) -> None:
-    if isolation.own_pids:
-        # PID 1 of its namespace: kill(-1) reaches every other process in it, setsid or not.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)
-    else:
-        # A subreaper: the sample's orphans are our children; kill our whole tree.
-        if pid is not None:
+def _kill_descendants(pid: int | None, isolation: Isolation, zygote: Zygote) -> None:
+    """Every process of the sample (``setsid`` or not), never the zygote. ``pid``: the
+    judge, whose process group goes first without namespaces."""
+    if pid is not None and not isolation.own_pids:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    for _ in range(3):  # what a process forked while we listed is found the next time
+        found = _sample_processes(isolation, zygote)
+        if not found:
+            break
+        for process in found:
             with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-        for _ in range(3):
-            tree, pending, found = _children(), [os.getpid()], []
-            while pending:
-                for child in tree.get(pending.pop(), []):
-                    found.append(child)
-                    pending.append(child)
-            if not found:
-                break
-            for child in found:
-                with contextlib.suppress(OSError):
-                    os.kill(child, signal.SIGKILL)
+                os.kill(process, signal.SIGKILL)
 
 
 # Modules hypothesis imports only on some paths (targeting, shrinking, reporting).
@@ -478,6 +488,7 @@ def main() -> None:
         return
     if isolation.fs_private:
         os.chdir("/tmp")
+    zygote = Zygote(isolation, ROOT)  # before any job: its memory never holds one
     for line in sys.stdin:
-        print(json.dumps(run_job(json.loads(line), isolation), default=repr), flush=True)
-        clean_up(isolation)
+        print(json.dumps(run_job(json.loads(line), isolation, zygote), default=repr), flush=True)
+        clean_up(isolation, zygote)

@@ -1,0 +1,153 @@
+"""The zygote: a process the sandbox server forks once, before it reads any job, and from
+which every candidate's process is forked.
+
+A process forked from the judge would carry the judge's memory: the job, with the tests'
+source and expected values, and (in freed memory) earlier samples' code. A candidate could
+read them and answer the inputs it finds. The zygote's memory holds none of it: it gets,
+per sample, only the limits, a working directory and the ends of the candidate's pipes (as
+file descriptors over a Unix socket); the candidate reads its own code from one of them.
+The zygote reaps the candidate and tells the judge how it ended. With namespaces, each
+candidate is PID 1 of a PID namespace of its own: it cannot signal the zygote, the judge or
+the server, and all it started ends with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import resource
+import socket
+import sys
+from typing import Any
+
+from pytest_prompteval.sandbox import harness
+from pytest_prompteval.sandbox.isolation import (
+    Isolation,
+    drop_privileges,
+    fork_own_pids,
+    set_dumpable,
+)
+from pytest_prompteval.sandbox.remote import Channel
+
+#: The largest candidate code read from its pipe.
+MAX_CODE = 8 << 20
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def bound(limits: dict[str, Any], isolation: Isolation, root: bool) -> None:
+    """What bounds a sample's process, judge or candidate: limits, then privileges."""
+    memory = _vm_size() + limits["memory_mb"] * 1024 * 1024
+    for name, value in (
+        ("RLIMIT_CPU", math.ceil(limits["timeout"]) + 1),  # backstop to the CPU watch
+        ("RLIMIT_AS", memory),
+        ("RLIMIT_FSIZE", limits["output_bytes"]),
+        ("RLIMIT_NPROC", limits["processes"]),
+        ("RLIMIT_NOFILE", 256),
+        ("RLIMIT_CORE", 0),
+    ):
+        resource.setrlimit(getattr(resource, name), (value, value))
+    if isolation.mode != "none":
+        drop_privileges(root)
+    sys.setrecursionlimit(3000)
+
+
+def move_fds(fds: list[int]) -> list[int]:
+    """``fds`` renumbered from 3 on, every other descriptor above 2 closed."""
+    high = [os.dup(fd) for fd in fds]  # above every original: no clash while moving
+    for fd in fds:
+        os.close(fd)
+    for target, fd in enumerate(high, start=3):
+        os.dup2(fd, target)
+    os.closerange(3 + len(fds), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    return list(range(3, 3 + len(fds)))
+
+
+def _candidate(request: dict[str, Any], fds: list[int], isolation: Isolation, root: bool) -> None:
+    """The forked candidate: its working directory, output and limits; then its code."""
+    try:
+        read, write, code, output = fds
+        os.setsid()
+        os.chdir(request["workdir"])
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        read, write, code = move_fds([read, write, code])
+        bound(request["limits"], isolation, root)
+        source = bytearray()
+        while len(source) <= MAX_CODE:
+            chunk = os.read(code, 1 << 16)
+            if not chunk:
+                break
+            source += chunk
+        os.close(code)
+        harness.candidate(source.decode(errors="replace"), Channel(read, write, peer="the judge"))
+    finally:
+        os._exit(0)
+
+
+def _serve(sock: socket.socket, isolation: Isolation, root: bool) -> None:
+    """The zygote's loop: one candidate per request, reaped, its end told to the judge."""
+    set_dumpable(False)  # a candidate of the same user can neither ptrace nor read it
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 5)
+        except OSError:
+            return
+        if not data or len(fds) != 5:
+            return
+        request = json.loads(data)
+        *mine, status = fds
+        pid = fork_own_pids() if isolation.own_pids else os.fork()
+        if pid == 0:
+            sock.close()
+            os.close(status)
+            _candidate(request, mine, isolation, root)
+        for fd in mine:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.write(status, f"{pid}\n".encode())
+        _, ended = os.waitpid(pid, 0)
+        with contextlib.suppress(OSError):
+            os.write(status, f"{ended}\n".encode())
+        os.close(status)
+
+
+class Zygote:
+    """The server's handle on its zygote."""
+
+    def __init__(self, isolation: Isolation, root: bool):
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self._sock.close()
+                # the server's jobs arrive on 0: never read here (and 0 stays taken, so
+                # that no descriptor received later lands there)
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                _serve(theirs, isolation, root)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def spawn(self, workdir: str, limits: dict[str, Any], fds: list[int]) -> None:
+        """Fork a candidate with ``fds``: its channel's read and write ends, the code's read
+        end, its output file and the judge's status pipe (write end)."""
+        request = json.dumps({"workdir": workdir, "limits": limits}).encode()
+        socket.send_fds(self._sock, [request], fds)
+
+    def alive(self) -> bool:
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return done == 0
