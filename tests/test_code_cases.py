@@ -319,3 +319,31 @@ def test_samples_with_the_same_code_share_one_run(tmp_path: Path) -> None:
         scorer.close()
     assert again is first and other is not first
     assert first.tests == other.tests == {0: {"test": 0, "output": 1}}
+
+
+def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
+    tmp_path: Path,
+) -> None:
+    from pytest_prompteval.scoring.code import CodeScorer
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "cases:\n- id: c\n  input: {}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
+        "  tests: [{args: [1], expected: 1}]\n"
+    )
+    (case,) = load_case_file(path).cases
+    spec = parse_code_spec(case)
+    scorer = CodeScorer(workers=1)
+    try:
+        assert spec.reference is not None
+        calibration = scorer.calibration(case, spec)
+        submitted: list[object] = []
+        submit = scorer.sandbox.submit
+        scorer.sandbox.submit = lambda *a, **k: submitted.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+        first, limits = scorer.run(case, spec, spec.reference)
+        other, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
+    finally:
+        scorer.close()
+    assert limits.timeout == calibration.timeout
+    assert first.cpu is not None and first.cpu <= calibration.timeout
+    assert len(submitted) == 1 and other is not first  # only the other code ran again
