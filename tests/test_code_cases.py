@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_prompteval.cli import main
-from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
-from pytest_prompteval.scoring.code import CodeSpec, extract_code, parse_code_spec
+from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, extract_code, parse_code_spec
 
 from .conftest import item_results
 
@@ -300,50 +301,42 @@ def answer(request, *, case, prompt, sample):
     )
 
 
-def test_samples_with_the_same_code_share_one_run(tmp_path: Path) -> None:
-    from pytest_prompteval.scoring.code import CodeScorer
-
+@pytest.fixture
+def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeScorer]]:
+    """A one-test code case whose reference is ``def f(x): return x``, and a scorer."""
     path = tmp_path / "c.yaml"
     path.write_text(
         "cases:\n- id: c\n  input: {}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
         "  tests: [{args: [1], expected: 1}]\n"
     )
     (case,) = load_case_file(path).cases
-    spec = parse_code_spec(case)
     scorer = CodeScorer(workers=1)
-    try:
-        first, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
-        again, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
-        other, _ = scorer.run(case, spec, "def f(x):\n    return x  # another sample\n")
-    finally:
-        scorer.close()
+    yield case, parse_code_spec(case), scorer
+    scorer.close()
+
+
+def test_samples_with_the_same_code_share_one_run(
+    identity_case: tuple[Case, CodeSpec, CodeScorer],
+) -> None:
+    case, spec, scorer = identity_case
+    first, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
+    again, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
+    other, _ = scorer.run(case, spec, "def f(x):\n    return x  # another sample\n")
     assert again is first and other is not first
     assert first.tests == other.tests == {0: {"test": 0, "output": 1}}
 
 
 def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
-    tmp_path: Path,
+    identity_case: tuple[Case, CodeSpec, CodeScorer],
 ) -> None:
-    from pytest_prompteval.scoring.code import CodeScorer
-
-    path = tmp_path / "c.yaml"
-    path.write_text(
-        "cases:\n- id: c\n  input: {}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
-        "  tests: [{args: [1], expected: 1}]\n"
-    )
-    (case,) = load_case_file(path).cases
-    spec = parse_code_spec(case)
-    scorer = CodeScorer(workers=1)
-    try:
-        assert spec.reference is not None
-        calibration = scorer.calibration(case, spec)
-        submitted: list[object] = []
-        submit = scorer.sandbox.submit
-        scorer.sandbox.submit = lambda *a, **k: submitted.append(a) or submit(*a, **k)  # type: ignore[method-assign]
-        first, limits = scorer.run(case, spec, spec.reference)
-        other, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
-    finally:
-        scorer.close()
+    case, spec, scorer = identity_case
+    assert spec.reference is not None
+    calibration = scorer.calibration(case, spec)
+    submitted: list[object] = []
+    submit = scorer.sandbox.submit
+    scorer.sandbox.submit = lambda *a, **k: submitted.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+    first, limits = scorer.run(case, spec, spec.reference)
+    other, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
     assert limits.timeout == calibration.timeout
     assert first.cpu is not None and first.cpu <= calibration.timeout
     assert len(submitted) == 1 and other is not first  # only the other code ran again
