@@ -71,6 +71,7 @@ class RunHistory:
             v: [] for v in meta_by_version
         }
         self._journals: dict[str, IO[str]] = {}
+        self._next_flush = 0.0
         for version, meta in self.meta.items():
             journal = self.path(version, "jsonl").open("w", encoding="utf-8")
             journal.write(json.dumps({"header": meta, "partial": True}, sort_keys=True) + "\n")
@@ -80,15 +81,19 @@ class RunHistory:
     def path(self, version: str, ext: str = "json") -> Path:
         return self.directory / f"{self.stamp}_{_file_part(version)}.{ext}"
 
-    def add(self, result: ItemResult) -> None:
+    def add(self, result: ItemResult, data: dict[str, Any] | None = None) -> None:
+        """``data``: the result's JSON when the caller has it (the item's report does)."""
         version = result.prompt
         if version not in self._journals:
             return
-        data = result.to_json()
+        data = result.to_json() if data is None else data
         self.results[version].append((result, data))
         journal = self._journals[version]
         journal.write(standard_json(data, sort_keys=True, ensure_ascii=False) + "\n")
-        journal.flush()
+        now = time.monotonic()
+        if now >= self._next_flush:  # at most every 0.1 s: a crash loses no more than that
+            journal.flush()
+            self._next_flush = now + 0.1
 
     def finalize(self, summaries: Mapping[str, dict[str, Any]], partial: bool) -> list[Path]:
         written = []

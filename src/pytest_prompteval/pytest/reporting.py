@@ -107,10 +107,10 @@ class RunReport:
             self.results.append(result)
             path, line, _ = report.location
             self.locations[f"{result.file}::{result.case_id}"] = (path, (line or 0) + 1)
-            self._journal(result)
+            self._journal(result, value)
             self._progress()
 
-    def _journal(self, result: ItemResult) -> None:
+    def _journal(self, result: ItemResult, data: dict[str, Any]) -> None:
         results_dir = self.settings.results_dir
         if results_dir is None or self.output_errors or self.settings.estimate:
             return
@@ -131,7 +131,7 @@ class RunReport:
                         for v in self.run.engine.versions
                     },
                 )
-            self.history.add(result)
+            self.history.add(result, data)
         except OSError as exc:
             self._output_failed("--prompteval-results", results_dir, exc)
 
