@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,18 @@ def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
         for report in reprec.getreports("pytest_runtest_logreport")
         if report.when == "call" or (report.when == "setup" and report.failed)
     ]
+
+
+def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """The ``prompteval`` command in its own process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_prompteval.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def generated_project(

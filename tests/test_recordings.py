@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from pytest_prompteval.providers.store import Recording
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows.recordings import Current, stale_reason
 
-from .conftest import copy_example_suite, generated_project, item_results
+from .conftest import copy_example_suite, generated_project, item_results, prompteval
 
 GOOD_VERDICT = {
     "scores": {"correctness": 90, "completeness": 90, "clarity": 90, "usefulness": 90},
@@ -63,16 +61,6 @@ def count(pytester: pytest.Pytester) -> int:
 
 def judge_calls(server: AnthropicServer) -> int:
     return sum("tools" in r.body for r in server.requests)
-
-
-def prompteval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_prompteval.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 # -- only valid answers are stored (#13.6) ------------------------------------------------

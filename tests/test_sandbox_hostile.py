@@ -347,20 +347,22 @@ def unprivileged_python() -> tuple[str, list[str]] | None:
     return None
 
 
-def run_corpus(workdir: Path, unprivileged: bool) -> dict[str, Any]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
-    command = [sys.executable, __file__, str(workdir)]
-    user = None
+def interpreter_for(env: dict[str, str], unprivileged: bool) -> tuple[str, int | None]:
+    """The interpreter and user a script runs as (``nobody`` when ``unprivileged`` and we
+    are root), with ``env``'s PYTHONPATH set so that it imports this project."""
     if unprivileged and os.geteuid() == 0:
         found = unprivileged_python()
         if found is None:
             pytest.skip("no Python interpreter that an unprivileged user can run")
-        command[0], path = found
+        python, path = found
         env["PYTHONPATH"] = os.pathsep.join(path)
-        user = NOBODY
-        os.chown(workdir, NOBODY, NOBODY)
-    else:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if os.path.isabs(p))
+        return python, NOBODY
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if os.path.isabs(p))
+    return sys.executable, None
+
+
+def run_script(command: list[str], env: dict[str, str], user: int | None) -> Any:
+    """The JSON a script prints, run as ``user``; its exit code 3 skips the test."""
     done = subprocess.run(
         command,
         user=user,
@@ -375,7 +377,15 @@ def run_corpus(workdir: Path, unprivileged: bool) -> dict[str, Any]:
     if done.returncode == 3:
         pytest.skip(done.stdout.strip())
     assert done.returncode == 0, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def run_corpus(workdir: Path, unprivileged: bool) -> dict[str, Any]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
+    python, user = interpreter_for(env, unprivileged)
+    if user is not None:
+        os.chown(workdir, user, user)
+    report: dict[str, Any] = run_script([python, __file__, str(workdir)], env, user)
     return report
 
 

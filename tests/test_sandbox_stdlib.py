@@ -85,35 +85,12 @@ def test_a_sample_imports_the_whole_standard_library_as_root() -> None:
 
 
 def test_a_sample_imports_the_whole_standard_library_unprivileged() -> None:
-    from .test_sandbox_hostile import NOBODY, unprivileged_python  # not when run as a script
+    from .test_sandbox_hostile import interpreter_for, run_script  # not when run as a script
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    command, user = [sys.executable], None
-    if os.geteuid() == 0:
-        found = unprivileged_python()
-        if found is None:
-            pytest.skip("no Python interpreter that an unprivileged user can run")
-        command[0], path = found
-        env["PYTHONPATH"] = os.pathsep.join(path)
-        user = NOBODY
-    else:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if os.path.isabs(p))
-    names = importable(command[0], env, user)
-    done = subprocess.run(
-        [*command, __file__, json.dumps(names)],
-        env=env,
-        user=user,
-        group=user,
-        extra_groups=[] if user is not None else None,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode == 3:
-        pytest.skip(done.stdout.strip())
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == []
+    python, user = interpreter_for(env, unprivileged=True)
+    names = importable(python, env, user)
+    assert run_script([python, __file__, json.dumps(names)], env, user) == []
 
 
 def test_a_module_a_sample_cannot_read_fails_the_start_naming_it_and_the_fix() -> None:

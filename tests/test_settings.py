@@ -15,7 +15,7 @@ import pytest
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
 from pytest_prompteval.testing import tool_use
 
-from .conftest import copy_example_suite, generated_project
+from .conftest import copy_example_suite, generated_project, prompteval
 
 
 def build(options: dict[str, Any] | None = None, ini: dict[str, Any] | None = None, **env: str):  # type: ignore[no-untyped-def]
@@ -123,16 +123,6 @@ INI_STYLES = {
         ),
     ),
 }
-
-
-def prompteval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_prompteval.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("style", list(INI_STYLES))

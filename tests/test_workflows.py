@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +12,8 @@ from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.testing import tool_use
 from pytest_prompteval.workflows.analyze import analyze, render_text, trend_word
 
-from .conftest import copy_example_suite
+from .conftest import copy_example_suite, prompteval
 from .verdict_data import item
-
-
-def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_prompteval.cli", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.fixture
