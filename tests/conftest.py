@@ -104,8 +104,10 @@ class LoggingPool(SandboxPool):
         super().__init__(workers=2)
         self.log: list[str] = []
 
-    def submit(self, job: dict[str, Any], limits: Limits, priority: int = NOW) -> Future[SampleRun]:
-        future = super().submit(job, limits, priority)
+    def submit(
+        self, job: dict[str, Any], limits: Limits, priority: int = NOW, rank: int = 0
+    ) -> Future[SampleRun]:
+        future = super().submit(job, limits, priority, rank)
         self.log.append("submit")
         result = future.result
 

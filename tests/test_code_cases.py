@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, extract_code, parse_code_spec
 
-from .conftest import item_results
+from .conftest import LoggingPool, item_results
 
 CASES = """
 cases:
@@ -313,6 +314,42 @@ def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeScorer]]
     scorer = CodeScorer(workers=1)
     yield case, parse_code_spec(case), scorer
     scorer.close()
+
+
+def test_the_calibrations_of_the_cases_ahead_start_side_by_side(tmp_path: Path) -> None:
+    """Queuing items ahead starts each case's calibration at once, before their answers
+    are there and without waiting for another case's; a sample whose code is the
+    reference's then reuses its case's calibration run."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: {name}\n  input: {{}}\n  entry_point: f\n  reference: 'def f(x): return x'\n"
+            f"  tests: [{{args: [1], expected: 1}}]\n"
+            for name in ("a", "b")
+        )
+    )
+    cases = [(case, parse_code_spec(case)) for case in load_case_file(path).cases]
+    scorer = CodeScorer(workers=1)
+    scorer.sandbox = pool = LoggingPool()
+    answered = threading.Event()
+
+    def answer() -> tuple[str, str]:
+        answered.wait()
+        return "def f(x): return x", ""
+
+    try:
+        for rank, (case, spec) in enumerate(cases):
+            scorer.ahead(case, spec, answer, rank)
+        assert pool.log == ["submit", "submit"]  # both calibrations, no answer yet
+        answered.set()
+        for case, spec in cases:
+            run, _ = scorer.run(case, spec, "def f(x): return x")
+            assert run.tests == {0: {"test": 0, "output": 1}}
+        assert pool.log.count("submit") == 2
+    finally:
+        answered.set()
+        scorer.close()
 
 
 def test_samples_with_the_same_code_share_one_run(

@@ -103,14 +103,15 @@ def test_a_property_case_without_hypothesis_fails_at_collection_with_the_install
 
 def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
     """Before every job queued ahead but the one a server may already hold behind the job
-    it runs; -x drops what no server holds yet."""
+    it runs; jobs ahead in the order of the items that need them; -x drops what no server
+    holds yet."""
     pool = SandboxPool(workers=1)
     finished: list[str] = []
     try:
         sleeps = SPEC.job("import time\ndef f():\n    time.sleep(1)\n")
         jobs = {"first": pool.submit(sleeps, Limits())}
-        for name in ("ahead1", "ahead2"):
-            jobs[name] = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD)
+        for name, rank in (("ahead1", 0), ("ahead2", 9), ("sooner", 5)):
+            jobs[name] = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD, rank)
         jobs["now"] = pool.submit(SPEC.job(RETURNS_NONE), Limits())
         for name, future in jobs.items():
             future.add_done_callback(lambda _, name=name: finished.append(name))
@@ -118,7 +119,7 @@ def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
             future.result()
         assert finished[0] == "first"
         assert finished.index("now") < finished.index("ahead2")
-        assert finished.index("ahead1") < finished.index("ahead2")
+        assert finished.index("ahead1") < finished.index("sooner") < finished.index("ahead2")
         blocker = pool.submit(sleeps, Limits())
         ahead = [pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD) for _ in range(2)]
         pool.stop()  # -x: what was queued ahead is dropped, items' own jobs still run

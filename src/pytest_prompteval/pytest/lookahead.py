@@ -63,7 +63,7 @@ class Lookahead:
             self.engine.store.prefetch(request, context)
             if ahead_code and other.spec.code is not None:
                 self.engine.code_scorer().ahead(
-                    other.case, other.spec.code, self._answer(request, context)
+                    other.case, other.spec.code, self._answer(request, context), rank=index
                 )
 
     def _answer(self, request: Any, context: CallContext) -> Any:

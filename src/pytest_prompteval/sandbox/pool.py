@@ -1,10 +1,11 @@
 """A pool of warm sandbox servers that runs jobs ahead of the items that report them.
 
 Each worker thread owns one server (``Sandbox``) and takes jobs from one queue: an item's
-own job goes before the jobs queued ahead for later items, and jobs run in the order they
-were queued. A server holds the job it runs and the next one (``depth``), so an item's own
-job can wait behind one job already handed to each server. ``stop()`` drops what is queued
-ahead and not yet handed over (``-x``); ``close()`` ends the servers.
+own job goes before the jobs queued ahead for later items, which run in the order of the
+items that need them (their ``rank``), then in the order they were queued. A server holds
+the job it runs and the next one (``depth``), so an item's own job can wait behind one job
+already handed to each server. ``stop()`` drops what is queued ahead and not yet handed
+over (``-x``); ``close()`` ends the servers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-Task = tuple[int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleRun] | None"]
+Task = tuple[int, int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleRun] | None"]
 Sent = tuple[dict[str, Any], Limits, "Future[SampleRun]"]
 #: Jobs each server holds: the one it runs and the next, so it never waits for us.
 DEPTH = 2
@@ -65,7 +66,9 @@ class SandboxPool:
                 self._threads.append(thread)
                 thread.start()
 
-    def submit(self, job: dict[str, Any], limits: Limits, priority: int = NOW) -> Future[SampleRun]:
+    def submit(
+        self, job: dict[str, Any], limits: Limits, priority: int = NOW, rank: int = 0
+    ) -> Future[SampleRun]:
         future: Future[SampleRun] = Future()
         if self.unavailable is not None:
             future.set_exception(self.unavailable)
@@ -74,7 +77,7 @@ class SandboxPool:
             future.cancel()
             return future
         self._spawn()
-        self._queue.put((priority, next(self._order), job, limits, future))
+        self._queue.put((priority, rank, next(self._order), job, limits, future))
         return future
 
     def run(self, job: dict[str, Any], limits: Limits) -> SampleRun:
@@ -96,10 +99,10 @@ class SandboxPool:
         while True:
             if held is None and not closing and len(sent) < self.depth:
                 task = self._take(block=not sent)
-                if task is not None and task[4] is None:
+                if task is not None and task[5] is None:
                     closing = True
                 elif task is not None:
-                    _, _, job, limits, future = task
+                    _, _, _, job, limits, future = task
                     assert job is not None and limits is not None and future is not None
                     if not future.set_running_or_notify_cancel():
                         continue
@@ -149,8 +152,8 @@ class SandboxPool:
                 task = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if task[0] == AHEAD and task[4] is not None:
-                task[4].cancel()
+            if task[0] == AHEAD and task[5] is not None:
+                task[5].cancel()
             else:
                 kept.append(task)
         for task in kept:
@@ -159,7 +162,7 @@ class SandboxPool:
     def close(self) -> None:
         self.stop()
         for _ in self._threads:
-            self._queue.put((2, next(self._order), None, None, None))
+            self._queue.put((2, 0, next(self._order), None, None, None))
         for thread in self._threads:
             thread.join()
         for box in self._boxes:

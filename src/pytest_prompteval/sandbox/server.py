@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-import importlib.util
+import importlib.machinery
 import itertools
 import json
 import os
@@ -400,11 +400,12 @@ def _warm_hypothesis(cache: str | None) -> None:
 
 
 def stdlib_origins() -> dict[str, str]:
-    """Each standard-library module this interpreter can find, and its file."""
+    """Each standard-library module this interpreter can find, and its file. Found on the
+    path alone: a meta-path hook (setuptools' for ``distutils``) would import its package."""
     found = {}
     for name in sorted(sys.stdlib_module_names - SIDE_EFFECTS):
         try:
-            spec = importlib.util.find_spec(name)
+            spec = importlib.machinery.PathFinder.find_spec(name)
         except (ImportError, ValueError):
             continue
         if spec is not None and spec.origin and os.path.isabs(spec.origin):

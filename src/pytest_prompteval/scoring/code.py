@@ -32,8 +32,8 @@ import json
 import re
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -44,7 +44,7 @@ from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun
 from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.harness import canonical
-from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
+from pytest_prompteval.sandbox.pool import AHEAD, NOW, SandboxPool
 from pytest_prompteval.scoring.score import Score
 
 TAGS = ("basic", "edge")
@@ -62,6 +62,12 @@ class CodeSpec:
     properties: dict[str, Any] | None = None
     timeout: float | None = None
     language: str = "python"
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """What identifies the job apart from the code: samples' runs are looked up by it."""
+        text = json.dumps(self.job(""), sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def job(self, code: str) -> dict[str, Any]:
         """What the sandbox gets: an io test's expected value stays here (``measure``
@@ -390,9 +396,11 @@ def _within(run: SampleRun, timeout: float) -> bool:
     return not (run.timed_out or run.crashed) and run.cpu is not None and run.cpu <= timeout
 
 
-def _job_key(job: dict[str, Any], limits: Limits) -> str:
-    text = json.dumps([job, asdict(limits)], sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+RunKey = tuple[str, str, Limits]
+
+
+def _run_key(spec: CodeSpec, code: str, limits: Limits) -> RunKey:
+    return (spec.digest, code, limits)
 
 
 @dataclass(frozen=True)
@@ -417,7 +425,7 @@ class CodeScorer:
         self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
         # One run per distinct code (and tests and limits): samples with the same code get
         # its verdict (temperature 0, or a model that repeats itself, runs once).
-        self._runs: dict[str, Future[SampleRun]] = {}
+        self._runs: dict[RunKey, Future[SampleRun]] = {}
         self._lock = threading.Lock()
         self._feeder: ThreadPoolExecutor | None = None
         self._refused = False
@@ -426,39 +434,68 @@ class CodeScorer:
     def calibration(self, case: Case, spec: CodeSpec) -> Calibration:
         """Run the reference once per case: the timeout is 10 x its CPU time (between the
         floor and the default), CPU time so that load does not move verdicts."""
+        while True:
+            try:
+                return self._calibrating(case, spec).result()
+            except CancelledError:  # queued ahead and dropped by a stop: run it now
+                continue
+
+    def _calibrating(
+        self, case: Case, spec: CodeSpec, priority: int = NOW, rank: int = 0
+    ) -> Future[Calibration]:
+        """The case's calibration, started (not waited for) if it is not yet: no thread
+        blocks on it, so the calibrations of the cases ahead run side by side."""
         key = (str(case.path), case.id)
         with self._lock:
             future = self._calibrations.get(key)
-            mine = future is None
-            if future is None:
-                future = self._calibrations[key] = Future()
-        if not mine:
-            return future.result()
-        timeout, outputs = self.default_timeout, {}
+            if future is not None:
+                return future
+            future = self._calibrations[key] = Future()
+        if spec.reference is None:
+            future.set_result(Calibration(self._timeout(spec, self.default_timeout)))
+            return future
+        run = self.sandbox.submit(
+            spec.job(spec.reference), Limits(self.default_timeout, self.memory_mb), priority, rank
+        )
+        run.add_done_callback(lambda done: self._calibrated(key, spec, future, done))
+        return future
+
+    def _timeout(self, spec: CodeSpec, measured: float) -> float:
+        return float(spec.timeout) if spec.timeout is not None else measured
+
+    def _calibrated(
+        self,
+        key: tuple[str, str],
+        spec: CodeSpec,
+        future: Future[Calibration],
+        done: Future[SampleRun],
+    ) -> None:
+        if done.cancelled():
+            with self._lock:
+                if self._calibrations.get(key) is future:
+                    del self._calibrations[key]
+            future.cancel()
+            return
         try:
-            if spec.reference is not None:
-                run = self.sandbox.run(
-                    spec.job(spec.reference), Limits(self.default_timeout, self.memory_mb)
-                )
-                outputs = reference_outputs(spec, run)
-                if run.cpu is not None:
-                    factor, floor = CALIBRATION
-                    timeout = min(self.default_timeout, max(floor, factor * run.cpu))
+            run = done.result()
+            outputs = reference_outputs(spec, run)
         except BaseException as exc:
             future.set_exception(exc)
-            raise
-        calibration = Calibration(
-            float(spec.timeout) if spec.timeout is not None else timeout, outputs
-        )
+            return
+        timeout = self.default_timeout
+        if run.cpu is not None:
+            factor, floor = CALIBRATION
+            timeout = min(self.default_timeout, max(floor, factor * run.cpu))
+        calibration = Calibration(self._timeout(spec, timeout), outputs)
         if spec.reference is not None and _within(run, calibration.timeout):
-            # a sample whose code is the reference's would run the same, within its limit
-            same = Future[SampleRun]()
-            same.set_result(run)
+            # a sample whose code is the reference's would run the same, within its limit;
+            # settled before the calibration is, so samples queued on it find the run
             limits = Limits(calibration.timeout, self.memory_mb)
             with self._lock:
-                self._runs.setdefault(_job_key(spec.job(spec.reference), limits), same)
+                same = self._runs.setdefault(_run_key(spec, spec.reference, limits), Future())
+            if not same.done():
+                same.set_result(run)
         future.set_result(calibration)
-        return calibration
 
     def timeout_for(self, case: Case, spec: CodeSpec) -> float:
         return self.calibration(case, spec).timeout
@@ -466,36 +503,49 @@ class CodeScorer:
     def _limits(self, case: Case, spec: CodeSpec) -> Limits:
         return Limits(self.timeout_for(case, spec), self.memory_mb)
 
-    def ahead(self, case: Case, spec: CodeSpec, answer: Callable[[], tuple[str, str]]) -> None:
-        """Queue this item's sample once ``answer()`` (text, prefill) is there; errors are
-        left for the item to report."""
+    def ahead(
+        self,
+        case: Case,
+        spec: CodeSpec,
+        answer: Callable[[], tuple[str, str]],
+        rank: int = 0,
+    ) -> None:
+        """Queue this item's sample once ``answer()`` (text, prefill) is there and its
+        case's calibration is done; ``rank``: the item's place in the run. Errors are left
+        for the item to report."""
         if self._stopped:
             return
         if self._feeder is None:
             self._feeder = ThreadPoolExecutor(
                 2 * self.sandbox.workers + 2, thread_name_prefix="prompteval-code"
             )
+        calibrating = self._calibrating(case, spec, AHEAD, rank)
 
         def feed() -> None:
             text, prefill = answer()
             code, _ = extract_code(text, prefill, spec)
-            job, limits = spec.job(code), self._limits(case, spec)
-            key = _job_key(job, limits)
-            with self._lock:
-                if key not in self._runs:
-                    self._runs[key] = self.sandbox.submit(job, limits, AHEAD)
+            calibrating.add_done_callback(lambda done: self._queue(spec, code, done, rank))
 
         self._feeder.submit(feed)
+
+    def _queue(self, spec: CodeSpec, code: str, calibrated: Future[Calibration], rank: int) -> None:
+        if calibrated.cancelled() or calibrated.exception() is not None:
+            return  # the item calibrates again, or reports the error
+        limits = Limits(calibrated.result().timeout, self.memory_mb)
+        key = _run_key(spec, code, limits)
+        with self._lock:
+            if key not in self._runs:
+                self._runs[key] = self.sandbox.submit(spec.job(code), limits, AHEAD, rank)
 
     def run(self, case: Case, spec: CodeSpec, code: str) -> tuple[SampleRun, Limits]:
         """The sample's run: the one queued ahead or already made for the same code, else
         one now."""
-        job, limits = spec.job(code), self._limits(case, spec)
-        key = _job_key(job, limits)
+        limits = self._limits(case, spec)
+        key = _run_key(spec, code, limits)
         with self._lock:
             future = self._runs.get(key)
             if future is None or future.cancelled():
-                future = self._runs[key] = self.sandbox.submit(job, limits)
+                future = self._runs[key] = self.sandbox.submit(spec.job(code), limits)
         try:
             run = future.result()
         except SandboxUnavailable as exc:
