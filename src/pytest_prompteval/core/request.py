@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -93,9 +94,15 @@ class Request:
         api.update(self.params)
         return api
 
+    @functools.cached_property
+    def api_json(self) -> str:
+        """``to_api()`` as canonical JSON, made once: every look-up of a recording needs it."""
+        return canonical_json(self.to_api())
+
     def key(self, sample: int = 0) -> str:
-        """Stable identity of this request's n-th sample: the recording's name."""
-        payload = canonical_json({"request": self.to_api(), "sample": sample})
+        """Stable identity of this request's n-th sample: the recording's name (the hash of
+        ``{"request": ..., "sample": n}`` in canonical JSON)."""
+        payload = f'{{"request":{self.api_json},"sample":{int(sample)}}}'
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -137,44 +137,35 @@ class ItemResult:
         return self.execution.error_class if self.execution else None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("judge", "execution", "extra"):
-                continue
-            if f.name == "assertions":
-                value = [dataclasses.asdict(c) for c in value]
-            data[f.name] = value
+        data = {name: getattr(self, name) for name in _OWN}
+        data["assertions"] = [dict(vars(c)) for c in self.assertions]
         if self.judge is not None:
             for name, value in dataclasses.asdict(self.judge).items():
                 data[JudgeResult.PREFIX + name] = value
         if self.execution is not None:
-            data.update(dataclasses.asdict(self.execution))
-        return {**self.extra, **data}
+            data.update(vars(self.execution))
+        return {**self.extra, **data} if self.extra else data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ItemResult:
         rest = dict(data)
-        judge_names = [f.name for f in dataclasses.fields(JudgeResult)]
         judge = None
         if rest.get("judge_score") is not None:
             given: dict[str, Any] = {
                 n: rest[JudgeResult.PREFIX + n]
-                for n in judge_names
+                for n in _JUDGE_NAMES
                 if rest.get(JudgeResult.PREFIX + n) is not None
             }
             judge = JudgeResult(**{**_JUDGE_DEFAULTS, **given})
-        for n in judge_names:
+        for n in _JUDGE_NAMES:
             rest.pop(JudgeResult.PREFIX + n, None)
-        run_names = [f.name for f in dataclasses.fields(ExecutionResult)]
         execution = None
         if rest.get("scorer") == "execution":
-            ran: dict[str, Any] = {n: rest[n] for n in run_names if n in rest}
+            ran: dict[str, Any] = {n: rest[n] for n in _RUN_NAMES if n in rest}
             execution = ExecutionResult(**ran)
-        for n in run_names:
+        for n in _RUN_NAMES:
             rest.pop(n, None)
-        own = {f.name for f in dataclasses.fields(cls)} - {"judge", "execution", "extra"}
-        values = {k: rest.pop(k) for k in list(rest) if k in own}
+        values = {k: rest.pop(k) for k in _OWN if k in rest}
         checks = [c for c in values.get("assertions") or [] if isinstance(c, dict)]
         values["assertions"] = [
             CheckResult(
@@ -187,6 +178,14 @@ class ItemResult:
             values["calls_replayed"] = int(bool(values["replayed"]))
             values["calls_live"] = 1 - values["calls_replayed"]
         return cls(**values, judge=judge, execution=execution, extra=rest)
+
+
+#: Field names, read once (``dataclasses.fields`` costs more than the copying it guides).
+_OWN = tuple(
+    f.name for f in dataclasses.fields(ItemResult) if f.name not in ("judge", "execution", "extra")
+)
+_JUDGE_NAMES = tuple(f.name for f in dataclasses.fields(JudgeResult))
+_RUN_NAMES = tuple(f.name for f in dataclasses.fields(ExecutionResult))
 
 
 _JUDGE_DEFAULTS: dict[str, Any] = {

@@ -212,7 +212,7 @@ class Store:
         fresh = self.mode == "all" and key not in self._recorded
         what = "judge verdict" if context.purpose == "judge" else "recording"
         if not fresh and path.exists():
-            response = self.read(path, key)
+            response = self.read(path, key, asked)
             invalid = check(response) if check is not None else None
             if invalid is None:
                 return Outcome(response, replayed=key not in self._recorded, recording=path)
@@ -264,10 +264,10 @@ class Store:
             return self._labels
 
     @staticmethod
-    def read(path: Path, key: str | None = None) -> Response:
+    def read(path: Path, key: str | None = None, asked: Request | None = None) -> Response:
         """The response recorded at ``path``, checked: a regular file of bounded size, plain
         JSON of the right types, and (given ``key``) made for this very request."""
-        return load(path, key).response
+        return load(path, key, asked).response
 
     def write(
         self,
@@ -301,11 +301,12 @@ class Store:
             raise
 
 
-def load(path: Path, key: str | None = None) -> Recording:
-    """The recording at ``path``, checked as ``Store.read`` does."""
+def load(path: Path, key: str | None = None, asked: Request | None = None) -> Recording:
+    """The recording at ``path``, checked as ``Store.read`` does; ``asked``: the request
+    looked up by ``key``, which a recording equal to it needs not be rebuilt from."""
     try:
         data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
-        return _checked(data, key)
+        return _checked(data, key, asked)
     except (PromptevalError, ValueError) as exc:
         why = exc.message if isinstance(exc, PromptevalError) else str(exc)
         raise UnreadableRecording(
@@ -364,7 +365,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _checked(data: Any, key: str | None) -> Recording:
+def _checked(data: Any, key: str | None, asked: Request | None = None) -> Recording:
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     response, sample, request = data.get("response"), data.get("sample"), data.get("request")
@@ -377,12 +378,9 @@ def _checked(data: Any, key: str | None) -> Recording:
     if key is not None:
         if data.get("key") != key:
             raise ValueError("its 'key' is not its file name")
-        try:
-            made_for = Request.from_api(request).key(sample)
-        except (PromptevalError, LookupError, TypeError, AttributeError):
-            raise ValueError("'request' is not a Messages API request") from None
-        if made_for != key:
-            raise ValueError("its 'request' does not hash to its key")
+        # a recording of the very request asked needs no rebuilding to be known as its own
+        if asked is None or request != asked.to_api() or asked.key(sample) != key:
+            _made_for(request, sample, key)
     for name, valid in _FIELDS.items():
         if name not in response:
             if name in ("text", "model"):
@@ -392,3 +390,12 @@ def _checked(data: Any, key: str | None) -> Recording:
             raise ValueError(f"'response.{name}': unexpected {type(value).__name__} {value!r:.40}")
     label = Label.from_json(data["label"]) if "label" in data else None
     return Recording(str(data.get("key")), sample, request, Response.from_json(response), label)
+
+
+def _made_for(request: dict[str, Any], sample: int, key: str) -> None:
+    try:
+        made_for = Request.from_api(request).key(sample)
+    except (PromptevalError, LookupError, TypeError, AttributeError):
+        raise ValueError("'request' is not a Messages API request") from None
+    if made_for != key:
+        raise ValueError("its 'request' does not hash to its key")
