@@ -66,10 +66,8 @@ class RunHistory:
             v: {**m, "format": FORMAT, "started_at": _now(), "prompt_version": v}
             for v, m in meta_by_version.items()
         }
-        #: each result with its JSON, made once for the journal and the file
-        self.results: dict[str, list[tuple[ItemResult, dict[str, Any]]]] = {
-            v: [] for v in meta_by_version
-        }
+        #: each result with its JSON text, encoded once for the journal and the file
+        self.results: dict[str, list[tuple[ItemResult, Encoded]]] = {v: [] for v in meta_by_version}
         self._journals: dict[str, IO[str]] = {}
         self._next_flush = 0.0
         for version, meta in self.meta.items():
@@ -87,9 +85,10 @@ class RunHistory:
         if version not in self._journals:
             return
         data = result.to_json() if data is None else data
-        self.results[version].append((result, data))
+        line = Encoded(standard_json(data, sort_keys=True, ensure_ascii=False))
+        self.results[version].append((result, line))
         journal = self._journals[version]
-        journal.write(standard_json(data, sort_keys=True, ensure_ascii=False) + "\n")
+        journal.write(line + "\n")
         now = time.monotonic()
         if now >= self._next_flush:  # at most every 0.1 s: a crash loses no more than that
             journal.flush()
@@ -105,8 +104,8 @@ class RunHistory:
                 "summary": summaries.get(version, {}),
                 # in case order, not arrival order, so runs with and without xdist compare
                 "results": [
-                    data
-                    for r, data in sorted(
+                    line
+                    for r, line in sorted(
                         self.results[version], key=lambda r: (r[0].file, r[0].case_id, r[0].sample)
                     )
                 ],
@@ -150,7 +149,13 @@ def _readable(document: Any) -> str:
         return _layout(finite(document), 0)
 
 
+class Encoded(str):
+    """JSON text already encoded as ``_layout`` would, placed as it is."""
+
+
 def _layout(value: Any, depth: int) -> str:
+    if isinstance(value, Encoded):
+        return value
     pad, inner = "  " * depth, "  " * (depth + 1)
     if depth < 2 and isinstance(value, dict) and value:
         items = [

@@ -60,10 +60,15 @@ class Lookahead:
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)
-            self.engine.store.prefetch(request, context)
+            store = self.engine.store
+            store.prefetch(request, context)
             if ahead_code and other.spec.code is not None:
                 self.engine.code_scorer().ahead(
-                    other.case, other.spec.code, self._answer(request, context), rank=index
+                    other.case,
+                    other.spec.code,
+                    self._answer(request, context),
+                    rank=index,
+                    waits=store.needs_call(request, context.sample),
                 )
 
     def _answer(self, request: Any, context: CallContext) -> Any:

@@ -25,6 +25,7 @@ run (or runs it at once, before anything queued ahead).
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -509,16 +510,15 @@ class CodeScorer:
         spec: CodeSpec,
         answer: Callable[[], tuple[str, str]],
         rank: int = 0,
+        waits: bool = True,
     ) -> None:
         """Queue this item's sample once ``answer()`` (text, prefill) is there and its
-        case's calibration is done; ``rank``: the item's place in the run. Errors are left
-        for the item to report."""
+        case's calibration is done; ``rank``: the item's place in the run; ``waits``:
+        whether ``answer()`` waits on a call (then a thread waits for it; a recording is read
+        here, as the item would, with no thread to contend with for the interpreter).
+        Errors are left for the item to report."""
         if self._stopped:
             return
-        if self._feeder is None:
-            self._feeder = ThreadPoolExecutor(
-                2 * self.sandbox.workers + 2, thread_name_prefix="prompteval-code"
-            )
         calibrating = self._calibrating(case, spec, AHEAD, rank)
 
         def feed() -> None:
@@ -526,6 +526,14 @@ class CodeScorer:
             code, _ = extract_code(text, prefill, spec)
             calibrating.add_done_callback(lambda done: self._queue(spec, code, done, rank))
 
+        if not waits:
+            with contextlib.suppress(PromptevalError, OSError):
+                feed()
+            return
+        if self._feeder is None:
+            self._feeder = ThreadPoolExecutor(
+                2 * self.sandbox.workers + 2, thread_name_prefix="prompteval-code"
+            )
         self._feeder.submit(feed)
 
     def _queue(self, spec: CodeSpec, code: str, calibrated: Future[Calibration], rank: int) -> None:
