@@ -17,6 +17,7 @@ from pytest_prompteval.cli import main
 from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
+from pytest_prompteval.sandbox.client import Sandbox
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, extract_code, parse_code_spec
 
 from .conftest import LoggingPool, item_results
@@ -122,6 +123,30 @@ def test_metrics_and_error_classes(project: pytest.Pytester) -> None:
     assert sneaky["dimensions"]["semantic_equivalence"] == 0.0
     assert sneaky["dimensions"]["test_pass_rate"] == pytest.approx(5 / 6)
     assert sneaky["score"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.3 * 2 / 3)
+
+
+def test_the_sandbox_starts_while_pytest_collects_and_not_for_collect_only(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The servers start with the first code case collected, so that the first item finds
+    them warm (hypothesis loaded for a case with properties); a run of no item starts none."""
+    started: list[bool] = []
+    start = Sandbox.start
+
+    def spy(self: Sandbox, hypothesis: bool = False) -> None:
+        started.append(hypothesis)
+        start(self, hypothesis)
+
+    monkeypatch.setattr(Sandbox, "start", spy)
+    args = (
+        "--prompt=correct",
+        "--prompteval-provider=python:codeapp:answer",
+        "--prompteval-code-workers=1",
+    )
+    project.inline_run("--collect-only", *args)
+    assert started == []
+    assert results(project.inline_run(*args))["correct"]["passed"]
+    assert started == [True]
 
 
 def test_summary_counts_code_failures(project: pytest.Pytester) -> None:

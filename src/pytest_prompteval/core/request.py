@@ -99,11 +99,18 @@ class Request:
         """``to_api()`` as canonical JSON, made once: every look-up of a recording needs it."""
         return canonical_json(self.to_api())
 
+    @functools.cached_property
+    def _keys(self) -> dict[int, str]:
+        return {}
+
     def key(self, sample: int = 0) -> str:
         """Stable identity of this request's n-th sample: the recording's name (the hash of
         ``{"request": ..., "sample": n}`` in canonical JSON)."""
-        payload = f'{{"request":{self.api_json},"sample":{int(sample)}}}'
-        return hashlib.sha256(payload.encode()).hexdigest()
+        key = self._keys.get(sample)
+        if key is None:
+            payload = f'{{"request":{self.api_json},"sample":{int(sample)}}}'
+            key = self._keys[sample] = hashlib.sha256(payload.encode()).hexdigest()
+        return key
 
 
 def _block_text(block: Any) -> str:

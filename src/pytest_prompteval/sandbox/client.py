@@ -205,6 +205,11 @@ class Sandbox:
         on a server started without it waits until the server is idle, then restarts it)."""
         return not hypothesis or self._hypothesis
 
+    def start(self, hypothesis: bool = False) -> None:
+        """Start the server before its first job."""
+        if self._process is None:
+            self._process = self._start(hypothesis)
+
     def send(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> None:
         """Queue a job on the server behind those sent before: it reads the next one as
         soon as it answers the last, without waiting for us. ``receive`` answers in order;

@@ -51,7 +51,13 @@ class SandboxPool:
         self._boxes: list[Sandbox] = []
         self._lock = threading.Lock()
         self._stopped = False
+        self._warm: bool | None = None  # start the servers at once (with hypothesis?)
         self.unavailable: SandboxUnavailable | None = None
+
+    def warm(self, hypothesis: bool = False) -> None:
+        """Start the servers now, before any job (while pytest still collects)."""
+        self._warm = hypothesis
+        self._spawn()
 
     def _spawn(self) -> None:
         with self._lock:
@@ -93,6 +99,13 @@ class SandboxPool:
     def _work(self, box: Sandbox) -> None:
         """Keep ``depth`` jobs on the server: it starts the next as soon as it answers
         one, without waiting for this thread (which needs the GIL, held by the items)."""
+        if self._warm is not None:
+            try:
+                box.start(self._warm)
+            except SandboxUnavailable as exc:  # the first job's error says it
+                self.unavailable = exc
+            except OSError:
+                pass  # the first job starts it again, and reports what fails
         sent: deque[Sent] = deque()  # on the server, oldest first
         held: Sent | None = None  # waits for the server to be idle (a restart)
         closing = False

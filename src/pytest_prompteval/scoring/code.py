@@ -194,9 +194,12 @@ def _full(code: str | None, prompt: str, entry_point: str) -> str | None:
 
 
 def _defines(code: str, entry_point: str) -> bool:
-    return (
-        re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", code, re.M) is not None
-    )
+    return _definition(entry_point).search(code) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _definition(entry_point: str) -> re.Pattern[str]:
+    return re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
 
 
 def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:
@@ -226,6 +229,14 @@ def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:
     if not _defines(code, spec.entry_point) and spec.prompt and rule != "completion":
         code = spec.prompt + code
     return code, rule
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -355,8 +366,11 @@ def measure(
             first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
     m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
     if spec.reference is not None:
-        normal = _normalised(code)
-        m.exact_match = normal is not None and normal == _normalised(spec.reference)
+        if code == spec.reference:  # parsing it is enough (unparsing costs ~1 ms)
+            m.exact_match = _parses(code)
+        else:
+            normal = _normalised(code)
+            m.exact_match = normal is not None and normal == _normalised(spec.reference)
         if prop is not None:
             compared.append(prop.get("passed") is True)
         m.semantic_equivalence = all(compared) if compared else None
