@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -52,11 +53,20 @@ def test_concurrency_1_sends_one_at_a_time(
 def test_exitfirst_stops_new_calls(
     project: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
-    anthropic_server.responder = lambda request: "Nothing relevant."  # every item fails
-    # calls that take long against the items' own work: the first failure comes while the
-    # calls sent ahead are still in flight
-    anthropic_server.latency = 1.0
+    """The first item's call is answered at once and fails the item while the calls sent
+    ahead for the next items are in flight (they take 3 s each): -x makes none of the calls
+    queued behind those."""
+    anthropic_server.latency = 0.0
+
+    def responder(request: dict[str, Any]) -> str:
+        if '{"n": 0}' not in str(request["messages"]):
+            time.sleep(3.0)
+        return "Nothing relevant."  # every item fails
+
+    anthropic_server.responder = responder
     result = project.runpytest("--prompt=v", "--prompteval-concurrency=4", "-x")
     result.assert_outcomes(failed=1)
-    # The first item's call and at most two rounds of the 4 in flight: never the whole suite.
+    # The first item's call and the calls in flight when it is answered: at most two rounds
+    # of 4 (the rate gate may let the first item's call wait behind one round), never the
+    # whole suite.
     assert len(anthropic_server.requests) <= 1 + 8 < 12
