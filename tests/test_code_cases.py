@@ -125,11 +125,12 @@ def test_metrics_and_error_classes(project: pytest.Pytester) -> None:
     assert sneaky["score"] == pytest.approx(0.2 + 0.2 + 0.3 + 0.3 * 2 / 3)
 
 
-def test_the_sandbox_starts_while_pytest_collects_and_not_for_collect_only(
+def test_the_sandbox_starts_as_collection_ends_unless_no_code_item_runs(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The servers start with the first code case collected, so that the first item finds
-    them warm (hypothesis loaded for a case with properties); a run of no item starts none."""
+    """The servers start once the items are known, before the first runs, so that it finds
+    them warm (hypothesis loaded for a case with properties); not for --collect-only, nor
+    when every code item is deselected."""
     started: list[bool] = []
     start = Sandbox.start
 
@@ -144,6 +145,7 @@ def test_the_sandbox_starts_while_pytest_collects_and_not_for_collect_only(
         "--prompteval-code-workers=1",
     )
     project.inline_run("--collect-only", *args)
+    project.inline_run("-k", "no_such_case", *args)
     assert started == []
     assert results(project.inline_run(*args))["correct"]["passed"]
     assert started == [True]
@@ -375,6 +377,63 @@ def test_the_calibrations_of_the_cases_ahead_start_side_by_side(tmp_path: Path) 
     finally:
         answered.set()
         scorer.close()
+
+
+SLOW_REFERENCE = "import time\ntime.sleep(0.5)\ndef f(x):\n    return x\n"
+
+
+def code_project(pytester: pytest.Pytester, cases: str, answers: dict[str, str]) -> list[str]:
+    """Code cases answered by a Python provider (case id -> code); the run's arguments."""
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        "user_prompt: '{task}'\ninclude_input: false\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+    pytester.makepyfile(
+        codeapp=f"ANSWERS = {answers!r}\n\n"
+        "def answer(request, *, case, prompt, sample):\n"
+        "    return '```python\\n' + ANSWERS[case.id] + '```'\n"
+    )
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return ["--prompt=v", "--prompteval-provider=python:codeapp:answer"]
+
+
+def test_a_case_whose_sample_is_another_cases_reference_gets_its_own_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """Case a (no reference) answers with case b's reference, whose calibration runs ahead
+    and ends while a's own run of the same code is on the server: each item gets its run,
+    none is filled in by the other's, the run ends."""
+    reference = "".join(f"    {line}\n" for line in SLOW_REFERENCE.splitlines())
+    cases = (
+        "- id: a\n  input: {task: a}\n  entry_point: f\n  timeout: 1\n"
+        "  tests: [{args: [1], expected: 1}]\n"
+        "- id: b\n  input: {task: b}\n  entry_point: f\n  timeout: 1\n"
+        f"  reference: |\n{reference}  tests: [{{args: [1], expected: 1}}]\n"
+    )
+    args = code_project(pytester, cases, {"a": SLOW_REFERENCE, "b": "def f(x):\n    return x\n"})
+    result = pytester.runpytest_subprocess(*args, "--prompteval-code-workers=1", timeout=120)
+    result.assert_outcomes(passed=2)
+
+
+def test_an_unreadable_recording_ahead_fails_only_its_own_item(pytester: pytest.Pytester) -> None:
+    cases = "".join(
+        f"- id: c{i}\n  input: {{task: t{i}}}\n  entry_point: f\n"
+        f"  reference: 'def f(x): return x'\n  tests: [{{args: [{i}], expected: {i}}}]\n"
+        for i in range(3)
+    )
+    args = code_project(pytester, cases, {f"c{i}": "def f(x):\n    return x\n" for i in range(3)})
+    pytester.runpytest(*args, "--prompteval-record=new").assert_outcomes(passed=3)
+    for path in pytester.path.joinpath("prompt_recordings").glob("*.json"):
+        if json.loads(path.read_text())["label"]["case"] == "c2":
+            path.write_text("[" * 200_000)  # nested past the JSON parser's recursion limit
+    result = pytester.runpytest(*args, "--prompteval-record=none")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of case c2*",
+            "prompt_recordings/*.json: unreadable recording: JSON nested too deeply; delete it*",
+        ]
+    )
 
 
 def test_samples_with_the_same_code_share_one_run(

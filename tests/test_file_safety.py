@@ -167,6 +167,10 @@ def recording(**changes: object) -> dict[str, object]:
             recording(request={**REQUEST.to_api(), "max_tokens": 6}),
             "its 'request' does not hash to its key",
         ),
+        (  # equal in Python, not in the JSON the key hashes
+            recording(request={**REQUEST.to_api(), "max_tokens": 5.0}),
+            "its 'request' does not hash to its key",
+        ),
         (
             recording(response={"text": "hi", "model": "m", "latency_ms": "x"}),
             "'response.latency_ms': unexpected str 'x'",
@@ -178,16 +182,19 @@ def recording(**changes: object) -> dict[str, object]:
         (recording(response={"model": "m"}), "'response.text': missing"),
         (recording(sample=-1), "'sample': expected a whole number >= 0"),
     ],
-    ids=["key", "request", "latency", "tokens", "text", "sample"],
+    ids=["key", "request", "request-float", "latency", "tokens", "text", "sample"],
 )
 def test_a_forged_or_broken_recording_is_unreadable(
     tmp_path: Path, record: dict[str, object], why: str
 ) -> None:
+    """Read by its key alone, or (as a replay reads it) for the request asked."""
     path = tmp_path / f"{KEY}.json"
     path.write_text(json.dumps(record))
-    with pytest.raises(PromptevalError) as excinfo:
-        Store.read(path, KEY)
-    assert str(excinfo.value) == f"{path}: unreadable recording: {why}; delete it to record again"
+    for asked in (None, REQUEST):
+        with pytest.raises(PromptevalError) as excinfo:
+            Store.read(path, KEY, asked)
+        why_shown = f"{path}: unreadable recording: {why}; delete it to record again"
+        assert str(excinfo.value) == why_shown
 
 
 def test_non_finite_numbers_in_a_recording_are_refused(tmp_path: Path) -> None:

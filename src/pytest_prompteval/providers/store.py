@@ -26,7 +26,7 @@ from typing import Any
 
 from pytest_prompteval.core.errors import ApiError, PromptevalError, display
 from pytest_prompteval.core.paths import MAX_RECORDING_BYTES, read_bounded
-from pytest_prompteval.core.request import Request
+from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.providers.budget import Budget
@@ -307,8 +307,14 @@ def load(path: Path, key: str | None = None, asked: Request | None = None) -> Re
     try:
         data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
         return _checked(data, key, asked)
-    except (PromptevalError, ValueError) as exc:
-        why = exc.message if isinstance(exc, PromptevalError) else str(exc)
+    except (PromptevalError, ValueError, RecursionError) as exc:
+        why = (
+            exc.message
+            if isinstance(exc, PromptevalError)
+            else "JSON nested too deeply"
+            if isinstance(exc, RecursionError)
+            else str(exc)
+        )
         raise UnreadableRecording(
             f"unreadable recording: {why}; delete it to record again", path
         ) from None
@@ -378,8 +384,9 @@ def _checked(data: Any, key: str | None, asked: Request | None = None) -> Record
     if key is not None:
         if data.get("key") != key:
             raise ValueError("its 'key' is not its file name")
-        # a recording of the very request asked needs no rebuilding to be known as its own
-        if asked is None or request != asked.to_api() or asked.key(sample) != key:
+        # a recording of the very request asked, in the very form the key hashes, needs no
+        # rebuilding to be known as its own
+        if asked is None or asked.key(sample) != key or canonical_json(request) != asked.api_json:
             _made_for(request, sample, key)
     for name, valid in _FIELDS.items():
         if name not in response:

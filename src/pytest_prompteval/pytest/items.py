@@ -78,8 +78,6 @@ class CaseFile(pytest.File):
             samples = case.samples or run.settings.samples
             min_pass = case_min_pass(case, run.settings.min_pass)
             code = parse_code_spec(case) if is_code_case(case) else None
-            if code is not None:
-                run.warm_sandbox(code)
             own = parse_assertions(
                 case.raw.get("assert"),
                 (case.path, line_of(case.raw, "assert")),

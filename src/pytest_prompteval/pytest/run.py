@@ -24,7 +24,6 @@ from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.report.flaky import SampleTally
-from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
 
@@ -85,7 +84,6 @@ class PromptevalRun:
         self.checking = False
         self.affected: Affected | None = None
         self.tally = SampleTally() if settings.stop_early else None
-        self.warmed = False
 
     @property
     def engine(self) -> Engine:
@@ -105,15 +103,6 @@ class PromptevalRun:
                 except PromptevalError as exc:
                     raise pytest.UsageError(f"--prompteval-affected: {exc}") from None
         return self._engine
-
-    def warm_sandbox(self, spec: CodeSpec) -> None:
-        """Start the sandbox servers while collection goes on, so that the first code item
-        finds them ready; not in a run that runs no item."""
-        option = self.config.option
-        if self.warmed or self.checking or self.settings.estimate or option.collectonly:
-            return
-        self.warmed = True
-        self.engine.code_scorer().sandbox.warm(hypothesis=spec.properties is not None)
 
     def _declared(self) -> Declared:
         """The ini's declared fields and those the project's hooks claim."""
@@ -205,6 +194,17 @@ class PromptevalRun:
         if drop:
             self.config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Start the sandbox servers while pytest reports the collection (and, under xdist,
+        while the worker waits for its first items), so that the first code item finds them
+        ready; not when no code item is left to run."""
+        option = self.config.option
+        if self.checking or self.settings.estimate or option.collectonly:
+            return
+        code = [i.spec.code for i in session.items if isinstance(i, CaseItem) and i.spec.code]
+        if code:  # with hypothesis if the first code item, the first to run, needs it
+            self.engine.code_scorer().sandbox.warm(code[0].properties is not None)
 
     # -- running --------------------------------------------------------------------------
 

@@ -485,6 +485,8 @@ class CodeScorer:
         future: Future[Calibration],
         done: Future[SampleRun],
     ) -> None:
+        """The reference's run is done: resolve the case's calibration (whatever happens
+        here, or items waiting for it would wait forever)."""
         if done.cancelled():
             with self._lock:
                 if self._calibrations.get(key) is future:
@@ -492,25 +494,27 @@ class CodeScorer:
             future.cancel()
             return
         try:
-            run = done.result()
-            outputs = reference_outputs(spec, run)
+            calibration = self._calibrate(spec, done.result())
         except BaseException as exc:
             future.set_exception(exc)
-            return
+        else:
+            future.set_result(calibration)
+
+    def _calibrate(self, spec: CodeSpec, run: SampleRun) -> Calibration:
         timeout = self.default_timeout
         if run.cpu is not None:
             factor, floor = CALIBRATION
             timeout = min(self.default_timeout, max(floor, factor * run.cpu))
-        calibration = Calibration(self._timeout(spec, timeout), outputs)
+        calibration = Calibration(self._timeout(spec, timeout), reference_outputs(spec, run))
         if spec.reference is not None and _within(run, calibration.timeout):
             # a sample whose code is the reference's would run the same, within its limit;
-            # settled before the calibration is, so samples queued on it find the run
+            # kept before the calibration resolves, so samples queued on it find the run
+            same = Future[SampleRun]()
+            same.set_result(run)
             limits = Limits(calibration.timeout, self.memory_mb)
             with self._lock:
-                same = self._runs.setdefault(_run_key(spec, spec.reference, limits), Future())
-            if not same.done():
-                same.set_result(run)
-        future.set_result(calibration)
+                self._runs.setdefault(_run_key(spec, spec.reference, limits), same)
+        return calibration
 
     def timeout_for(self, case: Case, spec: CodeSpec) -> float:
         return self.calibration(case, spec).timeout
@@ -541,7 +545,9 @@ class CodeScorer:
             calibrating.add_done_callback(lambda done: self._queue(spec, code, done, rank))
 
         if not waits:
-            with contextlib.suppress(PromptevalError, OSError):
+            # whatever reading it raises, the item raises again and reports (as the thread
+            # that reads an answer a call brings leaves it to the item)
+            with contextlib.suppress(Exception):
                 feed()
             return
         if self._feeder is None:
