@@ -97,18 +97,20 @@ class Store:
         if concurrency > 1 and self.mode != "none" and self._pool is None:
             self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="prompteval-call")
 
-    def prefetch(self, request: Request, context: CallContext) -> None:
-        """Start the call for this sample in the background, if it is one to make."""
-        if self._pool is None:
-            return
+    def prefetch(self, request: Request, context: CallContext) -> bool:
+        """Start the call for this sample in the background, if it is one to make; whether
+        getting the sample waits on a call (one in flight, or to make)."""
+        if self.mode == "none":
+            return False
         key = request.key(context.sample)
-        path = self.path_for(key)
         with self._lock:
-            if key in self._inflight or key in self._recorded:
-                return
-            if self.mode != "all" and path.exists():
-                return  # a replay needs no head start
-            self._inflight[key] = self._pool.submit(self._fetch, request, context)
+            if key in self._inflight:
+                return True
+            if key in self._recorded or (self.mode != "all" and self.path_for(key).exists()):
+                return False  # a replay needs no head start
+            if self._pool is not None:
+                self._inflight[key] = self._pool.submit(self._fetch, request, context)
+            return True
 
     def stop(self) -> None:
         """Start no more calls (``-x``, a stop, the end): drop what has not started."""
@@ -307,17 +309,11 @@ def load(path: Path, key: str | None = None, asked: Request | None = None) -> Re
     try:
         data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
         return _checked(data, key, asked)
-    except (PromptevalError, ValueError, RecursionError) as exc:
-        why = (
-            exc.message
-            if isinstance(exc, PromptevalError)
-            else "JSON nested too deeply"
-            if isinstance(exc, RecursionError)
-            else str(exc)
-        )
-        raise UnreadableRecording(
-            f"unreadable recording: {why}; delete it to record again", path
-        ) from None
+    except RecursionError:
+        why = "JSON nested too deeply"
+    except (PromptevalError, ValueError) as exc:
+        why = exc.message if isinstance(exc, PromptevalError) else str(exc)
+    raise UnreadableRecording(f"unreadable recording: {why}; delete it to record again", path)
 
 
 def read_all(root: Path) -> list[tuple[Path, Recording | UnreadableRecording]]:

@@ -60,15 +60,10 @@ class Lookahead:
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)
-            store = self.engine.store
-            store.prefetch(request, context)
+            waits = self.engine.store.prefetch(request, context)
             if ahead_code and other.spec.code is not None:
                 self.engine.code_scorer().ahead(
-                    other.case,
-                    other.spec.code,
-                    self._answer(request, context),
-                    rank=index,
-                    waits=store.needs_call(request, context.sample),
+                    other.case, other.spec.code, self._answer(request, context), index, waits
                 )
 
     def _answer(self, request: Any, context: CallContext) -> Any:

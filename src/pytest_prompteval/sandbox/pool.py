@@ -55,7 +55,7 @@ class SandboxPool:
         self.unavailable: SandboxUnavailable | None = None
 
     def warm(self, hypothesis: bool = False) -> None:
-        """Start the servers now, before any job (while pytest still collects)."""
+        """Start the servers now, before their first job."""
         self._warm = hypothesis
         self._spawn()
 
