@@ -187,8 +187,11 @@ class MeanTest:
         k = math.ceil(((len(self.t_star) + 1) * alpha - 1) / 2)
         if k < 1:
             return (-math.inf, math.inf)
-        se = self.sd / math.sqrt(self.n)
-        return (self.mean - self.t_star[-k] * se, self.mean - self.t_star[k - 1] * se)
+        # From the very t the p-value compares with (not from the mean): a t* that ties it
+        # up to rounding then puts 0 on the same side of the interval as of the p-value.
+        root = math.sqrt(self.n)
+        t_obs, se = self.mean / self.sd * root, self.sd / root
+        return ((t_obs - self.t_star[-k]) * se, (t_obs - self.t_star[k - 1]) * se)
 
 
 def studentized_bootstrap(
