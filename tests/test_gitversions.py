@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from pytest_prompteval.core.gitversions import repository
 
 from .conftest import item_results
 
@@ -172,3 +175,59 @@ def test_affected_with_a_bad_ref(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--prompt=current", "--prompteval-affected=nope", PROVIDER)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --prompteval-affected: unknown git ref 'nope'*"])
+
+
+def plant_fake_repository(folder: Path, name: str, source: Path, marker: Path) -> None:
+    """Files a pull request can add to ``folder`` that make it look like a git repository
+    whose missing blob for ``name`` at ``main`` is fetched by running a shell command."""
+    git(source, "init", "-q", "-b", "main")
+    (source / name).write_text("system_prompt: x\nuser_prompt: y\n")
+    git(source, "add", name)
+    git(source, "commit", "-q", "-m", "fake")
+    blob = git(source, "rev-parse", f"main:{name}").strip()
+    for part in ("HEAD", "objects", "refs"):
+        copy = shutil.copytree if (source / ".git" / part).is_dir() else shutil.copy
+        copy(source / ".git" / part, folder / part)
+    (folder / "objects" / blob[:2] / blob[2:]).unlink()
+    (folder / "config").write_text(
+        "[core]\n\trepositoryformatversion = 1\n\tbare = false\n\tworktree = .\n"
+        "[extensions]\n\tpartialClone = origin\n"
+        f'[remote "origin"]\n\turl = {source}\n\tpromisor = true\n'
+        f"\tuploadpack = \"sh -c 'env > {marker}; exit 1'\"\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "option", "outcomes"),
+    [
+        ("prompts", "current.yaml", "--compare=current@main", {"passed": 4}),
+        ("prompt_cases", "c.yaml", "--prompteval-affected=main", {"deselected": 2}),
+    ],
+)
+def test_a_folder_that_looks_like_a_repository_runs_nothing(
+    repo: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    folder: str,
+    name: str,
+    option: str,
+    outcomes: dict[str, int],
+) -> None:
+    marker = tmp_path_factory.mktemp("marker") / "ran"
+    plant_fake_repository(repo.path / folder, name, tmp_path_factory.mktemp("fake"), marker)
+    # the project's own repository gives the version at main: the fake one is never asked
+    result = repo.runpytest("--prompt=current", option, PROVIDER)
+
+    assert not marker.exists(), "git ran the planted repository's uploadpack"
+    result.assert_outcomes(**outcomes)
+
+
+def test_git_runs_pinned_to_the_project_without_the_api_key(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("GIT_DIR", str(repo.path / "prompts"))  # inherited discovery is ignored
+    env = repository(repo.path / "prompt_cases").git("-c", "alias.e=!env", "e").stdout.decode()
+
+    assert "sk-ant-secret" not in env
+    assert f"GIT_DIR={repo.path / '.git'}" in env.splitlines()
+    assert "GIT_NO_LAZY_FETCH=1" in env.splitlines()

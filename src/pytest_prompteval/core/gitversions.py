@@ -3,11 +3,20 @@
 Everything is read from git objects (``git rev-parse``, ``git cat-file``, ``git ls-tree``), so
 the working tree and the index are never touched. Any git problem (no repository, an unknown
 ref, no such file at the ref) is one usage error that names the version and the ref.
+
+Git runs pinned to the project's own repository, found once from the rootdir: a folder a pull
+request adds can look like a repository (``HEAD``, ``objects/``, ``refs/``, a ``config`` whose
+``uploadpack`` is a shell command), and git's discovery from inside it would honour that
+config. So no git command runs from a project folder, discovery never accepts an implicit bare
+repository, nothing is fetched, no hook or fsmonitor runs, and the environment git sees holds
+no API key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import subprocess
 import tempfile
 from collections.abc import Collection
@@ -17,6 +26,17 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, PromptVersion, load_prompt
 
 SEPARATOR = "@"
+
+#: what git keeps of the environment: enough to find itself, the user's global config
+#: (``safe.directory`` in CI) and the locale; never a key or token
+_KEPT_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_PINNED_CONFIG = (
+    "safe.bareRepository=explicit",  # a folder that merely looks like a repository is refused
+    "protocol.allow=never",  # no transport at all: a lazy fetch cannot run uploadpack
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.untrackedCache=false",
+)
 
 
 class GitRefError(PromptevalError):
@@ -31,77 +51,120 @@ def split_version(name: str) -> tuple[str, str | None]:
     return stem, (ref if separator else None)
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _environment(**pinned: str) -> dict[str, str]:
+    env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
+    env.update(
+        GIT_NO_LAZY_FETCH="1",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        **pinned,
+    )
+    return env
+
+
+def _run(
+    cwd: Path, env: dict[str, str], args: tuple[str, ...]
+) -> subprocess.CompletedProcess[bytes]:
+    command = ["git"]
+    for setting in _PINNED_CONFIG:
+        command += ["-c", setting]
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.run(
+            [*command, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
     except OSError as exc:  # no git executable
         raise GitRefError(f"cannot run git: {exc}") from None
 
 
-def _existing(path: Path) -> Path:
-    path = path.resolve()
-    while not path.is_dir():
-        path = path.parent
-    return path
+@dataclasses.dataclass(frozen=True)
+class Repository:
+    """The project's git repository: its work tree and its git directory, every command run
+    from the top with both given explicitly (no discovery)."""
 
+    top: Path
+    git_dir: Path
 
-def repo_root(start: Path) -> Path:
-    done = _git(_existing(start), "rev-parse", "--show-toplevel")
-    if done.returncode != 0:
-        raise GitRefError(f"{display(start)} is not inside a git repository")
-    return Path(done.stdout.decode().strip()).resolve()
-
-
-def resolve_ref(root: Path, ref: str) -> str:
-    """The commit a ref names; an unknown one is a GitRefError."""
-    done = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    if done.returncode != 0 or not ref or ref.startswith("-"):
-        raise GitRefError(
-            f"unknown git ref {ref!r} in {display(root)} (try a branch, a tag, a commit or HEAD~1; "
-            "in CI, fetch it first: git fetch origin main)"
+    def git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        env = _environment(
+            GIT_DIR=str(self.git_dir),
+            GIT_WORK_TREE=str(self.top),
+            GIT_CEILING_DIRECTORIES=str(self.top.parent),
         )
-    return done.stdout.decode().strip()
+        return _run(self.top, env, args)
+
+    def commit(self, ref: str) -> str:
+        """The commit a ref names; an unknown one is a GitRefError."""
+        done = None
+        if ref and not ref.startswith("-"):
+            done = self.git(
+                "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
+            )
+        if done is None or done.returncode != 0:
+            raise GitRefError(
+                f"unknown git ref {ref!r} in {display(self.top)} (try a branch, a tag, a commit or "
+                "HEAD~1; in CI, fetch it first: git fetch origin main)"
+            )
+        return done.stdout.decode().strip()
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.top).as_posix()
+        except ValueError:
+            raise GitRefError(
+                f"{display(path)} is outside the git repository {display(self.top)}"
+            ) from None
+
+    def read(self, path: Path, ref: str) -> bytes | None:
+        """``path``'s content as committed at ``ref``; None when the file did not exist there."""
+        done = self.git("cat-file", "blob", f"{self.commit(ref)}:{self.relative(path)}")
+        return done.stdout if done.returncode == 0 else None
+
+    def names(self, directory: Path, ref: str) -> list[str]:
+        """Names of the files in ``directory`` as committed at ``ref``."""
+        tree = f"{self.commit(ref)}:{self.relative(directory)}"
+        done = self.git("ls-tree", "-z", "--name-only", tree)
+        return done.stdout.decode(errors="replace").split("\0")[:-1] if done.returncode == 0 else []
 
 
-def _relative(root: Path, path: Path) -> str:
-    try:
-        return path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        raise GitRefError(
-            f"{display(path)} is outside the git repository {display(root)}"
-        ) from None
+@functools.lru_cache(maxsize=8)
+def repository(rootdir: Path) -> Repository:
+    """The repository holding ``rootdir``, found once. Discovery starts at the rootdir (never a
+    case or prompt folder) and refuses implicit bare repositories, so only a real ``.git`` at or
+    above the rootdir is taken."""
+    rootdir = rootdir.resolve()
+    done = _run(rootdir, _environment(), ("rev-parse", "--show-toplevel", "--absolute-git-dir"))
+    lines = done.stdout.decode().splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        raise GitRefError(f"{display(rootdir)} is not inside a git repository")
+    top, git_dir = (Path(line).resolve() for line in lines)
+    if not rootdir.is_relative_to(top):
+        raise GitRefError(f"{display(rootdir)} is not inside a git repository")
+    return Repository(top, git_dir)
 
 
-def read_at(path: Path, ref: str) -> bytes | None:
-    """``path``'s content as committed at ``ref``; None when the file did not exist there."""
-    root = repo_root(path.parent)
-    commit = resolve_ref(root, ref)
-    done = _git(root, "cat-file", "blob", f"{commit}:{_relative(root, path)}")
-    return done.stdout if done.returncode == 0 else None
-
-
-def files_at(directory: Path, ref: str) -> list[str]:
-    """Names of the files in ``directory`` as committed at ``ref``."""
-    root = repo_root(directory)
-    commit = resolve_ref(root, ref)
-    done = _git(root, "ls-tree", "--name-only", f"{commit}:{_relative(root, directory)}")
-    return done.stdout.decode().split() if done.returncode == 0 else []
-
-
-def load_version_at(prompt_dir: Path, name: str, fields: Collection[str] = ()) -> PromptVersion:
+def load_version_at(
+    root: Path, prompt_dir: Path, name: str, fields: Collection[str] = ()
+) -> PromptVersion:
     """The prompt version ``STEM@REF``: ``prompts/STEM.yaml`` as committed at REF, labelled
     ``STEM@REF`` and located at ``prompts/STEM.yaml@REF`` in messages."""
     stem, ref = split_version(name)
     if ref is None:
         raise GitRefError(f"prompt version {name!r}: expected NAME{SEPARATOR}REF")
     try:
+        repo = repository(root)
         for suffix in PROMPT_SUFFIXES:
             path = prompt_dir / f"{stem}{suffix}"
-            content = read_at(path, ref)
+            content = repo.read(path, ref)
             if content is not None:
                 return _load(content, path, name, ref, fields)
         at_ref = sorted(
-            Path(f).stem for f in files_at(prompt_dir, ref) if Path(f).suffix in PROMPT_SUFFIXES
+            Path(f).stem for f in repo.names(prompt_dir, ref) if Path(f).suffix in PROMPT_SUFFIXES
         )
     except GitRefError as exc:
         raise GitRefError(f"prompt version {name!r}: {exc.message}") from None

@@ -49,7 +49,7 @@ def make_provider(spec: str, rootpath: Path, option: str = "--prompteval-provide
 
 
 def resolve_versions(
-    prompt_dir: Path, names: list[str], fields: Collection[str] = (), root: Path | None = None
+    prompt_dir: Path, names: list[str], fields: Collection[str], root: Path
 ) -> tuple[PromptVersion, ...]:
     available = available_versions(prompt_dir)
     if ALL_VERSIONS in names:
@@ -63,12 +63,12 @@ def resolve_versions(
         )
     for name in names:
         path = available.get(name)
-        if root is not None and path is not None and os.path.realpath(path) != str(path):
+        if path is not None and os.path.realpath(path) != str(path):
             check_inside(root, path)  # a link out of the project is not read
     return tuple(
         load_prompt(available[n], fields)
         if n in available
-        else load_version_at(prompt_dir, n, fields)
+        else load_version_at(root, prompt_dir, n, fields)
         for n in dict.fromkeys(names)
     )
 

@@ -98,7 +98,7 @@ class PromptevalRun:
             if self.collecting and ref is not None:
                 try:  # before anything is written: a bad ref is a usage error
                     self.affected = affected_since(
-                        ref, self.settings.case_dirs, self._engine.versions
+                        self.settings.rootpath, ref, self.settings.case_dirs, self._engine.versions
                     )
                 except PromptevalError as exc:
                     raise pytest.UsageError(f"--prompteval-affected: {exc}") from None

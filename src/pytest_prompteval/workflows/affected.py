@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.gitversions import read_at
+from pytest_prompteval.core.gitversions import Repository, repository
 from pytest_prompteval.core.prompts import PromptVersion
 
 CASE_SUFFIXES = (".yaml", ".yml")
@@ -54,12 +54,13 @@ def changed_entries(now: Mapping[str, Any], before: Mapping[str, Any] | None) ->
 
 
 def affected_since(
-    ref: str, case_dirs: Sequence[Path], versions: Iterable[PromptVersion]
+    root: Path, ref: str, case_dirs: Sequence[Path], versions: Iterable[PromptVersion]
 ) -> Affected:
+    repo = repository(root)
     changed_prompts = tuple(
         v.version
         for v in versions
-        if v.path.is_file() and read_at(v.path, ref) != v.path.read_bytes()
+        if v.path.is_file() and repo.read(v.path, ref) != v.path.read_bytes()
     )
     selected: set[tuple[Path, str]] = set()
     total = 0
@@ -69,7 +70,7 @@ def affected_since(
         except PromptevalError:
             continue  # collection reports it
         total += len(now)
-        ids = set(now) if changed_prompts else changed_entries(now, _entries_at(path, ref))
+        ids = set(now) if changed_prompts else changed_entries(now, _entries_at(repo, path, ref))
         selected |= {(path, case_id) for case_id in ids}
     return Affected(ref, frozenset(selected), total, changed_prompts)
 
@@ -90,8 +91,8 @@ def _entries(path: Path) -> dict[str, Any]:
     return {case.id: dict(case.raw) for case in load_case_file(path).cases}
 
 
-def _entries_at(path: Path, ref: str) -> dict[str, Any] | None:
-    content = read_at(path, ref)
+def _entries_at(repo: Repository, path: Path, ref: str) -> dict[str, Any] | None:
+    content = repo.read(path, ref)
     if content is None:
         return None
     with tempfile.TemporaryDirectory(prefix="prompteval-git-") as tmp:
