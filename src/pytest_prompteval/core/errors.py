@@ -76,6 +76,7 @@ INFRASTRUCTURE_KINDS = frozenset(
         "api_stop",
         "missing_recording",
         "unreadable_recording",
+        "unverified_recording",
         "budget",
         "judge_invalid",
     }

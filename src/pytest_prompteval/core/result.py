@@ -99,6 +99,9 @@ class ItemResult:
     response: str | None = None
     prefill: str | None = None
     recording: str | None = None
+    #: with --prompteval-trusted-recordings, a recording the trusted ref does not have:
+    #: "replayed", or "asked again: same answer" / "asked again: different answer"
+    unverified: str | None = field(default=None, metadata=JUNIT)
     stop_reason: str | None = None
     request_id: str | None = None
     error_type: str | None = field(default=None, metadata=JUNIT)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.core.errors import display
-from pytest_prompteval.core.gitversions import load_version_at, split_version
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.gitversions import load_version_at, repository, split_version
 from pytest_prompteval.core.paths import check_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
@@ -27,6 +27,7 @@ from pytest_prompteval.providers.budget import Budget
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
+from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
@@ -71,6 +72,13 @@ def resolve_versions(
         else load_version_at(root, prompt_dir, n, fields)
         for n in dict.fromkeys(names)
     )
+
+
+def _trusted(root: Path, folder: Path, ref: str) -> TrustedRecordings:
+    try:
+        return TrustedRecordings(repository(root), folder, ref)
+    except PromptevalError as exc:
+        raise SettingError(f"--prompteval-trusted-recordings: {exc.message}") from None
 
 
 class Engine:
@@ -118,6 +126,11 @@ class Engine:
             if settings.max_cost is not None:
                 self.budget = Budget(settings.max_cost, run_dir / "budget", self.prices)
             self.gate = RateGate(settings.concurrency, run_dir / "ratelimit.json")
+        self.trusted = (
+            None
+            if settings.trusted_recordings is None
+            else _trusted(settings.rootpath, settings.recordings_dir, settings.trusted_recordings)
+        )
         self.store = self._store(make_provider(settings.provider, settings.rootpath))
         if settings.judge_provider == settings.provider:
             self.judge_store = self.store
@@ -143,6 +156,8 @@ class Engine:
             note=self.settings.record_note,
         )
         store.budget = self.budget
+        store.trusted = self.trusted
+        store.strict = self.settings.exit == "gates"
         return store
 
     def warm(self) -> None:

@@ -256,6 +256,7 @@ def evaluate(
         result.prefill = request.prefill
         result.replayed = outcome.replayed
         result.recording = display(outcome.recording)
+        result.unverified = outcome.unverified
         result.input_tokens = response.input_tokens
         result.output_tokens = response.output_tokens
         result.cache_read_tokens = response.cache_read_tokens

@@ -210,6 +210,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("affected", "run only the cases whose case-file entry changed since git ref REF, "
             "and every case when a prompt version's file changed", option="--prompteval-affected",
             metavar="REF"),
+    Setting("trusted_recordings", "read recordings as committed at git ref REF (the base "
+            "branch): one REF has is replayed as REF has it, one it has not is unverified: "
+            "asked for again with a key, else replayed and named (in gates mode, an error)",
+            option="--prompteval-trusted-recordings", metavar="REF"),
     Setting("estimate", "make no generation calls: count input tokens through the API and "
             "print calls, tokens and dollars per version, replayed and new; with "
             "--prompteval-max-cost, fail when the estimate exceeds it", default=False,
@@ -305,6 +309,7 @@ class Settings:
     code_timeout: float
     max_cost: float | None
     affected: str | None
+    trusted_recordings: str | None
     estimate: bool
     html: Path | None
     markdown: Path | None

@@ -31,6 +31,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
 from pytest_prompteval.providers.budget import Budget
 from pytest_prompteval.providers.labels import Label, label_for, why_missing
+from pytest_prompteval.providers.trusted import TrustedRecordings, UnverifiedRecording
 
 MODES = ("none", "new", "all")
 FORMAT = 1
@@ -59,6 +60,9 @@ class Outcome:
     recording: Path
     #: why the answer failed its check: then it was not recorded
     rejected: str | None = None
+    #: with trusted recordings, for one the trusted ref does not have: "replayed", or how
+    #: the answer asked for again compares ("asked again: same answer" / "...: different")
+    unverified: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,10 @@ class Store:
         self._inflight: dict[str, Future[Outcome]] = {}
         self._kept: dict[str, Outcome] = {}  # see ``get(keep=True)``
         self._labels: list[tuple[Label, int]] | None = None  # read on the first miss
+        #: recordings read as a trusted ref has them; ``strict``: one the ref does not have
+        #: fails its item instead of being replayed (gates mode without a key)
+        self.trusted: TrustedRecordings | None = None
+        self.strict = False
 
     def path_for(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -106,7 +114,7 @@ class Store:
         with self._lock:
             if key in self._inflight:
                 return True
-            if key in self._recorded or (self.mode != "all" and self.path_for(key).exists()):
+            if key in self._recorded or (self.mode != "all" and self._replays(self.path_for(key))):
                 return False  # a replay needs no head start
             if self._pool is not None:
                 self._inflight[key] = self._pool.submit(self._fetch, request, context)
@@ -190,7 +198,14 @@ class Store:
         key = request.key(sample)
         if self.mode == "all" and key not in self._recorded:
             return True
-        return not self.path_for(key).exists()
+        return not self._replays(self.path_for(key))
+
+    def _replays(self, path: Path) -> bool:
+        """Whether a recording answers without a call: with trusted recordings, one the ref
+        has, or (replay-only) one it does not have, replayed as unverified."""
+        if self.trusted is None:
+            return path.exists()
+        return self.trusted.at_ref(path) or (self.mode == "none" and path.exists())
 
     def record(self, request: Request, context: CallContext, response: Response) -> None:
         """Keep a response obtained elsewhere (a message batch) as this sample's recording."""
@@ -213,11 +228,15 @@ class Store:
         path = self.path_for(key)
         fresh = self.mode == "all" and key not in self._recorded
         what = "judge verdict" if context.purpose == "judge" else "recording"
-        if not fresh and path.exists():
-            response = self.read(path, key, asked)
+        unverified = None if fresh else self._unverified(path, key, asked, context)
+        if not fresh and self._replays(path):
+            response = self._replay(path, key, asked)
             invalid = check(response) if check is not None else None
             if invalid is None:
-                return Outcome(response, replayed=key not in self._recorded, recording=path)
+                replayed = key not in self._recorded
+                return Outcome(
+                    response, replayed, path, unverified=None if unverified is None else "replayed"
+                )
             if self.mode == "none":
                 raise InvalidRecording(
                     f"the {what} for case {context.case.id!r} with prompt "
@@ -238,7 +257,37 @@ class Store:
             self.write(path, key, asked, context, response)
             with self._lock:
                 self._recorded.add(key)
+        if unverified is not None:
+            same = unverified.text == response.text
+            compared = f"asked again: {'same' if same else 'different'} answer"
+            return Outcome(response, False, path, invalid, compared)
         return Outcome(response, replayed=False, recording=path, rejected=invalid)
+
+    def _unverified(
+        self, path: Path, key: str, asked: Request, context: CallContext
+    ) -> Response | None:
+        """A recording in the checkout that the trusted ref does not have: its answer, to be
+        replayed as unverified or compared with the one asked for again."""
+        if self.trusted is None or self.trusted.at_ref(path) or not path.exists():
+            return None
+        if self.mode == "none" and self.strict:
+            raise UnverifiedRecording(
+                f"recording for case {context.case.id!r} with prompt {context.prompt.version!r} "
+                f"is not at {self.trusted.ref} (added or renamed by this change): not replayed "
+                "in gates mode; with ANTHROPIC_API_KEY it is asked for again and compared",
+                path,
+            )
+        try:
+            return self.read(path, key, asked)
+        except UnreadableRecording:
+            if self.mode == "none":
+                raise
+            return None  # asked for again all the same
+
+    def _replay(self, path: Path, key: str, asked: Request) -> Response:
+        if self.trusted is not None and self.trusted.at_ref(path):
+            return parse(self.trusted.content(path), path, key, asked).response
+        return self.read(path, key, asked)
 
     def _missing(self, what: str, request: Request, context: CallContext, path: Path) -> str:
         where = (
@@ -307,7 +356,20 @@ def load(path: Path, key: str | None = None, asked: Request | None = None) -> Re
     """The recording at ``path``, checked as ``Store.read`` does; ``asked``: the request
     looked up by ``key``, which a recording equal to it needs not be rebuilt from."""
     try:
-        data = json.loads(read_bounded(path, MAX_RECORDING_BYTES), parse_constant=_no_constant)
+        content = read_bounded(path, MAX_RECORDING_BYTES)
+    except PromptevalError as exc:
+        raise UnreadableRecording(
+            f"unreadable recording: {exc.message}; delete it to record again", path
+        ) from None
+    return parse(content, path, key, asked)
+
+
+def parse(
+    content: bytes, path: Path, key: str | None = None, asked: Request | None = None
+) -> Recording:
+    """A recording's bytes (named ``path`` in errors), checked as ``load`` does."""
+    try:
+        data = json.loads(content, parse_constant=_no_constant)
         return _checked(data, key, asked)
     except RecursionError:
         why = "JSON nested too deeply"

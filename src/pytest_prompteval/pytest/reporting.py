@@ -4,6 +4,7 @@ and the CI formats. Registered only on the process that prints (never on an xdis
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -16,7 +17,9 @@ from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
+from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.core.version import __version__
+from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.pytest.adapters import junit_global_property
 
 if TYPE_CHECKING:
@@ -60,6 +63,7 @@ class RunReport:
         self.written: list[Path] = []
         self.html_written: Path | None = None
         self.markdown_written: list[str] = []
+        self.recordings: list[str] = []
         self.locations: dict[str, tuple[str, int]] = {}  # "file::case_id" -> (path, line)
         self.baseline: StoredRun | None = None
         if settings.baseline is not None:
@@ -170,6 +174,7 @@ class RunReport:
             return  # nothing ran, or only inline runs of the fixture (their own block)
         order = [v.version for v in self.run.engine.versions]
         self.prompt_changes = _git_version_changes(self.run.engine.versions)
+        self.recordings = _recording_lines(self.run.engine.trusted, self.results)
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[ItemResult]] = {}
         for r in self.results:
@@ -275,6 +280,7 @@ class RunReport:
             self.cases,
             self.locations,
             self.ks,
+            self.recordings,
         )
         env = os.environ
         link: Linker = relative_link
@@ -386,6 +392,10 @@ class RunReport:
             terminalreporter.write_sep("-", "prompt changes")
             for line in self.prompt_changes:
                 terminalreporter.write_line(line)
+        if self.recordings:
+            terminalreporter.write_sep("-", "recordings")
+            for line in self.recordings:
+                terminalreporter.write_line(line)
         for failure in self.gate_failures:
             terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
@@ -425,6 +435,21 @@ def _git_version_changes(versions: Sequence[PromptVersion]) -> list[str]:
             old, new = (other, first) if SEPARATOR in other.version else (first, other)
             lines += prompt_changes(old, new)
     return lines
+
+
+def _recording_lines(trusted: TrustedRecordings | None, results: list[ItemResult]) -> list[str]:
+    """With trusted recordings: what the checkout changed, and what the items did with the
+    recordings the trusted ref does not have."""
+    if trusted is None:
+        return []
+    lines = trusted.changes().lines()
+    uses = Counter(r.unverified for r in results if r.unverified)
+    if uses:
+        lines.append(
+            "items on unverified recordings: "
+            + ", ".join(f"{n} {what}" for what, n in sorted(uses.items()))
+        )
+    return [safe_line(line) for line in lines]
 
 
 def inline_lines(results: list[ItemResult]) -> list[str]:

@@ -38,6 +38,8 @@ class MarkdownRun:
     cases: Sequence[CaseSamples] = ()
     locations: Locations = field(default_factory=dict)
     ks: Sequence[int] = (1,)
+    #: --prompteval-trusted-recordings: what the checkout changed in the recordings
+    recordings: Sequence[str] = ()
 
 
 def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
@@ -45,6 +47,7 @@ def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
         _verdict(run),
         _versions(run),
         _changes(run.prompt_changes),
+        _recordings(run.recordings),
         *(_comparison(c, run.locations, link) for c in run.comparisons),
         _flaky(run, link),
         _errors(run.summaries),
@@ -114,6 +117,12 @@ def _changes(lines: Sequence[str]) -> str:
     if not lines:
         return ""
     return "### Prompt changes\n\n```diff\n" + "\n".join(lines) + "\n```"
+
+
+def _recordings(lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    return "### Recordings\n\n" + "\n".join(f"- {_cell(line)}" for line in lines)
 
 
 def _case_link(case: str, locations: Locations, link: Linker) -> str:
