@@ -1,8 +1,9 @@
 """The sandbox's fork server, started by the client with the parent's import path.
 
 It starts once per worker of the pool, imports what generated code usually needs (and, for
-property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network
-and mount namespaces, a read-only filesystem with private tmpfs where writes are usual, a
+property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network,
+IPC and mount namespaces, a read-only root of its own that shows the system, the interpreter
+and its packages but no project folder (``view``), private tmpfs where writes are usual, a
 fresh /proc), checks that a sample can read every standard-library module, then reads one
 JSON job per line on stdin and answers one JSON line on stdout. Before the first job it
 forks the zygote (``zygote.py``), from which each candidate's process is forked. Each job is
@@ -11,11 +12,13 @@ candidate from the zygote, joined to the judge by pipes.
 
 What else bounds a sample: a sanitised environment (set by the client: no API keys), no
 stdin, a fresh working directory, stdout and stderr into a file whose size is capped
-(RLIMIT_FSIZE); RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files; its CPU
+(RLIMIT_FSIZE); RLIMIT_NPROC and RLIMIT_AS (memory: the sample's, split between its
+processes), RLIMIT_NOFILE, no core files; its CPU
 time (judge, candidate and their children), read from /proc while it runs (so that a busy
 machine does not change the verdict), and a wall-clock backstop for samples that sleep.
 After each sample, the server, PID 1 of its namespace, kills every other process there but
-the zygote, ``setsid`` or not, before it answers, and reaps them after.
+the zygote, ``setsid`` or not, before it answers, and reaps them after. Every wait also
+watches pytest (a pidfd): when it ends, killed or not, the server ends and its sample too.
 
 Without any isolation (only with the user's opt-in) the server is a child subreaper, so
 every orphan of a sample is re-parented to it and killed with the sample's process tree.
