@@ -166,3 +166,99 @@ def test_topics_and_key_terms_keep_python_word_boundaries() -> None:
     assert not patterns.whole_word("café").search("un cafés")
     assert patterns.whole_word("c++").search("c++x")  # as re's \bc\+\+\b: a word must follow
     assert not patterns.whole_word("c++").search("c++ x")
+
+
+# -- sizes ------------------------------------------------------------------------------
+
+
+def test_a_template_stops_filling_at_its_limit_without_building_the_text() -> None:
+    import tracemalloc
+
+    from pytest_prompteval.core.templates import TooLarge, fill
+
+    template, variables = "{b}" * 20_000, {"b": "x" * 100_000}  # 2 GB once filled
+    tracemalloc.start()
+    try:
+        with pytest.raises(TooLarge):
+            fill(template, variables, 4 * 1024 * 1024)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+    assert fill("{b}-{{b}}", {"b": "x" * 3}, 9) == "xxx-{b}"
+    with pytest.raises(TooLarge):
+        fill("{b}-{{b}}", {"b": "x" * 3}, 6)
+
+
+def _request_project(root: Path, user_prompt: str, value: str) -> None:
+    (root / "prompts").mkdir()
+    (root / "prompts" / "v.yaml").write_text(f"name: v\nuser_prompt: '{user_prompt}'\n")
+    (root / "prompt_cases").mkdir()
+    (root / "prompt_cases" / "c.yaml").write_text(
+        f"cases:\n- id: big\n  vars: {{b: {value}}}\n  input:\n    n: 1\n"
+    )
+
+
+def test_a_request_over_the_bound_names_prompt_and_case(tmp_path: Path) -> None:
+    from pytest_prompteval.core.cases import load_case_file
+    from pytest_prompteval.core.errors import TemplateError
+    from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
+
+    _request_project(tmp_path, "{b}" * 20_000, "x" * 100_000)
+    prompt = load_prompt(tmp_path / "prompts" / "v.yaml")
+    (case,) = load_case_file(tmp_path / "prompt_cases" / "c.yaml").cases
+    with pytest.raises(TemplateError) as excinfo:
+        build_request(case, prompt, template_variables(case), "m")
+    assert str(excinfo.value) == (
+        f"{tmp_path}/prompts/v.yaml:2: user_prompt makes the request of case 'big' "
+        f"({tmp_path}/prompt_cases/c.yaml:2) longer than 4,194,304 characters"
+    )
+
+
+def test_an_input_over_the_bound_names_the_case(tmp_path: Path) -> None:
+    from pytest_prompteval.core.cases import load_case_file
+    from pytest_prompteval.core.errors import TemplateError
+    from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
+
+    _request_project(tmp_path, "{b}" * 40, "x" * 100_000)
+    case_file = tmp_path / "prompt_cases" / "c.yaml"
+    case_file.write_text(case_file.read_text() + "    big: " + "y" * 200_000 + "\n")
+    prompt = load_prompt(tmp_path / "prompts" / "v.yaml")
+    (case,) = load_case_file(case_file).cases
+    with pytest.raises(TemplateError) as excinfo:
+        build_request(case, prompt, template_variables(case), "m")
+    assert str(excinfo.value).startswith(f"{case_file}:4: the input makes the request of case")
+
+
+def test_an_oversized_request_fails_its_item_in_one_line(pytester: pytest.Pytester) -> None:
+    _request_project(pytester.path, "{b}" * 20_000, "x" * 100_000)
+    result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:os:getcwd")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["prompts/v.yaml:2: user_prompt makes the request of case 'big' *characters"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("merge", ["", "  <<: {m: 1}\n"], ids=["events", "nodes"])
+def test_aliases_of_one_large_string_are_bounded_in_characters(tmp_path: Path, merge: str) -> None:
+    """20 aliases of a 1 MB string: far under the count of values, 20 MB of text."""
+    from pytest_prompteval.core.errors import PromptevalError
+    from pytest_prompteval.core.yamlload import load_yaml
+
+    path = tmp_path / "f.yaml"
+
+    def aliases(n: int) -> str:
+        return "".join(f"  a{i}: *big\n" for i in range(n))
+
+    path.write_text(f"big: &big {'x' * 1_000_000}\nuse:\n{merge}{aliases(20)}")
+    with pytest.raises(PromptevalError) as excinfo:
+        load_yaml(path)
+    # the 17th alias passes 16 MiB; the node graph knows only where the anchor stands
+    line = 1 if merge else 3 + 16
+    assert str(excinfo.value) == (
+        f"{path}:{line}: YAML aliases expand to more than 16,777,216 characters of text; "
+        "repeat the data or alias less of it"
+    )
+    path.write_text(f"big: &big {'x' * 1_000_000}\nuse:\n{merge}{aliases(10)}")
+    assert len(load_yaml(path)["use"]) == 10 + bool(merge)
