@@ -5,7 +5,10 @@ answers cannot control the terminal, forge a CI annotation or hide a step summar
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +17,7 @@ from pytest_prompteval.core import patterns
 from pytest_prompteval.scoring import assertions, automatic, code
 from pytest_prompteval.scoring.assertions import Assertion, Observed, check_simple
 from pytest_prompteval.scoring.code import CodeSpec, extract_code
+from pytest_prompteval.testing import AnthropicServer, tool_use
 
 SRC = Path(pytest_prompteval.__file__).parent
 
@@ -22,7 +26,7 @@ SRC = Path(pytest_prompteval.__file__).parent
 # Anything that reads an answer or a project file is on RE2 (core/patterns).
 AUDITED_RE = {
     "core/paths.py": 1,  # NAME: anchored, one class repeated
-    "core/safetext.py": 2,  # single characters and a line start
+    "core/safetext.py": 3,  # single characters, a line start, runs of backticks
     "core/templates.py": 1,  # literal braces around one identifier
     "providers/labels.py": 1,  # 64 hex digits or nothing, fullmatch
     "providers/anthropic.py": 2,  # the API's error messages: literal alternatives
@@ -262,3 +266,154 @@ def test_aliases_of_one_large_string_are_bounded_in_characters(tmp_path: Path, m
     )
     path.write_text(f"big: &big {'x' * 1_000_000}\nuse:\n{merge}{aliases(10)}")
     assert len(load_yaml(path)["use"]) == 10 + bool(merge)
+
+
+# -- output ------------------------------------------------------------------------------
+
+HOSTILE = "\x1b[2J\n::error::x ##[error]x <!-- ``` ~~~ \u2028\u202e"
+RAW_CHARACTERS = ("\x1b", "\u2028", "\u202e")
+
+
+def _forged(text: str, markup: bool = True) -> list[str]:
+    """What of HOSTILE survives raw in a terminal or log, and in markup (Markdown, XML, HTML:
+    where ``<!--`` hides what follows)."""
+    found = [repr(c) for c in RAW_CHARACTERS if c in text]
+    found += [line for line in text.splitlines() if line.lstrip().startswith("::")]
+    found += ["##["] * ("##[" in text) + ["<!--"] * (markup and "<!--" in text)
+    return found
+
+
+def _markdown_forged(markdown: str) -> list[str]:
+    """What of HOSTILE a step summary renders as markup, parsed as GitHub does (HTML passes
+    through): no HTML (an unclosed ``<!--`` hides the rest of the page), every section up to
+    the last is there (no code block swallowed them), and the text outside code has nothing
+    raw."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    found = [t.content for t in tokens if t.type in ("html_block", "html_inline")]
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    if headings[-1] != "Cost":
+        found.append(f"sections hidden: {headings}")
+    text = [c.content for t in tokens for c in t.children or () if c.type == "text"]
+    return found + _forged("\n".join(text))
+
+
+def test_md_code_and_md_fence_outlast_every_backtick_run() -> None:
+    from pytest_prompteval.core.safetext import md_code, md_fence, md_text
+
+    assert md_code("a``b") == "```a``b```"
+    assert md_code("`x|") == "`` `x\\| ``"
+    assert md_fence(["x", "```", "~~~", "``````"], "diff") == (
+        "```````diff\nx\n```\n~~~\n``````\n```````"
+    )
+    assert md_text("<!-- hide | me -->\n::error::x") == ("&lt;!-- hide \\| me --&gt;\\n::error::x")
+
+
+def _walk_project(pytester: pytest.Pytester) -> Path:
+    quoted = json.dumps(HOSTILE)
+    prompts = pytester.mkdir("prompts")
+    prompts.joinpath("v.yaml").write_text(
+        f"description: {quoted}\nsystem_prompt: {quoted}\nuser_prompt: {quoted}\n"
+        f"model_config: {{model: {quoted}, metadata: {{user_id: {quoted}}}}}\n"
+    )
+    cases = pytester.mkdir("prompt_cases")
+    name = "c" + HOSTILE.replace("\u2028", "") + ".yaml"  # a file name may hold all but /
+    path = cases / name
+    path.write_text(
+        f"description: {quoted}\ncases:\n"
+        + "".join(
+            f"- id: {i}\n  description: {quoted}\n  category: c.at\n"
+            f"  input: {{n: {i}, text: {quoted}}}\n"
+            for i in ("one", "two")
+        )
+    )
+    subprocess.run(["git", "init", "-q"], cwd=pytester.path, check=True)
+    subprocess.run(["git", "add", "prompts"], cwd=pytester.path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v"],
+        cwd=pytester.path,
+        check=True,
+    )
+    prompts.joinpath("v.yaml").write_text(
+        prompts.joinpath("v.yaml")
+        .read_text()
+        .replace("model_config: {", "model_config: {temperature: 0.5, ")
+        .replace("{user_id: ", "{user_id: '```x', other: ")
+        + f"assistant_prefill: {quoted}\n"
+    )
+    return path
+
+
+def test_hostile_text_survives_in_no_output(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist_args: list[str],
+) -> None:
+    """Every field holds HOSTILE: case description and input (ids and categories follow the
+    name rule, checked at collection, whose error is escaped too), the case
+    file's name, the model name and model_config, the prompt texts, the answer and the
+    judge's verdict (one invalid: its error quotes it raw)."""
+
+    def responder(request: dict[str, Any]) -> Any:
+        if "tools" not in request:
+            return HOSTILE + " answer"
+        text = json.dumps(request)
+        scores = {d: 10 for d in ("correctness", "completeness", "clarity", "usefulness")}
+        if '\\"n\\": \\"one\\"' in text or '"n": "one"' in text:
+            scores["correctness"] = 250  # invalid: an error quoting the verdict
+        verdict = {"scores": scores, "missing_topics": [HOSTILE], "notes": HOSTILE}
+        return tool_use(request, {**verdict, "incorrect_claims": [HOSTILE]})
+
+    anthropic_server.responder = responder
+    _walk_project(pytester)
+    summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = pytester.runpytest_subprocess(
+        "--prompt=v",
+        "--compare=v@HEAD",
+        "--prompteval-scorer=claude",
+        "--junitxml=junit.xml",
+        "--json-report",
+        "--json-report-file=report.json",
+        "--prompteval-html=report.html",
+        "--prompteval-markdown=report.md",
+        "-vv",
+        "-rA",
+        *xdist_args,
+    )
+    terminal = result.stdout.str() + result.stderr.str()
+    assert "judge verdict for case 'one' does not match the schema" in terminal
+    assert "prompt changes" in terminal and "model_config.metadata: {'user_id':" in terminal
+    assert _forged(terminal, markup=False) == []
+    for name in ("report.md", "step_summary.md"):
+        markdown = (pytester.path / name).read_text()
+        assert "### Prompt changes" in markdown
+        assert _markdown_forged(markdown) == []
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="prompteval.category"' in junit
+    assert _forged(junit) == []
+    html = (pytester.path / "report.html").read_text()
+    assert "answer" in html and _forged(html) == []
+    # JSON is data, not a log: its strings keep the text, but no raw control character
+    report = (pytester.path / "report.json").read_text()
+    assert "answer" in report and not any(c in report for c in RAW_CHARACTERS)
+    assert "\n::" not in report
+
+
+def test_a_model_name_in_a_missing_recording_error_is_escaped(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """A recording's label names its model: a forged one cannot write to the log."""
+    anthropic_server.responder = lambda request: "fine"
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n- id: c1\n  input: {}\n")
+    pytester.runpytest("--prompt=v", f"--prompteval-model={HOSTILE}").assert_outcomes(passed=1)
+    result = pytester.runpytest(
+        "--prompt=v", "--prompteval-model=m2", "--prompteval-record=none", "-rA"
+    )
+    result.assert_outcomes(errors=1)
+    terminal = result.stdout.str()
+    assert "recorded with model \\x1b[2J\n\\::error::x ##\\[error]x" in terminal
+    assert _forged(terminal, markup=False) == []

@@ -16,6 +16,7 @@ from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
+from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.pytest.adapters import junit_global_property
 
@@ -335,7 +336,8 @@ class RunReport:
                 add(f"{prefix}.pass^{k}", _text(mean_pass_hat_k(mine, k)))
             for group, labels in s.groups.items():
                 for label, (passed, total) in labels.items():
-                    add(f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else "")
+                    name = safe_line(f"{prefix}.{group}.{label}")  # a case file's category
+                    add(name, f"{passed / total:.6f}" if total else "")
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -363,16 +365,20 @@ class RunReport:
         }  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        def write(line: str, **markup: bool) -> None:
+            # versions, case ids, labels, prompt texts and paths come from files
+            terminalreporter.write_line(safe_line(line), **markup)
+
         if self.inline:
             terminalreporter.write_sep("-", "prompteval inline runs")
             for line in inline_lines(self.inline):
-                terminalreporter.write_line(line)
+                write(line)
         if not self.results:
             return
         for title, lines in render(self.summaries, self.comparisons, self.details):
             terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
             for line in lines:
-                terminalreporter.write_line(line)
+                write(line)
         samples = sample_lines(self.cases, self.ks)
         if self.settings.stop_early:
             samples.append(
@@ -381,21 +387,21 @@ class RunReport:
         if samples:
             terminalreporter.write_sep("-", "samples")
             for line in samples:
-                terminalreporter.write_line(line)
+                write(line)
         if self.prompt_changes:
             terminalreporter.write_sep("-", "prompt changes")
             for line in self.prompt_changes:
-                terminalreporter.write_line(line)
+                write(line)
         for failure in self.gate_failures:
-            terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
+            write(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
-            terminalreporter.write_line(f"prompteval results: {display(path)}")
+            write(f"prompteval results: {display(path)}")
         for error in self.output_errors:
-            terminalreporter.write_line(f"prompteval: not written: {error}", red=True, bold=True)
+            write(f"prompteval: not written: {error}", red=True, bold=True)
         if self.html_written is not None:
-            terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+            write(f"prompteval report: {display(self.html_written)}")
         for shown in self.markdown_written:
-            terminalreporter.write_line(f"prompteval markdown: {shown}")
+            write(f"prompteval markdown: {shown}")
 
 
 def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
@@ -443,13 +449,19 @@ def _text(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
+def _junit_value(value: object) -> object:
+    return safe_line(value) if isinstance(value, str) else value
+
+
 def _junit_properties(props: list[tuple[str, object]]) -> list[tuple[str, object]]:
     """The result dict as flat ``prompteval.<field>`` properties, for JUnit XML."""
     flat: list[tuple[str, object]] = []
     for key, value in props:
         if key == RESULT_KEY and isinstance(value, dict):
+            # category, difficulty, model: text from files
             flat += [
-                (f"prompteval.{f}", "" if value.get(f) is None else value[f]) for f in JUNIT_FIELDS
+                (f"prompteval.{f}", "" if value.get(f) is None else _junit_value(value[f]))
+                for f in JUNIT_FIELDS
             ]
         else:
             flat.append((key, value))

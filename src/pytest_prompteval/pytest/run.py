@@ -165,7 +165,7 @@ class PromptevalRun:
                 d == file_path.parent or d in file_path.parents for d in self.settings.case_dirs
             )
         ):
-            return CaseFile.from_parent(parent, path=file_path, run=self)
+            return CaseFile.make(parent, file_path, self)
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
