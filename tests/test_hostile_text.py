@@ -417,3 +417,14 @@ def test_a_model_name_in_a_missing_recording_error_is_escaped(
     terminal = result.stdout.str()
     assert "recorded with model \\x1b[2J\n\\::error::x ##\\[error]x" in terminal
     assert _forged(terminal, markup=False) == []
+
+
+def test_a_prompt_file_error_is_escaped(pytester: pytest.Pytester) -> None:
+    """Errors about prompt files stop the run as usage errors, quoting the file's keys."""
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        f"user_prompt: x\n{json.dumps(HOSTILE)}: 1\n"
+    )
+    result = pytester.runpytest("--prompt=v")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "prompts/v.yaml:2: unknown field" in result.stderr.str()
+    assert _forged(result.stdout.str() + result.stderr.str(), markup=False) == []

@@ -67,7 +67,7 @@ class RunReport:
             try:
                 self.baseline = load_run(settings.baseline)
             except PromptevalError as exc:
-                raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
+                raise pytest.UsageError(safe_line(f"--prompteval-baseline: {exc}")) from None
         # made with the first result, so that --collect-only, --markers and runs that select
         # nothing leave no run behind
         self.history: RunHistory | None = None
