@@ -287,7 +287,7 @@ def test_the_parsed_case_cache_is_json_and_a_planted_entry_runs_nothing(tmp_path
         ("csi\x9b31m", "csi\\x9b31m"),
         ("ok\n::error file=README.md::forged", "ok\n  \\::error file=README.md::forged"),
         ("::warning::first", "\\::warning::first"),
-        ("a\n  ##[error]old style", "a\n    \\##[error]old style"),
+        ("a\n  ##[error]old style", "a\n    ##\\[error]old style"),
         ("bidi\u202eevil", "bidi\\u202eevil"),
         ("tab\tand\rreturn", "tab\tand\\x0dreturn"),
     ],

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
@@ -50,7 +51,7 @@ def build_settings(config: pytest.Config) -> Settings:
             invocation_dir=config.invocation_params.dir,
         )
     except SettingError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(safe_text(str(exc), indent="")) from None
     if settings.estimate and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
     if settings.stop_early and getattr(config.option, "numprocesses", None):
@@ -93,7 +94,7 @@ class PromptevalRun:
             try:
                 self._engine = Engine(self.settings, self.run_dir, self._scorers, self._declared())
             except PromptevalError as exc:
-                raise pytest.UsageError(str(exc)) from None
+                raise pytest.UsageError(safe_text(str(exc), indent="")) from None
             ref = self.settings.affected
             if self.collecting and ref is not None:
                 try:  # before anything is written: a bad ref is a usage error
@@ -101,7 +102,8 @@ class PromptevalRun:
                         self.settings.rootpath, ref, self.settings.case_dirs, self._engine.versions
                     )
                 except PromptevalError as exc:
-                    raise pytest.UsageError(f"--prompteval-affected: {exc}") from None
+                    message = safe_text(f"--prompteval-affected: {exc}", indent="")
+                    raise pytest.UsageError(message) from None
         return self._engine
 
     def _declared(self) -> Declared:
@@ -165,7 +167,7 @@ class PromptevalRun:
                 d == file_path.parent or d in file_path.parents for d in self.settings.case_dirs
             )
         ):
-            return CaseFile.from_parent(parent, path=file_path, run=self)
+            return CaseFile.make(parent, file_path, self)
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
