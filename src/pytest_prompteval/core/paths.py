@@ -82,7 +82,7 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = No
             raise PromptevalError(f"is a link to {where}, outside {display(root)}", path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (_NOFOLLOW if root else 0)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (_NOFOLLOW if root is not None else 0)
         fd = os.open(where, flags)
     except OSError as exc:
         raise PromptevalError(f"cannot read file: {exc.strerror}", path) from None
@@ -158,10 +158,10 @@ def write_atomically(target: Path, data: str | bytes) -> None:
     an existing file or a planted link) renamed over it, so readers see the old file or the
     new one, and a symlink planted at ``target`` is replaced, never written through."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
-    # mkstemp makes the file 0600; results and recordings are shared with teammates and CI
-    # steps as any file the user makes is
-    os.chmod(tmp, 0o666 & ~UMASK)
     try:
+        # mkstemp makes the file 0600; results and recordings are shared with teammates and
+        # CI steps as any file the user makes is
+        os.chmod(tmp, 0o666 & ~UMASK)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, target)
