@@ -238,12 +238,12 @@ def test_verdicts_do_not_change_beside_a_cpu_hog(pytester: pytest.Pytester) -> N
         (
             ["--prompteval-code-workers=0"],
             "",
-            "ERROR: --prompteval-code-workers '0': expected a whole number >= 1",
+            "ERROR: --prompteval-code-workers '0': expected a whole number from 1 to 128",
         ),
         (
             [],
             "prompteval_code_workers = many\n",
-            "ERROR: ini prompteval_code_workers 'many': expected a whole number >= 1",
+            "ERROR: ini prompteval_code_workers 'many': expected a whole number from 1 to 128",
         ),
     ],
 )
