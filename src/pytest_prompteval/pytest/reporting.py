@@ -15,6 +15,7 @@ import pytest
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
+from pytest_prompteval.core.paths import write_atomically
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.safetext import safe_line
@@ -246,7 +247,7 @@ class RunReport:
             )
             try:
                 html.parent.mkdir(parents=True, exist_ok=True)
-                html.write_text(page, encoding="utf-8")
+                write_atomically(html, page)
                 self.html_written = html
             except OSError as exc:
                 self._output_failed("--prompteval-html", html, exc)
@@ -292,9 +293,11 @@ class RunReport:
             # the step summary collects every step's output: appended, never replaced
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                mode = "a" if str(target) == step_summary else "w"
-                with target.open(mode, encoding="utf-8") as f:
-                    f.write(text)
+                if str(target) == step_summary:
+                    with target.open("a", encoding="utf-8") as f:
+                        f.write(text)
+                else:
+                    write_atomically(target, text)
                 self.markdown_written.append(display(target))
             except OSError as exc:
                 self._output_failed("--prompteval-markdown", target, exc)

@@ -4,6 +4,8 @@ sent ahead, the batch, shards, and the report on the controller."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
-from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
+from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
 from pytest_prompteval.pytest.adapters import rootdir_moved_by
 from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
@@ -35,6 +37,15 @@ PATH_OPTIONS = tuple(
 )
 
 
+def typed_settings(config: pytest.Config) -> frozenset[str] | None:
+    """The settings the command line and ``PYTEST_ADDOPTS`` gave (``typed_names``), not an
+    ini file's ``addopts``; None on an xdist worker, whose controller checked them."""
+    if hasattr(config, "workerinput"):
+        return None
+    extra = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return typed_names([*map(str, config.invocation_params.args), *extra])
+
+
 def build_settings(config: pytest.Config) -> Settings:
     moved = rootdir_moved_by(config, PATH_OPTIONS)
     if moved is not None:
@@ -48,6 +59,7 @@ def build_settings(config: pytest.Config) -> Settings:
             config.rootpath,
             vars(config.option),
             config.getini,
+            typed=typed_settings(config),
             invocation_dir=config.invocation_params.dir,
         )
     except SettingError as exc:
@@ -136,7 +148,9 @@ class PromptevalRun:
         for directory in self.settings.case_dirs:
             for path in sorted(directory.rglob("*.y*ml")) if directory.is_dir() else ():
                 try:
-                    cases = load_case_file(path, self.engine.declared.case_fields).cases
+                    cases = load_case_file(
+                        path, self.engine.declared.case_fields, self.settings.rootpath
+                    ).cases
                 except PromptevalError:
                     continue  # reported where it matters: collection
                 for case in cases:
