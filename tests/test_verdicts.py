@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
 from typing import Any
 
 import pytest
+from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import agreement, mcnemar_exact
 from pytest_prompteval.report.compare import Comparison, compare, correct
@@ -34,10 +37,11 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
-        "B worse than A on pass rate: 8 regressions, 0 improvements; mean score -0.150 "
-        "[-0.334, +0.000] (95%), p=0.11; pass rate -40.0%, McNemar p=0.016 (Holm over 2 tests)"
+        "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
+        "[-0.636, -0.167] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
+        "(95%), p=0.11 (secondary, not gating)"
     )
-    assert block(c)[1].startswith("  regressions (8): c.yaml::c12, c.yaml::c13")
+    assert block(c)[1].startswith("  regressions (8): c.yaml::c12 1/1 → 0/1, c.yaml::c13 1/1")
 
 
 def test_infrastructure_errors_are_listed_per_version_and_the_verdict_may_change() -> None:
@@ -84,18 +88,24 @@ def test_one_errored_sample_never_removes_its_siblings() -> None:
 
 def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     # 15 cases 0.80 -> 0.85, 5 cases 0.72 -> 0.68, threshold 0.7: once "B better, +0.027".
+    # The declared endpoint (pass rate) decides; the score, up, is reported beside it.
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
     c = compare(a, b, ("A", "B"))
-    assert c.outcome == "mixed" and not c.significant
+    assert c.outcome == "none" and not c.significant
     assert c.verdict == (
-        "B vs A: mean score up, pass rate down: 5 regressions, 0 improvements; mean score "
-        "+0.027 [-0.008, +0.047] (97.5%), p=0.095; pass rate -25.0%, McNemar p=0.095 "
-        "(Holm over 2 tests)"
+        "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
+        "[-0.455, +0.000] (95%), McNemar exact p=0.062; mean score +0.027 [+0.009, +0.050] "
+        "(95%), p=0.012 (secondary, not gating)"
     )
     lines = block(c)
     assert lines[1] == (
-        "  regressions (5): c.yaml::c15, c.yaml::c16, c.yaml::c17, c.yaml::c18, c.yaml::c19"
+        "  regressions (5): c.yaml::c15 1/1 → 0/1, c.yaml::c16 1/1 → 0/1, c.yaml::c17 1/1 → "
+        "0/1, c.yaml::c18 1/1 → 0/1, c.yaml::c19 1/1 → 0/1"
+    )
+    assert (
+        "  mean score significantly up (secondary, not gating): mean score +0.027 "
+        "[+0.009, +0.050] (95%), p=0.012" in lines
     )
 
 
@@ -107,50 +117,73 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; mean score +0.180 [-1.000, +0.292] (97.5%), p=0.075; pass rate "
-        "+60.0%, McNemar p=0.25 (Holm over 2 tests)"
+        "to reach p < 0.05; pass rate +60.0% [-1.000, +1.000] (95%), McNemar exact p=0.25; "
+        "mean score +0.180 [-1.000, +1.000] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
 
 
 def test_zero_difference_and_differences_under_the_minimum_effect_are_never_better() -> None:
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
-    assert same.verdict.startswith("no significant difference, B vs A: mean score +0.000")
-    tiny = compare(cases("A", [0.8] * 20), cases("B", [0.81] * 20), ("A", "B"), min_effect=0.02)
+    assert same.verdict.startswith(
+        "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
+        "[+0.000, +0.000] (95%), McNemar exact p=1"
+    )
+    a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
+    tiny = compare(a, b, ("A", "B"), min_effect=0.02, primary="score")
     assert tiny.outcome == "none"
     assert tiny.verdict.startswith(
-        "no meaningful difference (under the minimum effect 0.02), B vs A: mean score +0.010 "
-        "[+0.010, +0.010] (97.5%), p=3.8e-06"
+        "no meaningful difference (under the minimum effect 0.02), B vs A: 0 regressions, 0 "
+        "improvements; mean score +0.010 [+0.010, +0.010] (95%), p=1.9e-06"
     )
 
 
-def test_power_is_stated() -> None:
+def test_power_is_stated_at_the_holm_level() -> None:
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
-    c = compare(a, b, ("A", "B"))
-    assert c.detectable == pytest.approx(0.025, abs=5e-4)
-    assert "  20 paired cases; smallest mean score difference they detect (80% power): 0.025" in (
-        block(c)
+    c = compare(a, b, ("A", "B"), primary="score")
+    # (t_0.975 + t_0.8 with 19 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
+    sd = statistics.stdev([0.05] * 15 + [-0.04] * 5)
+    expected = (scipy_stats.t.ppf(0.975, 19) + scipy_stats.t.ppf(0.8, 19)) * sd / math.sqrt(20)
+    assert c.detectable == pytest.approx(expected, rel=1e-4)
+    assert (
+        "  20 paired cases; smallest mean score difference they detect (80% power at the Holm "
+        "level 0.05): 0.026" in block(c)
     )
+    # three comparisons: a lone real difference is tested at 0.05 / 3, so it must be larger
+    others = [compare(a, b, ("A", f"B{i}"), primary="score") for i in range(3)]
+    correct(others)
+    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 19) + scipy_stats.t.ppf(0.8, 19)) * sd
+    assert others[0].detectable == pytest.approx(holm_level / math.sqrt(20), rel=1e-4)
+    assert "(80% power at the Holm level 0.0167)" in block(others[0])[2]
 
 
 def test_holm_across_several_compared_versions() -> None:
-    # Eight versions that are truly equal: alone, v3 looks better than v0 (p=0.0175); across
-    # the seven comparisons' 14 tests it is not.
+    # Eight versions that are truly equal: alone, v3 looks better than v0 (p=0.018); across
+    # the seven comparisons that decide the gate it is not.
     rng = random.Random(7)
     base = cases("v0", [round(rng.random(), 2) for _ in range(20)])
     comparisons = [
-        compare(base, cases(f"v{v}", [round(rng.random(), 2) for _ in range(20)]), ("v0", f"v{v}"))
+        compare(
+            base,
+            cases(f"v{v}", [round(rng.random(), 2) for _ in range(20)]),
+            ("v0", f"v{v}"),
+            primary="score",
+        )
         for v in range(1, 8)
     ]
     assert [c.outcome for c in comparisons].count("better") == 1
     correct(comparisons)
     v3 = comparisons[2]
     assert [c.outcome for c in comparisons] == ["none"] * 7
-    assert (v3.score.p if v3.score else None, v3.score_p_adjusted) == (0.0175, pytest.approx(0.245))
-    assert v3.verdict.startswith("no significant difference, v3 vs v0: mean score")
-    assert v3.verdict.endswith("(Holm over 14 tests)")
-    low, high = v3.ci or (0, 0)
+    assert v3.score is not None
+    assert (v3.score.test.p, math.exp(v3.score.log_p_adjusted)) == (
+        pytest.approx(0.0182, abs=5e-5),
+        pytest.approx(0.127, abs=5e-4),
+    )
+    assert v3.verdict.startswith("no significant difference, v3 vs v0: 1 regressions")
+    assert "p=0.13 (Holm over 7 comparisons); pass rate" in v3.verdict
+    low, high = v3.score.interval
     assert low < 0 < high  # shown at the level Holm decided it: it holds 0, as the verdict says
 
 
@@ -199,8 +232,11 @@ def test_ties_between_samples_fail_and_the_rule_is_stated() -> None:
     b = [item("B", f"c{i}", 0.9 if s < 2 else 0.1, sample=s) for i in range(6) for s in range(4)]
     c = compare(a, b, ("A", "B"))
     assert len(c.regressions) == 6  # 2 of 4 samples passing is a failed case
-    assert "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)" in (
-        block(c)
+    assert c.change_lines(c.regressions)[0] == "c.yaml::c0 4/4 → 2/4"
+    assert c.pass_rate_diff == -0.5  # the test sees the shares, not the tie rule
+    assert any(
+        line.startswith("  per case: each case counts the share of its samples")
+        for line in block(c)
     )
 
 
