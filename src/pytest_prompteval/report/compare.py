@@ -107,7 +107,8 @@ class Endpoint:
 
     def figures(self) -> str:
         level = f"{100 * (1 - self.interval_alpha):.3g}%"
-        value = f"{self.diff:+.1%}" if self.name == "pass_rate" else f"{self.diff:+.3f}"
+        diff = round(self.diff, 3) + 0.0  # a hair below 0 reads +0.0%, not -0.0%
+        value = f"{diff:+.1%}" if self.name == "pass_rate" else f"{diff:+.3f}"
         name = "McNemar exact p" if self.mcnemar else "p"
         return (
             f"{self.label} {value} {interval_text(*self.interval)} ({level}), "

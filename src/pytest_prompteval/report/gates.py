@@ -34,6 +34,10 @@ def gates_exit_code(
     return GATE_FAILED if gate_failures else PASSED
 
 
+#: newly failing cases a gate message names; the summary lists them all
+LISTED = 20
+
+
 def comparison_gates(
     comparisons: Sequence[Comparison],
     judged: str,
@@ -50,12 +54,15 @@ def comparison_gates(
             continue
         reference = c.baseline if c.other == judged else c.other
         if c.worse_side() == judged:
-            failures.append(f"significant regression: {c.verdict}")
+            failures.append(f"significant regression of {judged}: {c.verdict}")
         new = c.new_failures(judged)
         if len(new) > max_new_failures:
+            shown = ", ".join(
+                f"{where(case)} {before} → {after}" for case, before, after in new[:LISTED]
+            )
+            more = f" (+{len(new) - LISTED} more, in the summary)" if len(new) > LISTED else ""
             failures.append(
                 f"{judged} newly fails {len(new)} cases that pass under {reference} (more than "
-                f"prompteval_max_new_failures {max_new_failures}): "
-                + ", ".join(f"{where(case)} {before} → {after}" for case, before, after in new)
+                f"prompteval_max_new_failures {max_new_failures}): {shown}{more}"
             )
     return failures
