@@ -126,8 +126,8 @@ def test_a_regression_is_never_hidden_as_mixed(
     markdown = project.path.joinpath("pr.md").read_text()
     # the comparison is a against b (the --prompt version first): b's losses are a's gains
     assert (
-        "**Improvements**\n\n- [`case000`](prompt_cases/c.yaml#L2) `prompt_cases/c.yaml:2` 0/1 → 1/1"
-        in markdown
+        "**Improvements**\n\n- [`case000`](prompt_cases/c.yaml#L2) "
+        "`prompt_cases/c.yaml:2` 0/1 → 1/1" in markdown
     )
     assert "b newly fails 8 cases that pass under a" in markdown
 
