@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import (
+    attainable_level,
     format_p,
     holm,
     holm_log,
@@ -174,15 +175,23 @@ def test_wilson_interval_matches_its_formula() -> None:
 
 
 def test_minimum_detectable_difference_at_the_level_used() -> None:
-    # (t_{1-alpha/2} + t_{0.8}) * sd / sqrt(n), n - 1 degrees of freedom
-    for n, alpha in ((20, 0.05), (10, 0.025), (50, 0.05 / 8)):
+    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 2 degrees of freedom, a the level the exact
+    # test attains under alpha (a multiple of 2 / 2**n)
+    for n, alpha, attained in (
+        (20, 0.05, 26214 / 2**19),
+        (10, 0.025, 12 / 512),
+        (50, 0.05 / 8, 0.05 / 8),
+    ):
+        assert attainable_level(alpha, n) == pytest.approx(attained, rel=1e-6)
         expected = (
-            (scipy_stats.t.ppf(1 - alpha / 2, n - 1) + scipy_stats.t.ppf(0.8, n - 1))
+            (scipy_stats.t.ppf(1 - attained / 2, n - 2) + scipy_stats.t.ppf(0.8, n - 2))
             * 0.2
             / math.sqrt(n)
         )
         assert minimum_detectable(0.2, n, alpha=alpha) == pytest.approx(expected, rel=2e-4)
-    assert minimum_detectable(0.2, 1) is None
+    assert minimum_detectable(0.2, 2) is None
+    # 7 pairs cannot reach 0.05 / 7: the smallest p is 2 / 2**7 = 0.0156
+    assert minimum_detectable(0.2, 7, alpha=0.05 / 7) is None
 
 
 def test_mcnemar_keeps_its_log_where_the_p_value_underflows() -> None:
@@ -265,16 +274,18 @@ def test_ties_neither_inflate_nor_deflate_the_level() -> None:
 
 def test_monte_carlo_beyond_the_exhaustive_size_states_its_error() -> None:
     rng = random.Random(5)
-    diffs = [rng.gauss(0.02, 0.3) for _ in range(60)]
-    test = sign_flip_test(diffs)
-    assert test.method == "Monte Carlo" and test.patterns == 4999
-    reference = scipy_stats.permutation_test(
-        (np.array(diffs),), np.mean, permutation_type="samples", n_resamples=99999,
-        random_state=1,
-    ).pvalue  # fmt: skip
-    assert abs(test.p - reference) < 4 * test.monte_carlo_error + 0.002
-    assert test.describe().startswith("sign-flip test, Monte Carlo over 4999 sign patterns")
-    assert sign_flip_test(diffs).p == test.p  # seeded: the same run gives the same verdict
+    for mean, draws in ((0.02, range(50, 4999)), (0.15, range(4999, 5000))):
+        diffs = [rng.gauss(mean, 0.3) for _ in range(60)]
+        test = sign_flip_test(diffs)
+        # far from any level: it stops after 50 patterns as extreme; near one, all 4,999
+        assert test.method == "Monte Carlo" and test.patterns in draws
+        reference = scipy_stats.permutation_test(
+            (np.array(diffs),), np.mean, permutation_type="samples", n_resamples=99999,
+            random_state=1,
+        ).pvalue  # fmt: skip
+        assert abs(test.p - reference) < 4 * test.monte_carlo_error + 0.001
+        assert test.describe().startswith(f"sign-flip test, Monte Carlo over {test.patterns}")
+        assert sign_flip_test(diffs).p == test.p  # seeded: the same run gives the same verdict
 
 
 @settings(max_examples=40, deadline=None)

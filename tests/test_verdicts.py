@@ -142,9 +142,9 @@ def test_power_is_stated_at_the_holm_level() -> None:
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
     c = compare(a, b, ("A", "B"), primary="score")
-    # (t_0.975 + t_0.8 with 19 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
+    # (t_0.975 + t_0.8 with 18 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
     sd = statistics.stdev([0.05] * 15 + [-0.04] * 5)
-    expected = (scipy_stats.t.ppf(0.975, 19) + scipy_stats.t.ppf(0.8, 19)) * sd / math.sqrt(20)
+    expected = (scipy_stats.t.ppf(0.975, 18) + scipy_stats.t.ppf(0.8, 18)) * sd / math.sqrt(20)
     assert c.detectable == pytest.approx(expected, rel=1e-4)
     assert (
         "  20 paired cases; smallest mean score difference they detect (80% power at the Holm "
@@ -153,7 +153,7 @@ def test_power_is_stated_at_the_holm_level() -> None:
     # three comparisons: a lone real difference is tested at 0.05 / 3, so it must be larger
     others = [compare(a, b, ("A", f"B{i}"), primary="score") for i in range(3)]
     correct(others)
-    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 19) + scipy_stats.t.ppf(0.8, 19)) * sd
+    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 18) + scipy_stats.t.ppf(0.8, 18)) * sd
     assert others[0].detectable == pytest.approx(holm_level / math.sqrt(20), rel=1e-4)
     assert "(80% power at the Holm level 0.0167)" in block(others[0])[2]
 

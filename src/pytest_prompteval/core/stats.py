@@ -257,23 +257,36 @@ def t_quantile(q: float, df: int) -> float:
     return z + math.fsum(term / df ** (i + 1) for i, term in enumerate(terms))
 
 
+def attainable_level(alpha: float, n: int) -> float:
+    """The largest p-value at or under alpha that the two-sided sign-flip test of n distinct
+    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it)."""
+    half = 2.0 ** (n - 1)
+    return math.floor(alpha * half + 1e-9) / half
+
+
 def minimum_detectable(sd: float, n: int, power: float = 0.8, alpha: float = ALPHA) -> float | None:
-    """The smallest true mean difference a two-sided test at level ``alpha`` on n pairs with
-    this spread finds with the given power: (t_{1-alpha/2} + t_{power}) sd / sqrt(n) with
-    n - 1 degrees of freedom (the sign-flip test behaves as the t-test there; the simulation
-    in benchmarks/verdict_errors.py checks it). None with fewer than two pairs."""
-    if n < 2:
+    """The smallest true mean difference the sign-flip test at level ``alpha`` on n pairs
+    with this spread finds with the given power: (t_{1-a/2} + t_{power}) sd / sqrt(n), at the
+    level a the test can attain under alpha and with n - 2 degrees of freedom (the exact
+    test's small-sample price; benchmarks/verdict_errors.py checks 80% by simulation). None
+    with fewer than three pairs, or when the test cannot reach alpha at all."""
+    level = attainable_level(alpha, n)
+    if n < 3 or level == 0:
         return None
-    df = n - 1
-    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
+    df = n - 2
+    return (t_quantile(1 - level / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
 
 
 #: Sign patterns are enumerated in full up to this many non-zero differences (meet in the
 #: middle: two halves of 2**12 sums), and drawn at random beyond it.
 EXHAUSTIVE_UP_TO = 24
-#: Patterns drawn beyond it: the p-value's Monte Carlo standard error is sqrt(p (1 - p) /
-#: 4999), 0.003 at p = 0.05; (1 + hits) / (1 + draws) keeps the test exact at any draw.
+#: Patterns drawn beyond it, at most: the p-value's Monte Carlo standard error is
+#: sqrt(p (1 - p) / draws), 0.003 at p = 0.05 after all of them. Drawing stops once
+#: SEQUENTIAL_HITS patterns reach the observed sum (Besag and Clifford's sequential p-value,
+#: hits / draws, exact as the full draw's (1 + hits) / (1 + draws) is): a p-value far from
+#: any level is known after a few hundred draws.
 MONTE_CARLO = 4999
+SEQUENTIAL_HITS = 50
 #: The interval enumerates every pattern of up to this many differences.
 _INVERT_EXHAUSTIVE_UP_TO = 12
 #: Scaled integer differences (pass shares k/n, scores in hundredths) are counted exactly
@@ -443,9 +456,11 @@ def _sign_flip_log_p(values: list[float], seed: int) -> tuple[float, str, int]:
     lattice = _lattice(values)
     if lattice is not None:
         steps, target = lattice
-        counts = [1]
+        # floats count exactly enough up to 2**1000 patterns, faster than integers
+        zero: float = 0.0 if m <= 1000 else 0
+        counts = [zero + 1]
         for k in steps:
-            pad = [0] * (2 * k)
+            pad = [zero] * (2 * k)
             counts = [a + b for a, b in zip(counts + pad, pad + counts, strict=True)]
         middle = sum(steps)
         hits = sum(counts[: middle - target + 1]) + sum(counts[middle + target :])
@@ -461,9 +476,11 @@ def _sign_flip_log_p(values: list[float], seed: int) -> tuple[float, str, int]:
     total = math.fsum(values)
     rng = random.Random(seed)
     hits = 0
-    for _ in range(MONTE_CARLO):
+    for draws in range(1, MONTE_CARLO + 1):
         bits = rng.getrandbits(m).to_bytes(width, "little")
         hits += abs(total - 2 * sum(map(tuple.__getitem__, tables, bits))) >= cut
+        if hits == SEQUENTIAL_HITS:
+            return math.log(hits / draws), "Monte Carlo", draws
     return math.log((1 + hits) / (1 + MONTE_CARLO)), "Monte Carlo", MONTE_CARLO
 
 

@@ -261,8 +261,13 @@ class Comparison:
             detectable = self.detectable
             if self.paired < MIN_PAIRS:
                 power = f"too few for any verdict (at least {MIN_PAIRS} needed)"
-            elif detectable is None:
+            elif primary.test.sd == 0:
                 power = f"every paired {primary.label} difference is the same"
+            elif detectable is None:
+                power = (
+                    f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
+                    "exact test"
+                )
             else:
                 level = ALPHA / max(1, primary.family)
                 power = (
