@@ -5,13 +5,17 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from fractions import Fraction
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import agreement, mcnemar_exact
 from pytest_prompteval.report.compare import Comparison, compare, correct
+from pytest_prompteval.report.gates import comparison_gates
 from pytest_prompteval.report.summary import summarize_version
 from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
 from pytest_prompteval.report.terminal import versions_block as table
@@ -277,3 +281,76 @@ def test_per_solved_case_counts_calls_made_and_is_always_shown_for_code() -> Non
     s = summarize_version("v", ran + stopped, [1])
     assert (s.attempts, s.passed, s.skipped) == (6, 2, 8)  # skipped items made no call
     assert any("per solved case: 3.0 attempts" in line for line in notes_block([s]))
+
+
+def exact_sign_flip_p(diffs: list[Fraction]) -> float:
+    """Every sign pattern, in exact arithmetic: the reference the property is judged by."""
+    observed = abs(sum(diffs))
+    hits = sum(
+        abs(sum(d if bits >> i & 1 else -d for i, d in enumerate(diffs))) >= observed
+        for bits in range(2 ** len(diffs))
+    )
+    return hits / 2 ** len(diffs)
+
+
+# per case: the scores of each version's samples, in twentieths (exact in fractions)
+SAMPLES = st.lists(st.integers(0, 20), min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(SAMPLES, SAMPLES), min_size=6, max_size=13),
+    st.sampled_from(["pass_rate", "score"]),
+    st.sampled_from([0.0, 0.02]),
+)
+@example([([20], [0])] * 8 + [([12], [20])] * 4, "pass_rate", 0.0)
+def test_the_gate_never_passes_a_significantly_worse_version_nor_fails_the_better(
+    pairs: list[tuple[list[int], list[int]]], primary: str, min_effect: float
+) -> None:
+    # "b" is the --prompt version, compared with "a" (the comparison is b against a)
+    results = {
+        version: [
+            item(version, f"c{i:02}", k / 20, threshold=0.5, sample=s)
+            for i, pair in enumerate(pairs)
+            for s, k in enumerate(pair[side])
+        ]
+        for side, version in ((0, "a"), (1, "b"))
+    }
+    comparison = compare(results["b"], results["a"], ("b", "a"), (), min_effect, primary)
+    failures = comparison_gates([comparison], "b", max_new_failures=10**9)
+
+    def value(scores: list[int]) -> Fraction:
+        if primary == "score":
+            return Fraction(sum(scores), 20 * len(scores))
+        return Fraction(sum(k >= 10 for k in scores), len(scores))
+
+    diffs = [value(b) - value(a) for a, b in pairs]  # b minus a: negative is b worse
+    p = exact_sign_flip_p(diffs)
+    mean = sum(diffs) / len(diffs)
+    if p < 0.05 and mean <= -min_effect and mean < 0:
+        assert failures, (p, float(mean), comparison.verdict)
+    if not (p < 0.05 and mean < 0):
+        assert not failures, (p, float(mean), failures)
+
+
+def test_different_sample_counts_do_not_bias_the_pass_rate_test() -> None:
+    # 1 sample against 5, the same per-sample pass chance per case, 200 cases: by majority
+    # vote once "better" in 26.3% of runs and "worse" in 28.3%.
+    rng = random.Random(6)
+    false = 0
+    runs = 60
+    for _ in range(runs):
+        chances = [rng.random() for _ in range(200)]
+        one = [
+            item("A", f"c{i:03}", float(rng.random() < p), threshold=0.5)
+            for i, p in enumerate(chances)
+        ]
+        five = [
+            item("B", f"c{i:03}", float(rng.random() < p), threshold=0.5, sample=s)
+            for i, p in enumerate(chances)
+            for s in range(5)
+        ]
+        c = compare(one, five, ("A", "B"), (), 0.02)
+        false += c.significant
+    assert false <= 8  # 5% of 60 is 3; majority voting gave about 33
+    assert any(line.startswith("  samples per case differ (A 1, B 5)") for line in block(c))
