@@ -432,7 +432,9 @@ def compare(
     base_counts, other_counts = per_case_counts(baseline), per_case_counts(other)
     for k in ks:
         usable = [key for key in shared if base_counts[key][0] >= k and other_counts[key][0] >= k]
-        if usable:
+        if k == 1:  # pass@1 of a case is its pass share: the pass-rate test itself
+            result.pass_at_k[1] = (result.pass_rate.test, len(shared))
+        elif usable:
             kdiffs = [
                 pass_at_k(*other_counts[key], k) - pass_at_k(*base_counts[key], k) for key in usable
             ]
