@@ -28,10 +28,12 @@ from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
+from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
+from pytest_prompteval.scoring.strategies import parse_strategy
 
 ScorerFunction = Callable[..., Any]
 
@@ -120,6 +122,7 @@ class Engine:
             )
         self._scorers = scorers
         self._found_scorers: Mapping[str, ScorerFunction] | None = None
+        self._prompt_assertions: dict[str, tuple[Assertion, ...]] = {}
         self.budget: Budget | None = None
         self.gate: RateGate | None = None
         if run_dir is not None:
@@ -194,6 +197,23 @@ class Engine:
                 **(self._scorers() if self._scorers is not None else {}),
             }
         return self._found_scorers
+
+    def prompt_assertions(self, prompt: PromptVersion) -> tuple[Assertion, ...]:
+        """A prompt version's own ``assert:`` entries, which apply to every case, checked
+        once (a bad ``strategy:`` is reported here too, as an error naming the prompt file)."""
+        found = self._prompt_assertions.get(prompt.version)
+        if found is None:
+            parse_strategy(prompt)
+            found = tuple(
+                parse_assertions(
+                    prompt.raw.get("assert"),
+                    (prompt.path, prompt.line_of("assert")),
+                    f"prompt {prompt.version!r}",
+                    self.scorers(),
+                )
+            )
+            self._prompt_assertions[prompt.version] = found
+        return found
 
     def judge(self) -> Judge:
         """The judge, built on first use so that runs without one never need it."""
