@@ -276,6 +276,12 @@ def test_extraction_rules(text: str, prefill: str, rule: str, code: str) -> None
             "entry_point: f\n  tests: [{assert: x}]\n  properties: {args: ['integers()']}",
             "expected a reference solution to compare with",
         ),
+        (
+            "entry_point: f\n  tests: [{assert: x}]\n  timeout: 1000000000",
+            "c.yaml:6: case 'c1', field 'timeout': expected seconds of CPU time, a number > 0 "
+            "and at most 300",
+        ),
+        ("entry_point: f\n  tests: [{assert: x}]\n  timeout: .nan", "*at most 300"),
     ],
 )
 def test_code_case_validation(tmp_path: Path, fields: str, message: str) -> None:

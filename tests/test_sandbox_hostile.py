@@ -24,9 +24,49 @@ import pytest
 
 KEY = "sk-ant-hostile-corpus-0000"
 NOBODY = 65534
+#: A supplementary group of the unprivileged user that owns a socket (``docker`` for one).
+GROUP = 4242
+#: A SysV segment's size no other program picks, to find it in /proc/sysvipc/shm.
+SHM_SIZE = 3_141_593
+HIDDEN_CASE = "cases:\n- id: secret\n  tests: [{assert: 'f() == 4242'}]\n"
+#: The sample forks children that each take all the memory they can; the sample's limit
+#: holds for them all.
+MEMORY_HOG = """
+import os
+def f():
+    readers = []
+    for _ in range(12):
+        read, write = os.pipe()
+        try:
+            child = os.fork()
+        except OSError:
+            break
+        if child == 0:
+            held = []
+            try:
+                while True:
+                    held.append(bytearray(1 << 20))
+            except MemoryError:
+                pass
+            os.write(write, str(len(held)).encode())
+            os.read(read, 1)  # held until the sample ends
+            os._exit(0)
+        os.close(write)
+        readers.append(read)
+    held = []
+    try:
+        while True:
+            held.append(bytearray(1 << 20))
+    except MemoryError:
+        pass
+    children = [int(os.read(r, 32) or 0) for r in readers]
+    return [len(readers), len(held) + sum(children)]
+"""
 
 
-def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, list[Any]]]:
+def hostile(
+    parent: int, port: int, targets: list[str], project: str, sockets: list[str]
+) -> dict[str, tuple[str, list[Any]]]:
     """name -> (code defining f, f's arguments)."""
     return {
         "fork_bomb": ("import os\ndef f():\n    while True:\n        os.fork()\n", []),
@@ -122,6 +162,47 @@ def hostile(parent: int, port: int, targets: list[str]) -> dict[str, tuple[str, 
             "            pass\n"
             "    os._exit(0)\n",
             [],
+        ),
+        "reads_hidden_tests": (  # the expected values, from the case files on disk
+            "import glob, os, sys\n"
+            "def f(project):\n"
+            "    found = []\n"
+            "    for place in [*sys.path, os.getcwd(), project]:\n"
+            "        for path in glob.glob(os.path.join(place, 'prompt_cases', '*.yaml')):\n"
+            "            try:\n"
+            "                found.append(open(path).read())\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "    return {\n"
+            "        'found': found,\n"
+            "        'project': os.path.exists(project),\n"
+            "        'path': [p for p in sys.path if p.startswith(project)],\n"
+            "        'cwd': os.getcwd(),\n"
+            "    }\n",
+            [project],
+        ),
+        "unix_sockets": (  # host daemons listening on path-based sockets
+            "import socket\n"
+            "def f(paths):\n"
+            "    reached = []\n"
+            "    for path in paths:\n"
+            "        client = socket.socket(socket.AF_UNIX)\n"
+            "        try:\n"
+            "            client.connect(path)\n"
+            "            reached.append(path)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "        finally:\n"
+            "            client.close()\n"
+            "    return reached\n",
+            [sockets],
+        ),
+        "shared_memory": (  # a SysV segment, which would outlive the run in the host's IPC
+            "import ctypes\n"
+            "def f(size):\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    return libc.shmget(0, size, 0o1600)\n",  # IPC_PRIVATE, IPC_CREAT | 0600
+            [SHM_SIZE],
         ),
         "garbage_result": (
             "import os\n"
@@ -250,11 +331,19 @@ def _left_behind(server: int) -> int:
     return left
 
 
-def corpus(workdir: Path) -> dict[str, Any]:
-    """Run every hostile sample in one sandbox; report what each did and left behind."""
+def _shm_sizes() -> list[int]:
+    with open("/proc/sysvipc/shm") as table:
+        return [int(line.split()[3]) for line in list(table)[1:]]
+
+
+def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
+    """Run every hostile sample in one sandbox; report what each did and left behind. The
+    process runs in ``project``, which is on its import path, as under pytest."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
     from pytest_prompteval.scoring.code import CodeSpec, measure
 
+    os.chdir(project)
+    sys.path.insert(0, str(project))
     conftest = workdir / "conftest.py"
     conftest.write_text("# the project's conftest\n")
     token = os.urandom(4).hex()
@@ -272,12 +361,14 @@ def corpus(workdir: Path) -> dict[str, Any]:
         server = box._process.pid
         report["isolation"] = box.info
         assert _left_behind(server) == 0
-        samples = hostile(os.getpid(), listener.getsockname()[1], targets)
+        shm_before = _shm_sizes().count(SHM_SIZE)  # left by another run: not this one's
+        port = listener.getsockname()[1]
+        samples = hostile(os.getpid(), port, targets, str(project), sockets)
         for name, (code, args) in samples.items():
             spec = CodeSpec(
                 entry_point="f", tests=({"args": args, "expected": 42, "tag": "basic"},)
             )
-            run = box.run(spec.job(code), Limits(timeout=1.0, memory_mb=256, processes=32))
+            run = box.run(spec.job(code), Limits(timeout=1.0, memory_mb=256))
             metrics = measure(spec, code, run)
             event = run.tests.get(0, {})
             report["samples"][name] = {
@@ -295,6 +386,10 @@ def corpus(workdir: Path) -> dict[str, Any]:
                 {"check": "def check(candidate):\n    assert candidate() == 42\n", "tag": "basic"},
             ),
         )
+        report["shm_left"] = _shm_sizes().count(SHM_SIZE) - shm_before
+        hog = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+        run = box.run(hog.job(MEMORY_HOG), Limits(timeout=5.0, memory_mb=64))
+        report["memory_hog"] = run.tests.get(0, {}).get("output")
         limits = Limits(timeout=1.0)
         report["forgers"] = {
             name: measure(verdicts, code, box.run(verdicts.job(code), limits)).functional
@@ -347,6 +442,11 @@ def unprivileged_python() -> tuple[str, list[str]] | None:
     return None
 
 
+def outside_tmp() -> str:
+    """A folder outside /tmp this user may create in (the sandbox has its own /tmp)."""
+    return "/" if os.geteuid() == 0 else str(Path.home())
+
+
 def interpreter_for(env: dict[str, str], unprivileged: bool) -> tuple[str, int | None]:
     """The interpreter and user a script runs as (``nobody`` when ``unprivileged`` and we
     are root), with ``env``'s PYTHONPATH set so that it imports this project."""
@@ -361,13 +461,16 @@ def interpreter_for(env: dict[str, str], unprivileged: bool) -> tuple[str, int |
     return sys.executable, None
 
 
-def run_script(command: list[str], env: dict[str, str], user: int | None) -> Any:
-    """The JSON a script prints, run as ``user``; its exit code 3 skips the test."""
+def run_script(
+    command: list[str], env: dict[str, str], user: int | None, groups: list[int] | None = None
+) -> Any:
+    """The JSON a script prints, run as ``user`` (with supplementary ``groups``); its exit
+    code 3 skips the test."""
     done = subprocess.run(
         command,
         user=user,
         group=user,
-        extra_groups=[] if user is not None else None,
+        extra_groups=(groups or []) if user is not None else None,
         env=env,
         capture_output=True,
         text=True,
@@ -380,13 +483,60 @@ def run_script(command: list[str], env: dict[str, str], user: int | None) -> Any
     return json.loads(done.stdout)
 
 
-def run_corpus(workdir: Path, unprivileged: bool) -> dict[str, Any]:
+def _listen(path: Path, mode: int, group: int | None) -> socket.socket:
+    """A daemon's socket at ``path``: listening, ``mode``, owned by ``group`` if given."""
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(8)
+    listener.setblocking(False)
+    os.chmod(path, mode)
+    if group is not None:
+        os.chown(path, -1, group)
+    return listener
+
+
+def run_corpus(workdir: Path, project: Path, unprivileged: bool) -> dict[str, Any]:
+    """The corpus's report, with a project outside /tmp holding a case file, and daemons'
+    sockets (world-writable, and group-owned for a group of the user running pytest) in
+    /tmp and a /run-like folder."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
     python, user = interpreter_for(env, unprivileged)
-    if user is not None:
-        os.chown(workdir, user, user)
-    report: dict[str, Any] = run_script([python, __file__, str(workdir)], env, user)
+    root = os.geteuid() == 0
+    (project / "prompt_cases").mkdir()
+    (project / "prompt_cases" / "hidden.yaml").write_text(HIDDEN_CASE)
+    # the user's own group when not root (as root: a group nobody has, given to the user)
+    group = GROUP if root else os.getgroups()[-1]
+    places = [Path(tempfile.mkdtemp(prefix="prompteval-sockets-"))]
+    run = "/run" if root else os.environ.get("XDG_RUNTIME_DIR")
+    if run and os.access(run, os.W_OK):
+        places.append(Path(tempfile.mkdtemp(prefix="prompteval-sockets-", dir=run)))
+    listeners = []
+    try:
+        for place in places:
+            place.chmod(0o755)
+            listeners.append(_listen(place / "world.sock", 0o777, None))
+            listeners.append(_listen(place / "group.sock", 0o770, group))
+        sockets = [f"{place}/{name}.sock" for place in places for name in ("world", "group")]
+        if user is not None:
+            for path in (workdir, project):
+                os.chown(path, user, user)
+        command = [python, __file__, str(workdir), str(project), json.dumps(sockets)]
+        report: dict[str, Any] = run_script(command, env, user, [GROUP])
+        report["accepted"] = sum(_accepts(listener) for listener in listeners)
+    finally:
+        for listener in listeners:
+            listener.close()
+        for place in places:
+            shutil.rmtree(place, ignore_errors=True)
     return report
+
+
+def _accepts(listener: socket.socket) -> int:
+    try:
+        listener.accept()[0].close()
+    except BlockingIOError:
+        return 0
+    return 1
 
 
 @pytest.mark.parametrize(
@@ -401,10 +551,14 @@ def test_hostile_samples_are_contained(unprivileged: bool) -> None:
         pytest.skip("the root mode needs root")
     # not under tmp_path: pytest's temporary root is private to its user
     workdir = Path(tempfile.mkdtemp(prefix="prompteval-hostile-"))
+    # the project where a sample could read it, were it not hidden: outside /tmp
+    project = Path(tempfile.mkdtemp(prefix="prompteval-project-", dir=outside_tmp()))
+    project.chmod(0o755)
     try:
-        report = run_corpus(workdir, unprivileged)
+        report = run_corpus(workdir, project, unprivileged)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)
     isolation = report["isolation"]
     assert isolation["mode"] == ("user namespace" if unprivileged else "root"), isolation
     assert isolation["missing"] == []
@@ -416,6 +570,17 @@ def test_hostile_samples_are_contained(unprivileged: bool) -> None:
     assert samples["api_key"]["output"] == []
     assert samples["socket"]["output"] == "refused" and report["connections"] == 0
     assert samples["setsid_child"]["output"] == samples["execve_child"]["output"] == "forked"
+    # The project, its cases and the import path pytest gives it are out of sight.
+    hidden = samples["reads_hidden_tests"]["output"]
+    assert hidden["found"] == [] and hidden["path"] == [] and not hidden["project"], hidden
+    assert not hidden["cwd"].startswith(str(project)), hidden
+    # No daemon's socket is reached, world-writable or of the user's group.
+    assert samples["unix_sockets"]["output"] == [] and report["accepted"] == 0, samples
+    # The segment was made, in an IPC namespace that ended with the sample.
+    assert samples["shared_memory"]["output"] >= 0 and not report["shm_left"]
+    # However many processes it forks, the sample holds at most its 64 MiB in all.
+    children, megabytes = report["memory_hog"]
+    assert children >= 2 and 0 < megabytes <= 64, report["memory_hog"]
     assert report["conftest"] == "# the project's conftest\n"
     assert report["escaped"] == []
     assert not samples["forges_result"]["passed"]
@@ -434,11 +599,94 @@ def test_hostile_samples_are_contained(unprivileged: bool) -> None:
     assert forged == dict.fromkeys(forged, False) and len(forged) == len(forgers()) - 1, forged
 
 
+def endless_sample() -> None:
+    """Start a server with an endless sample on it, say the server's pid, and wait to be
+    killed: pytest, killed while a sample runs."""
+    import signal
+
+    from pytest_prompteval.sandbox.client import Limits, Sandbox
+    from pytest_prompteval.scoring.code import CodeSpec
+
+    box = Sandbox()
+    box.start()
+    spec = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+    box.send(spec.job("def f():\n    while True:\n        pass\n"), Limits(timeout=1e6))
+    assert box._process is not None
+    print(json.dumps({"server": box._process.pid}), flush=True)
+    while True:
+        signal.pause()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
+
+
+def _eventually(condition: Any) -> bool:
+    """Whether ``condition()`` comes true within a bounded number of looks."""
+    for _ in range(1000):
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize(
+    "unprivileged",
+    [
+        pytest.param(False, id="root"),
+        pytest.param(True, id="unprivileged"),
+    ],
+)
+def test_the_server_and_its_sample_end_with_pytest(unprivileged: bool) -> None:
+    """pytest killed while an endless sample runs: the server and the sample end too."""
+    if not unprivileged and os.geteuid() != 0:
+        pytest.skip("the root mode needs root")
+    env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    python, user = interpreter_for(env, unprivileged)
+    pytest_process = subprocess.Popen(
+        [python, __file__, "--endless"],
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert pytest_process.stdout is not None
+        line = pytest_process.stdout.readline()
+        if not line.startswith("{"):
+            pytest_process.wait()
+            if pytest_process.returncode == 3:
+                pytest.skip(line.strip())
+            raise AssertionError(
+                line + (pytest_process.stderr.read() if pytest_process.stderr else "")
+            )
+        server = json.loads(line)["server"]
+        # the judge and the candidate have started, beside the idle server's two
+        assert _eventually(lambda: len(_descendants(server)) >= IDLE + 2)
+        processes = [server, *_descendants(server)]
+    finally:
+        pytest_process.kill()
+        pytest_process.wait()
+        for stream in (pytest_process.stdout, pytest_process.stderr):
+            if stream is not None:
+                stream.close()
+    assert _eventually(lambda: not any(map(_alive, processes))), [p for p in processes if _alive(p)]
+
+
 if __name__ == "__main__":
     from pytest_prompteval.sandbox.client import SandboxUnavailable
 
     try:
-        print(json.dumps(corpus(Path(sys.argv[1]))))
+        if sys.argv[1] == "--endless":
+            endless_sample()
+        print(json.dumps(corpus(Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]))))
     except SandboxUnavailable as exc:
         print(exc)
         sys.exit(3)

@@ -66,7 +66,7 @@ def sample_imports(names: list[str]) -> list[str]:
     spec = CodeSpec(entry_point="f", tests=({"args": [names], "expected": [], "tag": "basic"},))
     box = Sandbox()
     try:
-        run = box.run(spec.job(IMPORT_ALL), Limits(timeout=20.0, memory_mb=2048, processes=64))
+        run = box.run(spec.job(IMPORT_ALL), Limits(timeout=20.0, memory_mb=2048, processes=4))
     finally:
         box.close()
     event = run.tests.get(0, {})

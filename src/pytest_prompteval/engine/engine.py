@@ -232,7 +232,12 @@ class Engine:
     def code_scorer(self) -> CodeScorer:
         if self._code is None:
             s = self.settings
-            self._code = CodeScorer(s.code_timeout, workers=s.code_workers, unsafe=s.unsafe_sandbox)
+            # no sample sees the project, its cases, recordings or results
+            hidden = [s.rootpath, *s.case_dirs, s.prompt_dir, s.recordings_dir]
+            hidden += [s.results_dir] if s.results_dir else []
+            self._code = CodeScorer(
+                s.code_timeout, workers=s.code_workers, unsafe=s.unsafe_sandbox, hidden=hidden
+            )
         return self._code
 
     def stop(self) -> None:

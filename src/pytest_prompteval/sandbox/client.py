@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -26,9 +27,9 @@ SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 3.0
-    memory_mb: int = 512
+    memory_mb: int = 512  # the sample's, shared by its processes
     output_bytes: int = 1 << 20
-    processes: int = 64
+    processes: int = 8  # counting the judge and the candidate
 
 
 @dataclass
@@ -125,8 +126,11 @@ class Sandbox:
     """One warm fork server; ``run`` is thread-safe (jobs run one at a time), ``send`` and
     ``receive`` are for the one thread that owns it."""
 
-    def __init__(self, unsafe: bool = False) -> None:
+    def __init__(self, unsafe: bool = False, hidden: Sequence[str | os.PathLike[str]] = ()):
         self.unsafe = unsafe
+        #: Folders a sample must not see even where they lie in one it sees (a project
+        #: under /usr): the project's, its cases', recordings' and results'; and our cwd.
+        self.hidden = [os.getcwd(), *(os.fspath(path) for path in hidden)]
         self._process: subprocess.Popen[str] | None = None
         self._home: str | None = None
         self._lock = threading.Lock()
@@ -139,6 +143,7 @@ class Sandbox:
         self._home = tempfile.mkdtemp(prefix="prompteval-sandbox-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+        env["PROMPTEVAL_SANDBOX_HIDDEN"] = json.dumps(self.hidden)
         if hypothesis:  # property tests: the server imports and warms hypothesis up front
             env.update(PROMPTEVAL_SANDBOX_HYPOTHESIS="1", PROMPTEVAL_SANDBOX_CACHE=cache_dir())
         if self.unsafe:

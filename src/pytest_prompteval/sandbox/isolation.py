@@ -1,34 +1,36 @@
 """Namespaces and mounts for the sandbox server, the same shape as root and without root.
 
-``isolate()`` moves the calling process into its own PID, network and mount namespaces
+``isolate()`` moves the calling process into its own PID, network, IPC and mount namespaces
 (first into its own user namespace when not root, where the kernel allows unprivileged user
-namespaces) and returns in the namespace's PID 1. There the whole mount tree is read-only,
-``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are private tmpfs, and ``/proc`` is a
-fresh one that shows only the namespace's processes. As root, the directories on the way to
-the interpreter and its packages that ``nobody`` cannot enter (``/root`` for a Python under
-``/root/.pyenv``) are covered with an empty tmpfs into which only that way is bound back.
+namespaces) and returns in the namespace's PID 1. Its root is then a new, read-only tmpfs
+that holds only what a ``View`` shows: the system's programs and libraries (``/usr``,
+``/lib*``, ``/bin``, ``/etc``), the interpreter and its packages, bound in read-only; the
+project, its cases, recordings and results, ``/home``, ``/run`` (and the daemons' sockets
+there) are not in it. ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are private
+tmpfs, ``/dev`` holds five harmless devices, and ``/proc`` is a fresh one that shows only
+the namespace's processes. The host's tree is detached (``pivot_root``).
 
-``drop_privileges()`` is what a sample does before running: ``nobody`` as root; without
-root, no capabilities in the user namespace (so it can neither unmount the fresh ``/proc``
-nor remount anything writable).
+``drop_privileges()`` is what a sample does before running: ``nobody`` without
+supplementary groups as root; without root, no capabilities in the user namespace (so it
+can neither unmount the fresh ``/proc`` nor remount anything writable).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import platform
 import signal
 import stat
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 0x4000, 1 << 18
+MNT_DETACH = 2
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 28, 38
@@ -36,6 +38,18 @@ PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 28, 38
 SECUREBITS_LOCKED = 0b101111
 NOBODY = 65534
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+#: The system's programs, libraries and configuration: what an interpreter and the
+#: libraries it loads expect to find (never /home, /root, /run, /var, /srv, /opt, /mnt).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+DEVICE_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
+#: Where the sample's root is put together (hidden under it once it is the root).
+STAGE = "/tmp"
 # Mount flags a user namespace may not clear when remounting (the kernel locks them).
 LOCKED_FLAGS = {
     "nosuid": MS_NOSUID,
@@ -95,7 +109,7 @@ def _write(path: str, text: str) -> None:
 
 def _own_user_namespace(uid: int, gid: int) -> None:
     _call(
-        _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID),
+        _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC),
         "unshare (unprivileged user namespaces)",
     )
     _write("/proc/self/setgroups", "deny")
@@ -119,7 +133,7 @@ def _user_namespace_works(uid: int, gid: int) -> bool:
 
 def _enter_namespaces(root: bool) -> str:
     if root:
-        _call(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+        _call(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC), "unshare")
         return "root"
     uid, gid = os.geteuid(), os.getegid()
     if not _user_namespace_works(uid, gid):
@@ -154,10 +168,12 @@ def _mounts() -> list[tuple[str, int]]:
     return found
 
 
-def _readonly() -> list[str]:
-    """Remount every mount read-only; return the mount points that refused."""
+def _readonly(writable: list[str]) -> list[str]:
+    """Remount every mount but ``writable`` read-only; return the mount points that refused."""
     refused = []
     for target, flags in _mounts():
+        if target in writable:
+            continue
         try:
             _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, "")
         except OSError:
@@ -166,59 +182,115 @@ def _readonly() -> list[str]:
     return refused
 
 
-def _traversable_by_others(path: str) -> bool:
-    return bool(os.stat(path).st_mode & stat.S_IXOTH)
+def _real_dirs(paths: Iterable[str]) -> list[str]:
+    return [p for p in dict.fromkeys(os.path.realpath(p) for p in paths) if os.path.isdir(p)]
 
 
-def _cover(paths: list[str]) -> None:
-    """As root, before dropping to nobody: cover each directory on the way to ``paths``
-    that others cannot enter with an empty tmpfs, and bind back only the way through."""
-    keep: dict[str, set[str]] = defaultdict(set)
-    for path in paths:
-        parts = os.path.realpath(path).split(os.sep)[1:]
-        for depth in range(1, len(parts)):
-            directory = os.sep + os.sep.join(parts[:depth])
-            if os.path.isdir(directory) and not _traversable_by_others(directory):
-                keep[directory].add(parts[depth])
-    for directory in sorted(keep, key=lambda d: d.count(os.sep)):
-        handles = {}
-        for name in keep[directory]:
-            with contextlib.suppress(OSError):
-                handles[name] = os.open(os.path.join(directory, name), os.O_PATH)
-        _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64k")
-        for name, handle in handles.items():
-            target = os.path.join(directory, name)
-            if stat.S_ISDIR(os.fstat(handle).st_mode):
-                os.mkdir(target)
+def within(path: str, top: str) -> bool:
+    """``path`` is ``top`` or below it (both real paths)."""
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a sample sees of the host's files: ``shown`` bound in read-only (real paths),
+    ``hidden`` covered with an empty tmpfs where a shown path holds them, ``links`` the
+    paths whose symlinks are made again (``/lib64 -> usr/lib64``, a venv's interpreter)."""
+
+    shown: tuple[str, ...]
+    hidden: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+    def plan(self) -> list[tuple[str, str]]:
+        """(kind, path) mounts, parents first: "tmpfs" (writable), "hide" or "bind"; a
+        path already shown by a bind above it (and not hidden between) is left out."""
+        steps = [("tmpfs", p) for p in _real_dirs(WRITABLE)]
+        steps += [("hide", p) for p in _real_dirs(self.hidden)]
+        steps += [("bind", p) for p in dict.fromkeys(map(os.path.realpath, self.shown))]
+        steps.sort(key=lambda step: (step[1].count(os.sep), step[0] != "tmpfs"))
+        planned: list[tuple[str, str]] = []
+        for kind, path in steps:
+            above = [(k, p) for k, p in planned if within(path, p)]
+            covered = max(above, key=lambda s: s[1].count(os.sep), default=None)
+            if kind == "bind" and covered is not None and covered[0] == "bind":
+                continue  # visible already, through its parent's bind
+            if kind == "hide" and (covered is None or covered[0] != "bind"):
+                continue  # nothing shows it: nothing to hide
+            planned.append((kind, path))
+        return planned
+
+
+def _link_the_way(path: str, root: str, depth: int = 0) -> None:
+    """Make each symlink on the way to ``path`` again below ``root`` where the view lacks
+    it, following it (the way to its target may hold links too)."""
+    parts = path.split(os.sep)[1:]
+    for index in range(len(parts)):
+        here = os.sep + os.path.join(*parts[: index + 1])
+        if not os.path.islink(here):
+            continue
+        target = os.readlink(here)
+        if not os.path.lexists(root + here):
+            os.makedirs(os.path.dirname(root + here), mode=0o755, exist_ok=True)
+            os.symlink(target, root + here)
+        if depth < 8:
+            rest = parts[index + 1 :]
+            resolved = os.path.normpath(os.path.join(os.path.dirname(here), target, *rest))
+            _link_the_way(resolved, root, depth + 1)
+        return
+
+
+def _build_root(view: View, root: str) -> None:
+    """The sample's filesystem, on the tmpfs at ``root``: the view's mounts, a few devices
+    and a fresh /proc. The sources are held open first: ``root`` may hide some of them."""
+    plan = view.plan()
+    held = {path: os.open(path, os.O_PATH) for kind, path in plan if kind == "bind"}
+    devices = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES}
+    try:
+        _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+        for kind, path in plan:
+            target = root + path
+            if kind == "bind":
+                if stat.S_ISDIR(os.fstat(held[path]).st_mode):
+                    os.makedirs(target, mode=0o755, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+                    open(target, "a").close()
+                _mount(f"/proc/self/fd/{held[path]}", target, None, MS_BIND | MS_REC, "")
             else:
-                open(target, "w").close()
-            _mount(f"/proc/self/fd/{handle}", target, None, MS_BIND | MS_REC, "")
+                os.makedirs(target, mode=0o755, exist_ok=True)
+                size = (
+                    "size=64m,nr_inodes=4096,mode=1777" if kind == "tmpfs" else "size=4k,mode=755"
+                )
+                _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
+        for path in view.links:
+            _link_the_way(path, root)
+        for name, handle in devices.items():
+            open(f"{root}/dev/{name}", "a").close()
+            _mount(f"/proc/self/fd/{handle}", f"{root}/dev/{name}", None, MS_BIND, "")
+        for name, target in DEVICE_LINKS.items():
+            if not os.path.lexists(f"{root}/dev/{name}"):
+                os.symlink(target, f"{root}/dev/{name}")
+        os.makedirs(f"{root}/proc", mode=0o555, exist_ok=True)
+        # while the host's /proc is still in this namespace: the kernel wants one in full
+        _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")
+    finally:
+        for handle in (*held.values(), *devices.values()):
             os.close(handle)
 
 
-def _held_open(paths: list[str], under: str) -> dict[str, int]:
-    """The readable paths below ``under`` (the interpreter or a venv under /tmp), held open
-    so that they can be bound back read-only over the private tmpfs about to hide them."""
-    held: dict[str, int] = {}
-    for path in paths:
-        real = os.path.realpath(path)
-        if real.startswith(under + os.sep) and not any(
-            real.startswith(other + os.sep) for other in held
-        ):
-            with contextlib.suppress(OSError):
-                held[real] = os.open(real, os.O_PATH)
-    return held
+def _enter_root(root: str) -> None:
+    """Make ``root`` the root; the host's tree is detached, out of reach of every path."""
+    os.chdir(root)
+    if _PIVOT_ROOT is not None:
+        _call(_libc.syscall(_PIVOT_ROOT, b".", b"."), "pivot_root")
+        _call(_libc.umount2(b".", MNT_DETACH), "umount the host's root")
+    else:  # an architecture whose syscall number this module does not know
+        _mount(root, "/", None, MS_MOVE, "")
+        os.chroot(".")
+    os.chdir("/")
 
 
-def _bind_back(held: dict[str, int]) -> None:
-    for path, handle in held.items():
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC, "")
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, "")
-        os.close(handle)
-
-
-def isolate(root: bool, readable: list[str]) -> Isolation:
+def isolate(root: bool, view: View) -> Isolation:
     """Enter the namespaces and set up the mounts (see the module docstring). On failure,
     the process is where it was, and ``missing`` says why."""
     found = Isolation()
@@ -236,26 +308,14 @@ def isolate(root: bool, readable: list[str]) -> Isolation:
     found.own_pids = found.network_isolated = True
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE, "")
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")
-        found.fresh_proc = True
-        if root:
-            _cover(readable)
-        refused = _readonly()
+        _build_root(view, STAGE)
+        _enter_root(STAGE)
+        found.fresh_proc = found.fs_private = True
+        writable = _real_dirs(WRITABLE)
+        refused = _readonly(writable)
         found.fs_readonly = not refused
         if refused:
             found.missing.append(f"could not make read-only: {', '.join(refused)}")
-        for path in dict.fromkeys(os.path.realpath(p) for p in WRITABLE):
-            if os.path.isdir(path):
-                inside = _held_open(readable, path)
-                _mount(
-                    "tmpfs",
-                    path,
-                    "tmpfs",
-                    MS_NOSUID | MS_NODEV,
-                    "size=64m,nr_inodes=4096,mode=1777",
-                )
-                _bind_back(inside)
-        found.fs_private = True
     except OSError as exc:
         found.missing.append(f"mount setup failed: {exc}")
     return found
@@ -291,8 +351,9 @@ def drop_privileges(root: bool) -> None:
     _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-#: clone(2)'s number, where this module knows it: a fork into a new PID namespace.
+#: clone(2)'s and pivot_root(2)'s numbers, where this module knows them.
 _CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 
 
 def fork_own_pids() -> int:
@@ -302,7 +363,9 @@ def fork_own_pids() -> int:
     process (the zygote): the child skips Python's after-fork hooks. Falls back to
     ``os.fork()`` where the architecture or the kernel does not allow it."""
     if _CLONE is not None:
-        pid = _libc.syscall(_CLONE, CLONE_NEWPID | signal.SIGCHLD, 0, 0, 0, 0)
+        # its own IPC namespace too: SysV memory it makes ends with it
+        flags = CLONE_NEWPID | CLONE_NEWIPC | signal.SIGCHLD
+        pid = _libc.syscall(_CLONE, flags, 0, 0, 0, 0)
         if pid >= 0:
             return int(pid)
     return os.fork()

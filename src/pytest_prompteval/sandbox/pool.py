@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -41,10 +42,17 @@ def _hypothesis(job: dict[str, Any]) -> bool:
 
 
 class SandboxPool:
-    def __init__(self, workers: int | None = None, unsafe: bool = False, depth: int = DEPTH):
+    def __init__(
+        self,
+        workers: int | None = None,
+        unsafe: bool = False,
+        depth: int = DEPTH,
+        hidden: Sequence[str | os.PathLike[str]] = (),
+    ):
         self.workers = max(1, workers or default_workers())
         self.depth = max(1, depth)
         self.unsafe = unsafe
+        self.hidden = hidden
         self._queue: queue.PriorityQueue[Task] = queue.PriorityQueue()
         self._order = itertools.count()
         self._threads: list[threading.Thread] = []
@@ -64,7 +72,7 @@ class SandboxPool:
             if self._threads:
                 return
             for index in range(self.workers):
-                box = Sandbox(self.unsafe)
+                box = Sandbox(self.unsafe, self.hidden)
                 thread = threading.Thread(
                     target=self._work, args=(box,), name=f"prompteval-sandbox-{index}", daemon=True
                 )

@@ -1,8 +1,9 @@
 """The sandbox's fork server, started by the client with the parent's import path.
 
 It starts once per worker of the pool, imports what generated code usually needs (and, for
-property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network
-and mount namespaces, a read-only filesystem with private tmpfs where writes are usual, a
+property tests, hypothesis), isolates itself (``isolation.py``: its own user, PID, network,
+IPC and mount namespaces, a read-only root of its own that shows the system, the interpreter
+and its packages but no project folder (``view``), private tmpfs where writes are usual, a
 fresh /proc), checks that a sample can read every standard-library module, then reads one
 JSON job per line on stdin and answers one JSON line on stdout. Before the first job it
 forks the zygote (``zygote.py``), from which each candidate's process is forked. Each job is
@@ -11,11 +12,13 @@ candidate from the zygote, joined to the judge by pipes.
 
 What else bounds a sample: a sanitised environment (set by the client: no API keys), no
 stdin, a fresh working directory, stdout and stderr into a file whose size is capped
-(RLIMIT_FSIZE); RLIMIT_AS (memory), RLIMIT_NPROC, RLIMIT_NOFILE, no core files; its CPU
+(RLIMIT_FSIZE); RLIMIT_NPROC and RLIMIT_AS (memory: the sample's, split between its
+processes), RLIMIT_NOFILE, no core files; its CPU
 time (judge, candidate and their children), read from /proc while it runs (so that a busy
 machine does not change the verdict), and a wall-clock backstop for samples that sleep.
 After each sample, the server, PID 1 of its namespace, kills every other process there but
-the zygote, ``setsid`` or not, before it answers, and reaps them after.
+the zygote, ``setsid`` or not, before it answers, and reaps them after. Every wait also
+watches pytest (a pidfd): when it ends, killed or not, the server ends and its sample too.
 
 Without any isolation (only with the user's opt-in) the server is a child subreaper, so
 every orphan of a sample is re-parented to it and killed with the sample's process tree.
@@ -33,20 +36,25 @@ import os
 import select
 import shutil
 import signal
+import site
 import stat
 import sys
+import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_prompteval.sandbox import harness
 from pytest_prompteval.sandbox.harness import SIDE_EFFECTS, cpu_seconds
 from pytest_prompteval.sandbox.isolation import (
+    SYSTEM,
     WRITABLE,
     Isolation,
+    View,
     drop_privileges,
     isolate,
     set_dumpable,
+    within,
 )
 from pytest_prompteval.sandbox.zygote import Zygote, bound, move_fds
 
@@ -275,8 +283,7 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             break
-        ready, _, _ = select.select([events_r], [], [], WATCH_SECONDS)
-        if ready:
+        if _select([events_r], WATCH_SECONDS, isolation, zygote):
             chunk = os.read(events_r, 65536)
             if not chunk:
                 break
@@ -300,7 +307,7 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
             status = code
         else:
             watch()
-            select.select([], [], [], pause)
+            _select([], pause, isolation, zygote)
             pause = min(2 * pause, WATCH_SECONDS)
     _kill_descendants(pid, isolation, zygote)
     return {
@@ -324,7 +331,7 @@ def clean_up(isolation: Isolation, zygote: Zygote) -> None:
         if not _sample_processes(isolation, zygote):
             break
         _kill_descendants(None, isolation, zygote)
-        select.select([], [], [], pause)
+        _select([], pause, isolation, zygote)
         pause = min(2 * pause, WATCH_SECONDS)
     if not zygote.alive():
         sys.exit(1)
@@ -461,21 +468,111 @@ def readiness(
     return ready
 
 
-def _readable_paths() -> list[str]:
-    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
-    return [p for p in dict.fromkeys(paths) if p and os.path.isdir(p)]
+#: Folders of installed packages: what a sample may import beyond the standard library.
+SITE_DIRS = ("site-packages", "dist-packages")
+
+
+def _installed(entry: str, interpreter: list[str], hidden: list[str]) -> bool:
+    """Whether an import-path entry is the interpreter's or installed packages, not a
+    project's folder (pytest puts the rootdir there): one in a hidden folder only as a
+    site-packages of an environment there (``.venv``)."""
+    real = os.path.realpath(entry)
+    if os.path.basename(real) in SITE_DIRS:
+        return not any(within(h, real) for h in hidden)
+    return not any(within(real, h) or within(h, real) for h in hidden) and any(
+        within(real, top) for top in interpreter
+    )
+
+
+def view(hidden: list[str]) -> tuple[View, list[str]]:
+    """What a sample sees, and the import path it keeps: the system, the interpreter and
+    its packages; ``hidden`` (the project's folders, from the client) and every other
+    entry of the import path covered where something shown holds them."""
+    paths = sysconfig.get_paths()
+    interpreter = [
+        os.path.realpath(p)
+        for p in (
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            sys.base_exec_prefix,
+            paths["stdlib"],
+            paths["platstdlib"],
+            *site.getsitepackages(),
+        )
+    ]
+    hidden = [os.path.realpath(h) for h in hidden]
+    kept = [p for p in sys.path if p and os.path.exists(p) and _installed(p, interpreter, hidden)]
+    dropped = [p for p in sys.path if p and os.path.isdir(p) and p not in kept]
+    shown = [p for p in (*SYSTEM, *interpreter, *kept) if os.path.exists(p)]
+    return View(
+        shown=tuple(shown),
+        hidden=tuple(hidden + dropped),
+        links=(*SYSTEM, *WRITABLE, *shown, sys.executable),
+    ), kept
+
+
+def watch_parent() -> int | None:
+    """A pidfd on pytest, which every wait of the server watches, so that neither the
+    server nor a sample outlives the pytest that asked for them (killed or not)."""
+    parent = os.getppid()
+    try:
+        handle = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # before Linux 5.3: stdin's end still ends it idle
+        return None
+    if os.getppid() != parent:  # pytest ended before the pidfd was taken
+        os._exit(1)
+    return handle
+
+
+#: pytest's pidfd (None: not watched).
+_parent: int | None = None
+
+
+def _select(fds: list[int], timeout: float | None, isolation: Isolation, zygote: Zygote) -> bool:
+    """select() for reading on ``fds``: whether one is ready. Once pytest has ended, the
+    server ends, and the sample with it: with namespaces the kernel ends every process of
+    the namespace with its PID 1; without, the server kills them first."""
+    watched = fds if _parent is None else [*fds, _parent]
+    ready = select.select(watched, [], [], timeout)[0]
+    if _parent is not None and _parent in ready:
+        if not isolation.own_pids:
+            _kill_descendants(None, isolation, zygote)
+            with contextlib.suppress(OSError):
+                os.kill(zygote.pid, signal.SIGKILL)
+        os._exit(1)
+    return bool(ready)
+
+
+def _jobs(isolation: Isolation, zygote: Zygote) -> Iterator[dict[str, Any]]:
+    """The jobs on stdin, one JSON line each, until pytest closes it or ends."""
+    buffer = bytearray()
+    while True:
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            yield json.loads(line)
+        _select([0], None, isolation, zygote)
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
 
 
 def main() -> None:
+    global _parent
+    _parent = watch_parent()
     for module in PRELOAD:
         __import__(module)
     # Before the private /tmp hides anything installed there (a venv under /tmp, say).
     if os.environ.get("PROMPTEVAL_SANDBOX_HYPOTHESIS"):
         _warm_hypothesis(os.environ.get("PROMPTEVAL_SANDBOX_CACHE"))
     origins = stdlib_origins()
-    isolation = isolate(ROOT, _readable_paths())
+    shown, kept = view(json.loads(os.environ.get("PROMPTEVAL_SANDBOX_HIDDEN", "[]")))
+    isolation = isolate(ROOT, shown)
     if isolation.mode == "none":
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    else:
+        sys.path[:] = kept  # no project folder, nor a path that is not there any more
     # PID 1 of a namespace gets only the signals it handles: Python handles SIGINT
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)  # a sample of the same user can neither ptrace nor read us
@@ -490,6 +587,6 @@ def main() -> None:
     if isolation.fs_private:
         os.chdir("/tmp")
     zygote = Zygote(isolation, ROOT)  # before any job: its memory never holds one
-    for line in sys.stdin:
-        print(json.dumps(run_job(json.loads(line), isolation, zygote), default=repr), flush=True)
+    for job in _jobs(isolation, zygote):
+        print(json.dumps(run_job(job, isolation, zygote), default=repr), flush=True)
         clean_up(isolation, zygote)

@@ -44,8 +44,10 @@ def _vm_size() -> int:
 
 
 def bound(limits: dict[str, Any], isolation: Isolation, root: bool) -> None:
-    """What bounds a sample's process, judge or candidate: limits, then privileges."""
-    memory = _vm_size() + limits["memory_mb"] * 1024 * 1024
+    """What bounds a sample's process, judge or candidate: limits, then privileges. The
+    memory is the sample's, however many processes it forks: each of its at most
+    ``processes`` gets an equal share (beyond what it starts with, shared with the server)."""
+    memory = _vm_size() + limits["memory_mb"] * 1024 * 1024 // limits["processes"]
     for name, value in (
         ("RLIMIT_CPU", math.ceil(limits["timeout"]) + 1),  # backstop to the CPU watch
         ("RLIMIT_AS", memory),

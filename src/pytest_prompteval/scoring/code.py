@@ -30,9 +30,10 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,11 @@ def is_code_case(case: Case) -> bool:
     return "entry_point" in case.raw or case.raw.get("kind") == "code"
 
 
+#: The longest CPU time a case's ``timeout:`` may give a sample (a sample that sleeps is
+#: ended at 3 times it plus 2 s): a case file may not keep a run busy without end.
+MAX_CASE_TIMEOUT = 300
+
+
 def parse_code_spec(case: Case) -> CodeSpec:
     """Validate a code case's fields; errors name file, line, case and field."""
     raw = case.raw
@@ -136,9 +142,11 @@ def parse_code_spec(case: Case) -> CodeSpec:
         properties = _parse_properties(case, properties, fail)
     timeout = raw.get("timeout")
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_CASE_TIMEOUT
     ):
-        raise fail("timeout", "seconds, a number > 0")
+        raise fail("timeout", f"seconds of CPU time, a number > 0 and at most {MAX_CASE_TIMEOUT}")
     prompt = case.input.get("prompt", "")
     return CodeSpec(
         entry_point=entry,
@@ -433,8 +441,9 @@ class CodeScorer:
         memory_mb: int = 512,
         workers: int | None = None,
         unsafe: bool = False,
+        hidden: Sequence[str | os.PathLike[str]] = (),
     ):
-        self.sandbox = SandboxPool(workers, unsafe)
+        self.sandbox = SandboxPool(workers, unsafe, hidden=hidden)
         self.default_timeout = default_timeout
         self.memory_mb = memory_mb
         self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
