@@ -32,6 +32,8 @@ def test_inline_runs_check_the_case_and_prompt_assertions(pytester: pytest.Pytes
     result = pytester.runpytest("--prompteval-provider=python:app:answer")
 
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*unknown assertion or scorer 'containz'; did you mean 'contains'?*"])
+    result.stdout.fnmatch_lines(
+        ["*unknown assertion or scorer 'containz'; did you mean 'contains'?*"]
+    )
     out = result.stdout.str()
     assert "Traceback" not in out and "During handling" not in out
