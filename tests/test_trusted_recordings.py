@@ -57,9 +57,7 @@ def pull_request(
     anthropic_server.responder = answer
     generated_project(pytester, 3, prompt="user_prompt: Explain {n}.\n")
     root = pytester.path
-    pytester.runpytest("--prompt=v", "--prompteval-record=new").assert_outcomes(
-        passed=2, failed=1
-    )
+    pytester.runpytest("--prompt=v", "--prompteval-record=new").assert_outcomes(passed=2, failed=1)
     recording_of(root, "c02").unlink()
     cases = (root / "prompt_cases" / "c.yaml").read_text()
     (root / "prompt_cases" / "c.yaml").write_text(cases.split("- id: c02")[0])
