@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec
@@ -21,6 +23,15 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
     """The specs of ``case``'s items: its assertions and code spec checked once (errors name
     the file and line), then one spec per version and sample, the version's assertions
     first."""
+    if case.difficulty is not None and case.difficulty not in engine.scorer.difficulties:
+        known = sorted(engine.scorer.difficulties)
+        raise PromptevalError(
+            f"case {case.id!r}: unknown difficulty {case.difficulty!r}"
+            f"{suggestion(case.difficulty, known)}; known: {', '.join(known)} (a project adds "
+            "its own under length_ranges or difficulty_aliases in ini prompteval_scoring's table)",
+            case.path,
+            line_of(case.raw, "difficulty"),
+        )
     scorers = engine.scorers()
     code = parse_code_spec(case) if is_code_case(case) else None
     own = parse_assertions(
