@@ -8,13 +8,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_prompteval.cli import main
 from pytest_prompteval.core.cases import load_case_file, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.paths import read_bounded
+from pytest_prompteval.core.paths import create_new, read_bounded
 from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
@@ -222,8 +223,8 @@ def test_a_recording_linked_to_dev_zero_fails_that_item_only(pytester: pytest.Py
     result.assert_outcomes(errors=2)  # errors of the run's data, not failures of the prompt
     result.stdout.fnmatch_lines(
         [
-            f"prompt_recordings/{key}.json: unreadable recording: not a regular file; delete it "
-            "to record again",
+            f"prompt_recordings/{key}.json: unreadable recording: is a link to /dev/zero, outside "
+            "prompt_recordings; delete it to record again",
             "*no recording for case 'b'*",
         ]
     )
@@ -253,30 +254,135 @@ def test_a_symlinked_recordings_folder_leading_outside_is_refused(
     ]
 
 
-def test_the_parsed_case_cache_is_json_and_a_planted_entry_runs_nothing(tmp_path: Path) -> None:
+def test_the_parsed_case_cache_is_signed_json_and_a_planted_entry_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
     cache = tmp_path / "cache"
     cache.mkdir()
     path = tmp_path / "c.yaml"
     path.write_text("cases:\n- id: a\n  input: {n: 1}\n  tags: [x]\n")
     first = load_case_file_cached(path, cache)
     (entry,) = cache.iterdir()
-    assert json.loads(entry.read_text())["line"] == 1
+    assert json.loads(entry.read_bytes().partition(b"\n")[2])["line"] == 1
     again = load_case_file_cached(path, cache)
     assert again.cases == first.cases and again.cases[0].raw.line_of("tags") == 4
-    entry.write_bytes(b"\x80\x04cos\nsystem\n.")  # a pickle: not JSON, so parsed afresh
+    entry.write_bytes(b"\x80\x04cos\nsystem\n.")  # a pickle: not ours, so parsed afresh
     assert load_case_file_cached(path, cache).cases == first.cases
-    planted = json.loads(entry.read_text())  # written afresh by the load above
-    empty = {"line": 3, "keys": [], "lines": [], "values": []}
-    planted["values"] = [
-        [{"line": 2, "keys": ["id", 7], "lines": [2, 3], "values": ["a\x1b", empty]}]
-    ]
-    entry.write_text(json.dumps(planted))
-    with pytest.raises(PromptevalError) as excinfo:
-        load_case_file_cached(path, cache)  # a planted entry is validated like the file
-    assert str(excinfo.value) == (
-        f"{path}:2: case 'a\\x1b', field 'id': expected a name of letters, digits and _ . + - "
-        "(it becomes an id/marker), got string 'a\\x1b'"
+    key = tmp_path / "user" / "pytest-prompteval" / "cache-key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
+
+
+def test_a_planted_case_cache_entry_is_ignored_and_the_cases_threshold_applies(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """#22: a committed ``.pytest_cache`` entry with ``threshold: 0.0`` made failing answers
+    pass. An entry is signed with a key outside the project: a forged one is parsed again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    generated_project(pytester, 1, fields="  threshold: 0.99\n")
+    pytester.makepyfile(echo="def answer(request, *, case, prompt, sample):\n    return 'x'\n")
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    args = ["--prompt=v", "--prompteval-provider=python:echo:answer"]
+    pytester.runpytest(*args).assert_outcomes(failed=1)
+    (entry,) = (pytester.path / ".pytest_cache" / "d" / "prompteval-cases").iterdir()
+    data = entry.read_bytes()
+    # the same name, the content a pull request would commit: threshold 0.0
+    signature, sep, payload = data.partition(b"\n") if data[:1] != b"{" else (b"", b"", data)
+    forged = payload.replace(b"0.99", b"0.0")
+    assert forged != payload
+    entry.write_bytes(signature + sep + forged)
+    pytester.runpytest(*args).assert_outcomes(failed=1)
+
+
+def test_a_recording_linked_outside_the_project_is_not_replayed(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    generated_project(pytester, 1)
+    pytester.makepyfile(echo="def answer(request, *, case, prompt, sample):\n    return 'x'\n")
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    args = ["--prompt=v", "--prompteval-provider=python:echo:answer"]
+    assert pytester.runpytest(*args).ret == pytest.ExitCode.TESTS_FAILED  # recorded
+    (recording,) = (pytester.path / "prompt_recordings").glob("*.json")
+    outside = tmp_path_factory.mktemp("outside") / recording.name
+    recording.rename(outside)
+    recording.symlink_to(outside)
+    result = pytester.runpytest(*args, "--prompteval-record=none")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"prompt_recordings/{recording.name}: unreadable recording: is a link to {outside}, "
+            "outside prompt_recordings; delete it to record again"
+        ]
     )
+
+
+def test_a_link_planted_where_the_results_journal_goes_is_not_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#22: a committed ``prompt_results/<stamp>_current.jsonl`` link leading nowhere made
+    the run create the file it names, anywhere."""
+    from pytest_prompteval.core import history
+
+    monkeypatch.setattr(history.time, "strftime", lambda *args: "20260101_000000")
+    results = tmp_path / "project" / "prompt_results"
+    results.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    (results / "20260101_000000_v.jsonl").symlink_to(victim)
+    run = history.RunHistory(results, {"v": {}})
+    (written,) = run.finalize({}, partial=False)
+    assert written.name == "20260101_000000-2_v.json" and not victim.exists()
+    with pytest.raises(FileExistsError):
+        create_new(results / "20260101_000000_v.jsonl")
+    assert not victim.exists()
+
+
+def test_token_counts_are_not_written_through_or_read_from_links(
+    pytester: pytest.Pytester, anthropic_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """#22: ``token_counts/<hash>.tmp`` as a link made the estimate overwrite any file;
+    ``<hash>.json`` as a link was read wherever it led (``/dev/zero``: out of memory)."""
+    outside = tmp_path_factory.mktemp("outside")
+    victim, forged = outside / "victim", outside / "forged.json"
+    victim.write_text("precious\n")
+    forged.write_text('{"input_tokens": 1}')
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        "user_prompt: Explain.\nmodel_config: {model: claude-haiku-4-5, max_tokens: 200}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {n: 1}\n"
+    )
+    assert pytester.runpytest("--prompt=v", "--prompteval-estimate").ret == 0
+    (count,) = (pytester.path / "prompt_recordings" / "token_counts").glob("*.json")
+    counted = json.loads(count.read_text())
+    count.unlink()
+    count.with_suffix(".tmp").symlink_to(victim)
+    assert pytester.runpytest("--prompt=v", "--prompteval-estimate").ret == 0
+    assert victim.read_text() == "precious\n"
+    assert not count.is_symlink() and json.loads(count.read_text()) == counted
+    count.unlink()
+    count.symlink_to(forged)
+    anthropic_server.requests.clear()
+    assert pytester.runpytest("--prompt=v", "--prompteval-estimate").ret == 0
+    assert [r.path.split("?")[0] for r in anthropic_server.requests] == [
+        "/v1/messages/count_tokens"
+    ]  # the forged count was not used: asked again
+    assert not count.is_symlink() and json.loads(count.read_text()) == counted
+
+
+@pytest.mark.parametrize("option", ["--prompteval-html", "--prompteval-markdown"])
+def test_a_report_is_not_written_through_a_link_planted_in_its_place(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, option: str
+) -> None:
+    victim = tmp_path_factory.mktemp("outside") / "victim"
+    victim.write_text("precious\n")
+    generated_project(pytester, 1)
+    pytester.makepyfile(echo="def answer(request, *, case, prompt, sample):\n    return 'x'\n")
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    pytester.path.joinpath("report").symlink_to(victim)
+    pytester.runpytest("--prompt=v", "--prompteval-provider=python:echo:answer", f"{option}=report")
+    assert victim.read_text() == "precious\n"
+    assert not (pytester.path / "report").is_symlink()
+    assert (pytester.path / "report").stat().st_size > 0
 
 
 @pytest.mark.parametrize(
@@ -287,7 +393,7 @@ def test_the_parsed_case_cache_is_json_and_a_planted_entry_runs_nothing(tmp_path
         ("csi\x9b31m", "csi\\x9b31m"),
         ("ok\n::error file=README.md::forged", "ok\n  \\::error file=README.md::forged"),
         ("::warning::first", "\\::warning::first"),
-        ("a\n  ##[error]old style", "a\n    \\##[error]old style"),
+        ("a\n  ##[error]old style", "a\n    ##\\[error]old style"),
         ("bidi\u202eevil", "bidi\\u202eevil"),
         ("tab\tand\rreturn", "tab\tand\\x0dreturn"),
     ],

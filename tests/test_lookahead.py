@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from typing import Any
 
@@ -30,7 +32,21 @@ def answer_all(request: dict[str, Any]) -> str:
 def test_calls_go_ahead_of_items_in_order(
     project: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
 ) -> None:
-    anthropic_server.responder = answer_all
+    # the second call is answered only once the third has arrived: sent ahead together,
+    # they are in flight at once however loaded the machine (one at a time, it would wait
+    # 30 s in vain and the bound below fails)
+    third = threading.Event()
+    arrived = itertools.count(1)
+
+    def answer_together(request: dict[str, Any]) -> str:
+        n = next(arrived)  # atomic under the GIL
+        if n == 3:
+            third.set()
+        elif n == 2:
+            third.wait(30)
+        return GOOD
+
+    anthropic_server.responder = answer_together
     result = project.runpytest("--prompt=v", "--prompteval-concurrency=4", "-v", *xdist_args)
     result.assert_outcomes(passed=12)
     assert len(anthropic_server.requests) == 12  # each call once, prefetched or not

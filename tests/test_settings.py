@@ -12,18 +12,17 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
+from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
 from pytest_prompteval.testing import tool_use
 
 from .conftest import copy_example_suite, generated_project, prompteval
 
 
 def build(options: dict[str, Any] | None = None, ini: dict[str, Any] | None = None, **env: str):  # type: ignore[no-untyped-def]
+    """Settings from ``options`` typed on the command line and ``ini`` keys from a file."""
+    given = {f"prompteval_{k}": v for k, v in (options or {}).items()}
     return Settings.build(
-        Path("/project"),
-        {f"prompteval_{k}": v for k, v in (options or {}).items()},
-        lambda key: (ini or {}).get(key, ""),
-        env,
+        Path("/project"), given, lambda key: (ini or {}).get(key, ""), env, typed=set(given)
     )
 
 
@@ -57,9 +56,18 @@ def test_precedence_option_then_environment_then_ini() -> None:
          "number from 0 to 1"),
         ({"max_regression": "-1"}, {}, "--prompteval-max-regression '-1': expected a number "
          "from 0 to 1"),
-        ({"concurrency": "0"}, {}, "--prompteval-concurrency '0': expected a whole number >= 1"),
+        ({"concurrency": "0"}, {}, "--prompteval-concurrency '0': expected a whole number from 1 "
+         "to 256"),
         ({}, {"prompteval_concurrency": "x"}, "ini prompteval_concurrency 'x': expected a whole "
-         "number >= 1"),
+         "number from 1 to 256"),
+        ({"concurrency": "100000"}, {}, "--prompteval-concurrency '100000': expected a whole "
+         "number from 1 to 256"),
+        ({}, {"prompteval_code_workers": "4096"}, "ini prompteval_code_workers '4096': expected a "
+         "whole number from 1 to 128"),
+        ({"code_timeout": "1e9"}, {}, "--prompteval-code-timeout '1e9': expected a number > 0 "
+         "and <= 300"),
+        ({}, {"prompteval_code_timeout": "1000000000"}, "ini prompteval_code_timeout "
+         "'1000000000': expected a number > 0 and <= 300"),
         ({"max_cost": "-5"}, {}, "--prompteval-max-cost '-5': expected a number > 0"),
         ({"pass_ks": "0,2"}, {}, "--prompteval-pass-k '0,2': expected whole numbers >= 1 "
          "separated by commas, like 1,10"),
@@ -82,7 +90,7 @@ def test_bad_values_are_usage_errors_before_anything_runs(pytester: pytest.Pytes
     result = pytester.runpytest_subprocess("--prompt=v")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines[0] == (
-        "ERROR: ini prompteval_concurrency 'x': expected a whole number >= 1"
+        "ERROR: ini prompteval_concurrency 'x': expected a whole number from 1 to 256"
     )
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
     pytester.makeini("[pytest]\n")
@@ -274,3 +282,163 @@ def test_custom_scorers_do_not_leak_between_in_process_runs(pytester: pytest.Pyt
     conftest.unlink()
     result = pytester.runpytest_inprocess(*args)
     result.stdout.fnmatch_lines(["*unknown assertion or scorer 'lenient'*"])
+
+
+REFUSED = (
+    "weakens safety, so it is refused from files a pull request can change; give {option} on "
+    "the command line instead"
+)
+
+
+def test_settings_that_weaken_safety_are_refused_from_files() -> None:
+    """#22: a pull request's ``prompteval_unsafe_sandbox = true`` (or the flag in its
+    ``addopts``) ran recorded code unsandboxed."""
+    weakening = [s for s in SETTINGS if not s.from_files]
+    assert {s.name for s in weakening} == {"unsafe_sandbox", "allow_lower_prices"}
+    assert all(s.option for s in weakening)  # the message names what to type instead
+    with pytest.raises(SettingError) as caught:
+        build(ini={"prompteval_unsafe_sandbox": True})
+    assert str(caught.value) == "ini prompteval_unsafe_sandbox: " + REFUSED.format(
+        option="--prompteval-unsafe-sandbox"
+    )
+    for name in ("unsafe_sandbox", "allow_lower_prices"):
+        with pytest.raises(SettingError) as caught:  # given, but not typed: from addopts
+            Settings.build(Path("/project"), {f"prompteval_{name}": True}, {}.get, {}, typed=())
+        option = f"--prompteval-{name.replace('_', '-')}"
+        assert str(caught.value) == f"{option} in addopts: " + REFUSED.format(option=option)
+    assert build(ini={"prompteval_unsafe_sandbox": False}).unsafe_sandbox is False
+    assert build({"unsafe_sandbox": True}).unsafe_sandbox is True
+    typed_o = Settings.build(
+        Path("/project"),
+        {},
+        {"prompteval_unsafe_sandbox": True}.get,
+        {},
+        typed={"prompteval_unsafe_sandbox"},
+    )
+    assert typed_o.unsafe_sandbox is True  # -o prompteval_unsafe_sandbox=true, typed
+
+
+def test_what_was_typed_is_told_from_addopts() -> None:
+    assert typed_names(
+        [
+            "--prompteval-unsafe-sandbox",
+            "--prompteval-code-timeout=5",
+            "--reviewer-model",
+            "m",
+            "-o",
+            "prompteval_prompts=/x",
+            "--override-ini=prompteval_cases=y",
+            "-oprompteval_results=z",
+            "tests/x.yaml",
+        ]
+    ) == {
+        "prompteval_unsafe_sandbox",
+        "prompteval_code_timeout",
+        "prompteval_judge_model",
+        "prompteval_prompts",
+        "prompteval_cases",
+        "prompteval_results",
+    }
+
+
+def test_unsafe_sandbox_from_the_ini_or_addopts_is_a_usage_error(
+    pytester: pytest.Pytester, xdist_args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generated_project(pytester, 1)
+    for ini, where in (
+        ("prompteval_unsafe_sandbox = true", "ini prompteval_unsafe_sandbox"),
+        ("addopts = --prompteval-unsafe-sandbox", "--prompteval-unsafe-sandbox in addopts"),
+    ):
+        pytester.makeini(f"[pytest]\n{ini}\n")
+        result = pytester.runpytest("--prompt=v", *xdist_args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert result.stderr.lines[0] == f"ERROR: {where}: " + REFUSED.format(
+            option="--prompteval-unsafe-sandbox"
+        )
+    pytester.makeini("[pytest]\n")
+    typed = pytester.runpytest("--prompt=v", "--prompteval-unsafe-sandbox", *xdist_args)
+    assert typed.ret == pytest.ExitCode.TESTS_FAILED  # no recording, no key: ran, not refused
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--prompteval-unsafe-sandbox")
+    assert pytester.runpytest("--prompt=v", *xdist_args).ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize(
+    ("ini", "where", "name"),
+    [
+        ({"prompteval_results": "../../../outside/x"}, "ini prompteval_results",
+         "'../../../outside/x' leads outside the project (/project)"),
+        ({"prompteval_recordings": "/abs"}, "ini prompteval_recordings",
+         "'/abs': absolute paths are not allowed, name it relative"),
+        ({"prompteval_prompts": "/abs"}, "ini prompteval_prompts",
+         "'/abs': absolute paths are not allowed, name it relative"),
+        ({"prompteval_cases": ["ok", "/abs"]}, "ini prompteval_cases",
+         "'/abs': absolute paths are not allowed, name it relative"),
+    ],
+)  # fmt: skip
+def test_folders_from_the_ini_stay_in_the_project(
+    ini: dict[str, Any], where: str, name: str
+) -> None:
+    with pytest.raises(SettingError) as caught:
+        build(ini=ini)
+    assert str(caught.value) == (
+        f"{where}: path {name}; from a file it must stay in the project (the command line may "
+        "name any folder)"
+    )
+
+
+def test_the_command_line_may_name_folders_outside_the_project(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    assert build({"results": str(outside)}).results_dir == outside
+    from_o = Settings.build(
+        Path("/project"),
+        {},
+        {"prompteval_recordings": str(outside)}.get,
+        {},
+        typed={"prompteval_recordings"},
+    )
+    assert from_o.recordings_dir == outside  # -o prompteval_recordings=..., as `prompteval` does
+
+
+def test_a_folder_linked_out_of_the_project_and_outputs_from_addopts_are_refused(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    generated_project(pytester, 1)
+    pytester.path.joinpath("shared").symlink_to(outside)
+    for ini, where, path in (
+        ("prompteval_prompts = shared", "ini prompteval_prompts", "'shared'"),
+        ("addopts = --prompteval-html=shared/x.html", "--prompteval-html in addopts",
+         "'shared/x.html'"),
+        (f"addopts = --prompteval-markdown={outside}/x.md", "--prompteval-markdown in addopts",
+         f"'{outside}/x.md'"),
+    ):  # fmt: skip
+        pytester.makeini(f"[pytest]\n{ini}\n")
+        result = pytester.runpytest("--prompt=v")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert result.stderr.lines[0].startswith(f"ERROR: {where}: path {path}")
+    assert list(outside.iterdir()) == []
+
+
+PRICES_OF_ZERO = "claude-haiku-4-5: {input: 0, output: 0}\n"
+
+
+def test_a_price_file_cannot_switch_the_budget_off(pytester: pytest.Pytester) -> None:
+    """#22: a pull request's price table of zeros let every call through a budget."""
+    generated_project(
+        pytester, 2, prompt="user_prompt: x\nmodel_config: {model: claude-haiku-4-5}\n"
+    )
+    pytester.makepyfile(pricedapp=PRICED_APP)
+    pytester.makefile(".yaml", prices=PRICES_OF_ZERO)
+    pytester.makeini("[pytest]\nprompteval_prices = prices.yaml\n")
+    args = ["--prompt=v", "--prompteval-provider=python:pricedapp:answer", "-p", "no:randomly"]
+    result = pytester.runpytest("--prompteval-max-cost=0.005", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        "ERROR: prices.yaml:1: claude-haiku-4-5.input: 0 is below the shipped price, 1; give "
+        "--prompteval-allow-lower-prices on the command line to use it"
+    )
+    assert not (pytester.path / "prompt_recordings").exists()  # no call made
+    allowed = pytester.runpytest(
+        "--prompteval-max-cost=0.005", "--prompteval-allow-lower-prices", *args
+    )
+    allowed.assert_outcomes(passed=2)  # the user's own choice, typed

@@ -164,7 +164,7 @@ def test_pass_k_above_every_cases_samples_is_a_usage_error(project: pytest.Pytes
 def test_results_files_follow_the_umask(project: pytest.Pytester) -> None:
     project.runpytest("--prompt=v", PROVIDER).assert_outcomes(passed=9, failed=1)
     (stored,) = (project.path / "prompt_results").glob("*_v.json")
-    from pytest_prompteval.core.history import UMASK
+    from pytest_prompteval.core.paths import UMASK
 
     assert stored.stat().st_mode & 0o777 == 0o666 & ~UMASK
 

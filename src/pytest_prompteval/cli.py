@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.paths import check_name, output_inside
+from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
 from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
@@ -142,7 +142,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     data = humaneval_cases()
     text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    write_atomically(args.output, text)
     print(f"wrote {len(data['cases'])} cases to {args.output}")
     return 0
 
@@ -256,7 +256,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     else:
         print("\n".join(render_text(report, args.window)))
     if args.html:
-        args.html.write_text(render_html(report), encoding="utf-8")
+        write_atomically(args.html, render_html(report))
         print(f"wrote {args.html}")
     return 0
 
@@ -352,6 +352,7 @@ def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
     import pytest
 
     from pytest_prompteval.pytest.adapters import load_pytest_config, release_pytest_config
+    from pytest_prompteval.pytest.run import typed_settings
 
     try:
         config = load_pytest_config(["--rootdir", str(rootdir)] if rootdir else [])
@@ -363,6 +364,7 @@ def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
             config.rootpath,
             {**vars(config.option), **given},
             config.getini,
+            typed={*(typed_settings(config) or ()), *given},
             invocation_dir=Path.cwd(),
         )
     finally:

@@ -10,16 +10,21 @@ goes under ``input:`` or ``vars:``. Every field stays in ``Case.raw`` for hooks 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-import os
-import tempfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.paths import NAME, check_inside, read_bounded
+from pytest_prompteval.core.paths import (
+    NAME,
+    check_inside,
+    machine_key,
+    read_bounded,
+    write_atomically,
+)
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
@@ -224,13 +229,16 @@ def load_case_file_cached(
     root: Path | None = None,
 ) -> CaseFile:
     """``load_case_file`` with the parsed YAML kept as JSON under ``cache_dir``, keyed by the
-    file's path, size, mtime and the plugin version: YAML construction is most of a large
-    suite's collection time. Plain data only: a planted cache entry can hold wrong data, which
-    is validated like the file's, never code."""
+    file's path, content digest and the plugin version: YAML construction is most of a large
+    suite's collection time. An entry is signed with this machine's key (``machine_key``,
+    outside the project), so one a pull request plants (a ``threshold: 0.0`` of its own) is
+    not ours and the YAML is parsed again; without a key nothing is cached."""
     if root is not None:
         check_inside(root, path)  # a case file linked to a file outside is not read
-    data = _parse(path) if cache_dir is None else _parse_cached(path, cache_dir)
-    return read_case_file(path, data, extra_fields, root)
+    key = machine_key() if cache_dir is not None else None
+    if cache_dir is not None and key is not None:
+        return read_case_file(path, _parse_cached(path, cache_dir, key), extra_fields, root)
+    return read_case_file(path, _parse(path), extra_fields, root)
 
 
 def _parse(path: Path) -> Any:
@@ -244,14 +252,20 @@ def _read_text(path: Path) -> str:
         raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
 
 
-def _parse_cached(path: Path, cache_dir: Path) -> Any:
+def _parse_cached(path: Path, cache_dir: Path, key: bytes) -> Any:
     text = _read_text(path)  # checks the file is regular and bounded, as without a cache
     source = text.encode()
-    key = f"{path.resolve()}|{hashlib.sha256(source).hexdigest()}|{__version__}"
-    entry = cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+    name = f"{path.resolve()}|{hashlib.sha256(source).hexdigest()}|{__version__}"
+    entry = cache_dir / (hmac.new(key, name.encode(), "sha256").hexdigest()[:32] + ".json")
     limit = 4 * len(source) + 4096  # an entry is a few times the YAML, never more
+
+    def signature(payload: bytes) -> bytes:
+        return hmac.new(key, entry.name.encode() + b"\n" + payload, "sha256").hexdigest().encode()
+
     try:
-        return _decode(read_bounded(entry, limit))
+        signed, _, payload = read_bounded(entry, limit + 65, cache_dir).partition(b"\n")
+        if hmac.compare_digest(signed, signature(payload)):
+            return _decode(payload)
     except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
         pass  # absent or not ours: parse again
     data = parse_yaml(text, path)
@@ -261,10 +275,7 @@ def _parse_cached(path: Path, cache_dir: Path) -> Any:
         return data  # dates or NaN: not worth caching
     if len(encoded) > limit:
         return data  # aliases expanded it: not worth caching
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(encoded)
-    os.replace(tmp, entry)
+    write_atomically(entry, signature(encoded) + b"\n" + encoded)
     return data
 
 
@@ -301,6 +312,8 @@ def load_case_file(
     path: Path, extra_fields: Collection[str] = (), root: Path | None = None
 ) -> CaseFile:
     """Read and validate one case file; raise PromptevalError at the first problem."""
+    if root is not None:
+        check_inside(root, path)  # a case file linked to a file outside is not read
     return read_case_file(path, _parse(path), extra_fields, root)
 
 

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import (
+    MAX_RESULTS_BYTES,
+    create_new,
+    read_bounded,
+    write_atomically,
+)
 from pytest_prompteval.core.result import SCHEMA_VERSION, ItemResult
 
 FORMAT = SCHEMA_VERSION
@@ -47,8 +52,8 @@ def _file_part(version: str) -> str:
 def _stamp(directory: Path, versions: Sequence[str]) -> str:
     base = time.strftime("%Y%m%d_%H%M%S")
     stamp, n = base, 1
-    while any(
-        (directory / f"{stamp}_{_file_part(v)}.{ext}").exists()
+    while any(  # lexists: a planted link leading nowhere takes its name too
+        os.path.lexists(directory / f"{stamp}_{_file_part(v)}.{ext}")
         for v in versions
         for ext in ("json", "jsonl")
     ):
@@ -71,7 +76,7 @@ class RunHistory:
         self._journals: dict[str, IO[str]] = {}
         self._next_flush = 0.0
         for version, meta in self.meta.items():
-            journal = self.path(version, "jsonl").open("w", encoding="utf-8")
+            journal = create_new(self.path(version, "jsonl"))
             journal.write(json.dumps({"header": meta, "partial": True}, sort_keys=True) + "\n")
             journal.flush()
             self._journals[version] = journal
@@ -168,40 +173,21 @@ def _layout(value: Any, depth: int) -> str:
     return json.dumps(value, allow_nan=False, sort_keys=True, ensure_ascii=False)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-UMASK = _umask()  # read once: os.umask can only be read by setting it
-
-
 def write_json_atomically(target: Path, document: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-    # mkstemp makes the file 0600; results are shared with teammates and CI steps as any
-    # file the user makes is
-    os.chmod(tmp, 0o666 & ~UMASK)
-    try:
-        text = _readable(document)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")  # one write: json.dump writes each token
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomically(target, _readable(document) + "\n")
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def load_run(path: Path) -> StoredRun:
-    """A finished run (.json) or the journal of an interrupted one (.jsonl)."""
+def load_run(path: Path, root: Path | None = None) -> StoredRun:
+    """A finished run (.json) or the journal of an interrupted one (.jsonl); ``root``: the
+    folder it must lie in (a results folder's own files, not links out of it)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PromptevalError(f"cannot read results: {exc}", path) from None
+        text = read_bounded(path, MAX_RESULTS_BYTES, root).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptevalError(f"cannot read results: not UTF-8 ({exc.reason})", path) from None
     if path.suffix == ".jsonl":
         lines = text.splitlines()
         try:

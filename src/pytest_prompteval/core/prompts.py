@@ -20,9 +20,9 @@ from typing import Any
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError, TemplateError, display
 from pytest_prompteval.core.paths import check_name, read_bounded
-from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.request import MAX_REQUEST_CHARS, Message, Request
 from pytest_prompteval.core.schema import check_keys
-from pytest_prompteval.core.templates import MissingVariables, fill, format_value
+from pytest_prompteval.core.templates import MissingVariables, TooLarge, fill, format_value
 from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
 
 DEFAULT_MAX_TOKENS = 1024
@@ -179,15 +179,24 @@ def _options(value: Any) -> str | None:
     return None if value is None else format_value(value)
 
 
-def render_field(prompt: PromptVersion, key: str, case: Case, variables: Mapping[str, Any]) -> str:
-    """Fill one template field of ``prompt``; a missing placeholder names prompt file and case."""
+def render_field(
+    prompt: PromptVersion,
+    key: str,
+    case: Case,
+    variables: Mapping[str, Any],
+    limit: int = MAX_REQUEST_CHARS,
+) -> str:
+    """Fill one template field of ``prompt`` within ``limit`` characters; a missing
+    placeholder or a text over the limit names prompt file and case."""
     template = getattr(prompt, key, None)
     if template is None:
         template = prompt.raw.get(key)
     if not isinstance(template, str):
         return ""
     try:
-        return fill(template, variables)
+        return fill(template, variables, limit)
+    except TooLarge:
+        raise _too_large(case, f"{key} makes", prompt.path, prompt.line_of(key)) from None
     except MissingVariables as exc:
         names = ", ".join("{" + n + "}" for n in exc.names)
         raise TemplateError(
@@ -199,17 +208,30 @@ def render_field(prompt: PromptVersion, key: str, case: Case, variables: Mapping
         ) from None
 
 
+def _too_large(case: Case, what: str, path: Path, line: int | None) -> TemplateError:
+    return TemplateError(
+        f"{what} the request of case {case.id!r} ({display(case.path, case.line)}) longer than "
+        f"{MAX_REQUEST_CHARS:,} characters",
+        path,
+        line,
+    )
+
+
 def build_request(
     case: Case, prompt: PromptVersion, variables: Mapping[str, Any], default_model: str
 ) -> Request:
     """The default request: system prompt; user prompt + the case input as JSON; prefill."""
+    # each field within what the ones before it left of the bound
     system = render_field(prompt, "system_prompt", case, variables)
-    user = render_field(prompt, "user_prompt", case, variables)
-    prefill = render_field(prompt, "assistant_prefill", case, variables).rstrip()
+    user = render_field(prompt, "user_prompt", case, variables, MAX_REQUEST_CHARS - len(system))
+    left = MAX_REQUEST_CHARS - len(system) - len(user)
+    prefill = render_field(prompt, "assistant_prefill", case, variables, left).rstrip()
     # A prompt that places the input itself (code prompts: "{prompt}") says include_input: false.
     payload = (
         json.dumps(case.input, ensure_ascii=False) if prompt.raw.get("include_input", True) else ""
     )
+    if len(payload) > left - len(prefill):
+        raise _too_large(case, "the input makes", case.path, line_of(case.raw, "input"))
     user_blocks = tuple(b for b in (user, payload) if b)
     messages = [Message("user", user_blocks)]
     if prefill:  # the API rejects an assistant turn that ends in white space

@@ -11,6 +11,10 @@ from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
 
+#: Characters of text a prompt and case may make one request of (system, turns, input): over
+#: a million tokens, the largest context window, and what a recording can hold.
+MAX_REQUEST_CHARS = 4 * 1024 * 1024
+
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -1,18 +1,26 @@
-"""Text from files and model answers made safe for a terminal and a CI log.
+"""Text from files and model answers made safe for a terminal, a CI log, Markdown and HTML.
 
-A hostile answer or case file must not clear the screen (``ESC[2J``), retitle the window, or
-print a line that GitHub Actions runs as a workflow command (``::error file=...::``, or the
-older ``##[error]``). Control characters (C0 but tab and newline, DEL, C1, the Unicode line
-separators and bidirectional overrides) are shown as escapes; continuation lines are
-indented; a line that would still start a command gets a backslash in front.
+A hostile answer or case file must not clear the screen (``ESC[2J``), retitle the window,
+reorder what a reader sees (bidirectional overrides), print a line that GitHub Actions runs
+as a workflow command (``::error file=...::`` at a line's start, or the older ``##[error]``,
+which the runner finds anywhere in a line), or, in a step summary, open an HTML comment that
+hides the rest of it or close the code fence it stands in. Control characters (C0 but tab and
+newline, DEL, C1, the Unicode line separators, bidirectional overrides and marks) are shown as
+escapes; continuation lines are indented; a line that would start a command, and every
+``##[``, gets a backslash. Every output goes through here: ``safe_text``/``safe_line`` for the
+terminal and logs, ``md_text``/``md_code``/``md_fence`` for Markdown, ``html_text`` for HTML.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_COMMAND = re.compile(r"^(\s*)(::|##\[)")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_COMMAND = re.compile(r"^(\s*)::")
+_BACKTICKS = re.compile("`+")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -21,7 +29,7 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _defuse(line: str) -> str:
-    return _COMMAND.sub(r"\1\\\2", line)
+    return _COMMAND.sub(r"\1\\::", line.replace("##[", "##\\["))
 
 
 def safe_text(text: str, indent: str = "  ") -> str:
@@ -34,3 +42,35 @@ def safe_text(text: str, indent: str = "  ") -> str:
 def safe_line(text: str) -> str:
     """``text`` on one line: newlines escaped too (table cells, one-line messages)."""
     return _defuse(_CONTROL.sub(_escape, text).replace("\n", "\\n"))
+
+
+def md_text(text: object) -> str:
+    """One line of Markdown text (a table cell, a list item): safe, no HTML (``<!--`` would
+    hide the rest of the page), no ``|`` ending a table cell."""
+    return html.escape(safe_line(str(text)), quote=False).replace("|", "\\|")
+
+
+def _fence_for(text: str, shortest: int) -> str:
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(shortest, longest + 1)
+
+
+def md_code(text: object) -> str:
+    """An inline code span no backtick in ``text`` can close (and safe in a table cell)."""
+    shown = safe_line(str(text)).replace("|", "\\|")
+    fence = _fence_for(shown, 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def md_fence(lines: list[str], info: str = "") -> str:
+    """A fenced code block: its fence is longer than any backtick run in ``lines``, so no
+    line closes it (and a ``~~~`` line never closes a backtick fence)."""
+    body = "\n".join(safe_line(line) for line in lines)
+    fence = _fence_for(body, 3)
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def html_text(text: object) -> str:
+    """Text for an HTML page (a ``<pre>`` keeps its lines)."""
+    return html.escape(safe_text(str(text), indent=""))

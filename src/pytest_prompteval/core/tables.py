@@ -15,10 +15,10 @@ import yaml
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.patterns import PatternError, pattern
+from pytest_prompteval.core.pricing import PRICE_FIELDS, PriceTable
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of, load_yaml
 
-PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
 # Mappings whose keys are the project's to choose, by table; "*" is any top-level key.
 _OPEN = {
     "scoring": {"topics", "length_ranges", "difficulty_aliases", "incorrect_claims.patterns"},
@@ -37,7 +37,11 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def load_table(name: str, override: Path | None = None) -> dict[str, Any]:
+def load_table(
+    name: str, override: Path | None = None, *, allow_lower_prices: bool = False
+) -> dict[str, Any]:
+    """The shipped table ``name`` merged with the project's file ``override``; a price file
+    may not price a model below the shipped table unless ``allow_lower_prices``."""
     text = resources.files("pytest_prompteval").joinpath(f"data/{name}.yaml").read_text()
     table: dict[str, Any] = yaml.safe_load(text)
     if override is None:
@@ -47,6 +51,8 @@ def load_table(name: str, override: Path | None = None) -> dict[str, Any]:
         raise PromptevalError(f"expected a mapping shaped like the plugin's {name}.yaml", override)
     if name == "prices":
         check_prices(extra, override)
+        if not allow_lower_prices:
+            check_not_lower(extra, table, override)
     else:
         check_shape(extra, table, override, "", _OPEN.get(name, set()))
     if name == "scoring":
@@ -105,4 +111,26 @@ def check_prices(table: dict[str, Any], path: Path) -> None:
                     f"{model}.{field}: expected a number >= 0 (USD per million tokens)",
                     path,
                     line_of(prices, field),
+                )
+
+
+def check_not_lower(table: dict[str, Any], shipped: dict[str, Any], path: Path) -> None:
+    """No entry of a project's price file below what the shipped table charges that model
+    (a model it does not know: the highest known price, as the budget counts it), so a pull
+    request's file of zeros cannot switch ``--prompteval-max-cost`` off."""
+    known = PriceTable(shipped)
+    for model, prices in table.items():
+        floor = known.prices_for(model)
+        what = "the shipped price" if floor is not None else "the highest known price"
+        floor = floor or known.highest()
+        base = shipped.get(model, {})  # a shipped model's fields the file leaves out stay
+        for field in PRICE_FIELDS:
+            price = float(prices.get(field, base.get(field, 0)))
+            least = float(floor.get(field, 0))
+            if price < least:
+                raise PromptevalError(
+                    f"{model}.{field}: {price:g} is below {what}, {least:g}; give "
+                    "--prompteval-allow-lower-prices on the command line to use it",
+                    path,
+                    line_of(prices, field) if field in prices else line_of(table, model),
                 )

@@ -14,6 +14,10 @@ from typing import Any
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)\}")
 
 
+class TooLarge(ValueError):
+    """The filled template would be longer than the limit it was given."""
+
+
 class MissingVariables(KeyError):
     def __init__(self, names: list[str]):
         super().__init__(names)
@@ -36,16 +40,30 @@ def format_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def fill(template: str, variables: Mapping[str, Any]) -> str:
-    """One pass over the template; raise MissingVariables listing every unknown placeholder."""
+def fill(template: str, variables: Mapping[str, Any], limit: int | None = None) -> str:
+    """One pass over the template; raise MissingVariables listing every unknown placeholder,
+    TooLarge as soon as the text would pass ``limit`` characters (a 100 KB value named
+    20,000 times is stopped there, not built: 2 GB)."""
     missing = [name for name in placeholders(template) if name not in variables]
     if missing:
         raise MissingVariables(list(dict.fromkeys(missing)))
-
-    def substitute(match: re.Match[str]) -> str:
+    values: dict[str, str] = {}  # each value formatted once, however often it is named
+    pieces: list[str] = []
+    size = start = 0
+    for match in _TOKEN.finditer(template):
         name = match.group(1)
         if name is None:
-            return match.group(0)[0]
-        return format_value(variables[name])
-
-    return _TOKEN.sub(substitute, template)
+            value = match.group(0)[0]
+        elif name in values:
+            value = values[name]
+        else:
+            value = values[name] = format_value(variables[name])
+        pieces += (template[start : match.start()], value)
+        size += match.start() - start + len(value)
+        if limit is not None and size > limit:
+            raise TooLarge(limit)
+        start = match.end()
+    pieces.append(template[start:])
+    if limit is not None and size + len(template) - start > limit:
+        raise TooLarge(limit)
+    return "".join(pieces)

@@ -15,6 +15,9 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Values an alias may stand for, summed over a file: aliases share one object, but
 #: ``json.dumps`` and templates expand them (548 bytes of nested aliases are billions).
 MAX_ALIAS_NODES = 1_000_000
+#: Characters of text aliases may add to a file, summed over its aliases: 1,000 aliases of
+#: one 10 MB string are under the count above, and 10 GB once a request is built from them.
+MAX_ALIAS_CHARS = MAX_FILE_BYTES
 
 
 class AliasBomb(Exception):
@@ -94,26 +97,24 @@ def _from_nodes(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _expanded_size(node, {}, set(), [0])
+        _expanded_size(node, {}, set(), [0, 0])
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
 def _expanded_size(
-    node: yaml.Node, sizes: dict[int, int], open_: set[int], aliased: list[int]
-) -> int:
-    """Values ``node`` stands for once every alias is expanded; a node met again is an
-    alias, whose size counts against MAX_ALIAS_NODES."""
+    node: yaml.Node, sizes: dict[int, tuple[int, int]], open_: set[int], aliased: list[int]
+) -> tuple[int, int]:
+    """Values and characters of text ``node`` stands for once every alias is expanded; a
+    node met again is an alias, whose size counts against the bounds."""
     ident = id(node)
     if ident in sizes:
-        aliased[0] += sizes[ident]
-        if aliased[0] > MAX_ALIAS_NODES:
-            raise _bomb(node.start_mark.line + 1)
+        _count_alias(aliased, sizes[ident], node.start_mark.line + 1)
         return sizes[ident]
     if ident in open_:
         raise AliasBomb(node.start_mark.line + 1, "invalid YAML: an alias refers to itself")
-    size = 1
+    size, chars = 1, 0
     if isinstance(node, yaml.CollectionNode):
         open_.add(ident)
         children = (
@@ -121,18 +122,32 @@ def _expanded_size(
             if isinstance(node, yaml.SequenceNode)
             else [child for pair in node.value for child in pair]
         )
-        size += sum(_expanded_size(child, sizes, open_, aliased) for child in children)
+        for child in children:
+            values, text = _expanded_size(child, sizes, open_, aliased)
+            size, chars = size + values, chars + text
         open_.discard(ident)
-    sizes[ident] = size
-    return size
+    else:
+        chars = len(node.value)
+    sizes[ident] = size, chars
+    return size, chars
 
 
-def _bomb(line: int) -> AliasBomb:
-    return AliasBomb(
-        line,
-        f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values; "
-        "repeat the data or use fewer nested aliases",
-    )
+def _count_alias(aliased: list[int], size: tuple[int, int], line: int) -> None:
+    """Add an alias's (values, characters) to the file's running totals, within bounds."""
+    aliased[0] += size[0]
+    aliased[1] += size[1]
+    if aliased[0] > MAX_ALIAS_NODES:
+        raise AliasBomb(
+            line,
+            f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} values; "
+            "repeat the data or use fewer nested aliases",
+        )
+    if aliased[1] > MAX_ALIAS_CHARS:
+        raise AliasBomb(
+            line,
+            f"YAML aliases expand to more than {MAX_ALIAS_CHARS:,} characters of text; "
+            "repeat the data or alias less of it",
+        )
 
 
 # The fast path: values built straight from the parser's events, without the node graph
@@ -178,20 +193,23 @@ def _from_events(text: str) -> Any:
 
 def _build(loader: Any) -> Any:
     anchors: dict[str, Any] = {}
-    sizes: dict[str, int] = {}  # anchor -> values it stands for, aliases expanded
-    aliased = 0
-    # open containers: [container, pending key (mappings), line of that key, size, anchor]
+    # anchor -> (values, characters of text) it stands for, aliases expanded
+    sizes: dict[str, tuple[int, int]] = {}
+    aliased = [0, 0]
+    # open containers: [container, pending key (mappings), line of that key, values,
+    # anchor, characters]
     stack: list[list[Any]] = []
     root: Any = None
     documents = 0
     while True:
         event = loader.get_event()
         kind = type(event)
-        size = 1
+        size, chars = 1, 0
         if kind is yaml.ScalarEvent:
             value = _scalar(loader, event)
+            chars = len(event.value)
             if event.anchor is not None:
-                sizes[event.anchor] = 1
+                sizes[event.anchor] = 1, chars
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             mapping = kind is yaml.MappingStartEvent
             if event.tag not in (None, "!", _MAP if mapping else _SEQ):
@@ -205,20 +223,18 @@ def _build(loader: Any) -> Any:
                 container = []
             if event.anchor is not None:
                 anchors[event.anchor] = container
-            stack.append([container, _NO_KEY, 0, 1, event.anchor])
+            stack.append([container, _NO_KEY, 0, 1, event.anchor, 0])
             continue
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            value, _, _, size, anchor = stack.pop()
+            value, _, _, size, anchor, chars = stack.pop()
             if anchor is not None:
-                sizes[anchor] = size
+                sizes[anchor] = size, chars
         elif kind is yaml.AliasEvent:
             if event.anchor not in sizes:
                 raise _Unusual  # unknown, or refers to itself: the constructor reports it
             value = anchors[event.anchor]
-            size = sizes[event.anchor]
-            aliased += size
-            if aliased > MAX_ALIAS_NODES:
-                raise _bomb(event.start_mark.line + 1)
+            size, chars = sizes[event.anchor]
+            _count_alias(aliased, sizes[event.anchor], event.start_mark.line + 1)
         elif kind is yaml.DocumentStartEvent:
             documents += 1
             if documents > 1:
@@ -235,6 +251,7 @@ def _build(loader: Any) -> Any:
             continue
         top = stack[-1]
         top[3] += size
+        top[5] += chars
         if isinstance(top[0], MarkedDict):
             if top[1] is _NO_KEY:
                 if kind is not yaml.ScalarEvent:

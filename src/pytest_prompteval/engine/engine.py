@@ -109,7 +109,9 @@ class Engine:
             if settings.versions
             else ()
         )
-        self.prices = PriceTable(load_table("prices", settings.prices))
+        self.prices = PriceTable(
+            load_table("prices", settings.prices, allow_lower_prices=settings.allow_lower_prices)
+        )
         self.scorer = AutomaticScorer(load_table("scoring", settings.scoring))
         self.review_templates = load_review_templates(settings.review_templates)
         if (

@@ -5,13 +5,18 @@ default and parser. Precedence, for every setting alike: command line, then envi
 ini (pytest.ini, pyproject.toml, tox.ini, setup.cfg, as pytest loads them), then the default.
 Every value is validated here, so a bad one is a usage error naming the option or ini key,
 the value and what is allowed, before anything is paid for.
+
+A pull request can change the ini files (and their ``addopts``) but not the command line a CI
+job types or its environment. So a setting that weakens safety (``from_files=False``) is
+refused from a file, and a path from a file must resolve inside the rootdir (``path=True``);
+the command line, ``-o`` and ``PYTEST_ADDOPTS`` may set either.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,10 @@ from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, NO_VERDICT
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_MODEL = "claude-haiku-4-5"
+# Upper bounds: a value past them is a mistake or an attempt to exhaust the machine.
+MAX_CONCURRENCY = 256
+MAX_CODE_WORKERS = 128
+MAX_CODE_TIMEOUT = 300.0
 SCORER_MODES = ("automatic", "claude", "hybrid")
 CODE_PASS_MODES = ("all", "threshold")
 ALL_VERSIONS = "all"
@@ -41,7 +50,9 @@ def _number(low: float | None = None, high: float | None = None, *, above: bool 
     """A float parser with bounds; the message says what is allowed."""
 
     if low is not None and high is not None:
-        allowed = f"a number from {low:g} to {high:g}"
+        allowed = (
+            f"a number > {low:g} and <= {high:g}" if above else f"a number from {low:g} to {high:g}"
+        )
     elif above:
         allowed = f"a number > {low:g}"
     elif low is not None:
@@ -65,14 +76,16 @@ def _number(low: float | None = None, high: float | None = None, *, above: bool 
     return parse
 
 
-def _whole(low: int) -> Callable[[str], int]:
+def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    allowed = f"a whole number from {low} to {high}" if high else f"a whole number >= {low}"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise ValueError(f"a whole number >= {low}") from None
-        if value < low:
-            raise ValueError(f"a whole number >= {low}")
+            raise ValueError(allowed) from None
+        if value < low or (high is not None and value > high):
+            raise ValueError(allowed)
         return value
 
     return parse
@@ -129,6 +142,11 @@ class Setting:
     choices: tuple[str, ...] | None = None
     flag: bool = False  # a store_true option
     repeat: bool = False  # an append option
+    #: False: it weakens safety, so a value other than the default is taken only from the
+    #: command line or environment, never from a file a pull request can change
+    from_files: bool = True
+    #: a file or folder: from a file, it must resolve inside the rootdir
+    path: bool = False
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -179,10 +197,11 @@ SETTINGS: tuple[Setting, ...] = (
             option="--prompteval-details", flag=True),
     Setting("results", "where each run's results are kept; 'none' keeps none",
             default="prompt_results", option="--prompteval-results", metavar="DIR",
-            ini="prompteval_results"),
+            ini="prompteval_results", path=True),
     Setting("concurrency", "model calls in flight at most, sent ahead of the items and paced "
             f"by the API's rate-limit headers (default {DEFAULT_CONCURRENCY}; 1: none)",
-            default=DEFAULT_CONCURRENCY, parse=_whole(1), option="--prompteval-concurrency",
+            default=DEFAULT_CONCURRENCY, parse=_whole(1, MAX_CONCURRENCY),
+            option="--prompteval-concurrency",
             metavar="N", ini="prompteval_concurrency"),
     Setting("shard", "run the I-th of N stable shards of the cases (every version and sample "
             "of a case in the same shard); join the results with 'prompteval merge'",
@@ -197,13 +216,15 @@ SETTINGS: tuple[Setting, ...] = (
             default="all", parse=_choice(CODE_PASS_MODES), option="--prompteval-code-pass",
             ini="prompteval_code_pass", choices=CODE_PASS_MODES),
     Setting("code_workers", "code cases: sandbox servers running samples in parallel "
-            "(default: the CPU count)", parse=_whole(1), option="--prompteval-code-workers",
+            "(default: the CPU count)", parse=_whole(1, MAX_CODE_WORKERS),
+            option="--prompteval-code-workers",
             metavar="N", ini="prompteval_code_workers"),
     Setting("unsafe_sandbox", "code cases: run generated code even where the sandbox cannot "
             "isolate it", default=False, parse=_flag, option="--prompteval-unsafe-sandbox",
-            flag=True, ini="prompteval_unsafe_sandbox", ini_type="bool"),
+            flag=True, ini="prompteval_unsafe_sandbox", ini_type="bool", from_files=False),
     Setting("code_timeout", "code cases: seconds a sample may run at most", default=3.0,
-            parse=_number(0, above=True), ini="prompteval_code_timeout"),
+            parse=_number(0, MAX_CODE_TIMEOUT, above=True), option="--prompteval-code-timeout",
+            metavar="SECONDS", ini="prompteval_code_timeout"),
     Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
             "the rest skip", parse=_number(0, above=True), option="--prompteval-max-cost",
             metavar="USD"),
@@ -219,13 +240,13 @@ SETTINGS: tuple[Setting, ...] = (
             "--prompteval-max-cost, fail when the estimate exceeds it", default=False,
             option="--prompteval-estimate", flag=True),
     Setting("html", "write a self-contained HTML report (inline SVG charts) to FILE",
-            option="--prompteval-html", metavar="FILE"),
+            option="--prompteval-html", metavar="FILE", path=True),
     Setting("markdown", "write the run as GitHub-flavoured Markdown to FILE (also appended to "
             "$GITHUB_STEP_SUMMARY when that is set)", option="--prompteval-markdown",
-            metavar="FILE"),
+            metavar="FILE", path=True),
     Setting("baseline", "compare the --prompt version with a stored run's results, or with "
             "a prompt version as committed at a git ref (NAME@REF, e.g. current@origin/main)",
-            option="--prompteval-baseline", metavar="FILE"),
+            option="--prompteval-baseline", metavar="FILE", path=True),
     Setting("fail_under", "fail the session when the --prompt version's mean score is under "
             "SCORE (0 to 1)", parse=_number(0, 1), option="--prompteval-fail-under",
             metavar="SCORE"),
@@ -249,13 +270,18 @@ SETTINGS: tuple[Setting, ...] = (
             "better or worse (0 to 1)", default=0.02, parse=_number(0, 1),
             ini="prompteval_min_effect"),
     Setting("cases", "case directories, relative to the rootdir", default=("prompt_cases",),
-            ini="prompteval_cases", ini_type="linelist"),
-    Setting("prompts", "prompt version directory", default="prompts", ini="prompteval_prompts"),
+            ini="prompteval_cases", ini_type="linelist", path=True),
+    Setting("prompts", "prompt version directory", default="prompts", ini="prompteval_prompts",
+            path=True),
     Setting("recordings", "recordings directory", default="prompt_recordings",
-            ini="prompteval_recordings"),
+            ini="prompteval_recordings", path=True),
     Setting("scoring", "YAML file extending the automatic scorer's tables",
             ini="prompteval_scoring"),
-    Setting("prices", "YAML file extending the price table", ini="prompteval_prices"),
+    Setting("prices", "YAML file extending the price table (no model priced below the "
+            "shipped table)", ini="prompteval_prices"),
+    Setting("allow_lower_prices", "let the prompteval_prices file price a model below the "
+            "shipped table (the budget of --prompteval-max-cost follows it)", default=False,
+            option="--prompteval-allow-lower-prices", flag=True, from_files=False),
     Setting("case_fields", "extra case fields the project uses (its templates and hooks)",
             default=(), ini="prompteval_case_fields", ini_type="args"),
     Setting("prompt_fields", "extra prompt version fields the project uses", default=(),
@@ -272,9 +298,36 @@ def _dest(setting: Setting) -> str:
 def _where(setting: Setting, source: str) -> str:
     if source == "option":
         return str(setting.option)
+    if source == "addopts":
+        return f"{setting.option} in addopts"
     if source == "env":
         return f"environment variable {setting.env}"
+    if source == "-o":
+        return f"-o {setting.ini}"
     return f"ini {setting.ini}"
+
+
+#: Where a value comes from a file a pull request can change: an ini key, or an option in
+#: the ini's ``addopts``.
+FROM_FILES = ("ini", "addopts")
+
+
+def typed_names(args: Iterable[str]) -> frozenset[str]:
+    """The settings' option dests and the ini keys of ``-o key=value`` in ``args``: what a
+    command line (or ``PYTEST_ADDOPTS``) gave, as opposed to an ini file's ``addopts``."""
+    options = {name: _dest(s) for s in SETTINGS if s.option for name in (s.option, *s.aliases)}
+    args = list(args)
+    names: set[str] = set()
+    for arg, after in zip(args, [*args[1:], ""], strict=True):
+        if arg in ("-o", "--override-ini"):
+            names.add(after.split("=", 1)[0])
+        elif arg.startswith("--override-ini="):
+            names.add(arg.split("=", 2)[1])
+        elif arg.startswith("-o"):
+            names.add(arg[2:].split("=", 1)[0])
+        elif arg.split("=", 1)[0] in options:
+            names.add(options[arg.split("=", 1)[0]])
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
@@ -327,6 +380,7 @@ class Settings:
     recordings_dir: Path
     scoring: Path | None
     prices: Path | None
+    allow_lower_prices: bool
     case_fields: tuple[str, ...]
     prompt_fields: tuple[str, ...]
 
@@ -349,15 +403,21 @@ class Settings:
         ini: Callable[[str], Any],
         environ: Mapping[str, str] | None = None,
         *,
+        typed: Collection[str] | None,
         invocation_dir: Path | None = None,
     ) -> Settings:
         """``options``: argparse values by dest (None when not given); ``ini``: pytest's
-        ``config.getini``. Raises SettingError naming the option, ini key or variable."""
+        ``config.getini``; ``typed``: the option dests and ini keys given on the command line
+        (``typed_names``), any other option value came from the ini's ``addopts``; None:
+        every option and ini value was checked already (an xdist worker's, by its
+        controller). Raises SettingError naming the option, ini key or variable."""
         environ = os.environ if environ is None else environ
         raw: dict[str, Any] = {}
-        for setting in SETTINGS:
-            raw[setting.name] = _value(setting, options, ini, environ)
         here = invocation_dir or Path.cwd()
+        for setting in SETTINGS:
+            raw[setting.name], source = _value(setting, options, ini, environ, typed)
+            if source in FROM_FILES:
+                _check_from_file(setting, source, raw[setting.name], rootpath, here)
 
         def project_path(value: str | None, key: str) -> Path | None:
             # a file the project names must be inside it (a pull request can set ini keys)
@@ -434,26 +494,56 @@ def _value(
     options: Mapping[str, Any],
     ini: Callable[[str], Any],
     environ: Mapping[str, str],
-) -> Any:
+    typed: Collection[str] | None,
+) -> tuple[Any, str]:
+    """The setting's value and where it came from: option, addopts, env, ini, -o, default."""
     if setting.option is not None:
         given = options.get(_dest(setting))
+        source = "option" if typed is None or _dest(setting) in typed else "addopts"
         if setting.flag:
             if given:
-                return True
+                return True, source
         elif setting.repeat:
             if given:
-                return tuple(given)
+                return tuple(given), source
         elif given is not None:
-            return _parsed(setting, str(given), "option")
+            return _parsed(setting, str(given), source), source
     if setting.env is not None and environ.get(setting.env):
-        return _parsed(setting, environ[setting.env], "env")
+        return _parsed(setting, environ[setting.env], "env"), "env"
     if setting.ini is not None:
         value = ini(setting.ini)
+        source = "-o" if typed is None or setting.ini in typed else "ini"
         if setting.ini_type in ("linelist", "args"):
-            return tuple(value) if value else setting.default
-        if value not in (None, ""):
-            return _parsed(setting, str(value).strip(), "ini")
-    return setting.default
+            if value:
+                return tuple(value), source
+        elif value not in (None, ""):
+            return _parsed(setting, str(value).strip(), source), source
+    return setting.default, "default"
+
+
+def _check_from_file(setting: Setting, source: str, value: Any, root: Path, here: Path) -> None:
+    """A value from a file a pull request can change: none that weakens safety, no path
+    that leads out of the rootdir."""
+    if not setting.from_files and value != setting.default:
+        raise SettingError(
+            f"{_where(setting, source)}: weakens safety, so it is refused from files a pull "
+            f"request can change; give {setting.option} on the command line instead"
+        )
+    if not setting.path:
+        return
+    # an option without an ini key names a path from where pytest started, the rest from
+    # the rootdir
+    base = here if setting.ini is None else root
+    for name in value if isinstance(value, tuple) else (value,):
+        if not name or (setting.name == "results" and name == "none"):
+            continue
+        try:
+            resolve_inside(root, name, base)
+        except PromptevalError as exc:
+            raise SettingError(
+                f"{_where(setting, source)}: {exc}; from a file it must stay in the project "
+                "(the command line may name any folder)"
+            ) from None
 
 
 def _parsed(setting: Setting, text: str, source: str) -> Any:

@@ -50,4 +50,4 @@ class Budget:
             )
 
     def charge(self, response: Response, model: str) -> None:
-        self._update(self.prices.cost(response, model) or 0.0)
+        self._update(self.prices.budget_cost(response, model))

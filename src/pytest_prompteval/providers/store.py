@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import ApiError, PromptevalError, display
-from pytest_prompteval.core.paths import MAX_RECORDING_BYTES, read_bounded
+from pytest_prompteval.core.paths import (
+    MAX_RECORDING_BYTES,
+    read_bounded,
+    write_atomically,
+)
 from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.base import CallContext, Provider
@@ -340,23 +342,16 @@ class Store:
         if self.note:
             record["note"] = self.note
         text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        text += "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_atomically(path, text + "\n")
 
 
 def load(path: Path, key: str | None = None, asked: Request | None = None) -> Recording:
     """The recording at ``path``, checked as ``Store.read`` does; ``asked``: the request
     looked up by ``key``, which a recording equal to it needs not be rebuilt from."""
     try:
-        content = read_bounded(path, MAX_RECORDING_BYTES)
+        # a recording is its folder's own file: a link out of the folder is not replayed
+        content = read_bounded(path, MAX_RECORDING_BYTES, path.parent)
     except PromptevalError as exc:
         raise UnreadableRecording(
             f"unreadable recording: {exc.message}; delete it to record again", path

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import ApiError, PromptevalError
+from pytest_prompteval.core.paths import make_dir, read_bounded, write_atomically
 from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import Provider
 
 DIRECTORY = "token_counts"
+#: A count is a request and a number: a request of a few megabytes at most.
+MAX_COUNT_BYTES = 16 * 1024 * 1024
 
 
 class TokenCounter:
@@ -41,14 +44,17 @@ class TokenCounter:
         text = canonical_json(arguments)
         path = self.root / f"{hashlib.sha256(text.encode()).hexdigest()}.json"
         try:
-            return int(json.loads(path.read_text(encoding="utf-8"))["input_tokens"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+            # the folder's own file, bounded: not a link to /dev/zero or out of the folder
+            raw = read_bounded(path, MAX_COUNT_BYTES, self.root.parent)
+            tokens = json.loads(raw)["input_tokens"]
+            if type(tokens) is int and tokens >= 0:
+                return tokens
+        except (PromptevalError, ValueError, KeyError, TypeError, RecursionError):
+            pass  # not a count this plugin wrote: asked for again
         tokens = self._ask(arguments)
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"request": arguments, "input_tokens": tokens}), "utf-8")
-        tmp.replace(path)
+        # the folder a pull request may have planted as a link out of the recordings
+        make_dir(self.root, self.root.parent)
+        write_atomically(path, json.dumps({"request": arguments, "input_tokens": tokens}))
         return tokens
 
     def _ask(self, arguments: dict[str, Any]) -> int:

@@ -107,7 +107,7 @@ def _unchanged(path: Path, blob: str) -> bytes | None:
     """The checkout's file when it is the blob ``blob``; None when it is not (or is no
     readable regular file)."""
     try:
-        mine = read_bounded(path, MAX_RECORDING_BYTES)
+        mine = read_bounded(path, MAX_RECORDING_BYTES, path.parent)
     except PromptevalError:
         return None
     return mine if blob_id(mine) == blob else None

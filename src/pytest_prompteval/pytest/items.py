@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,6 +16,7 @@ from pytest_prompteval.core.errors import PromptevalError, StopRun, display, is_
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
+from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
@@ -35,8 +37,14 @@ if TYPE_CHECKING:
 
 def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
     if isinstance(excinfo.value, PromptevalError | CaseFailed):
-        return str(excinfo.value)
+        return _shown(excinfo.value)
     return None
+
+
+def _shown(error: BaseException) -> str:
+    """An error for the terminal, the CI log and JUnit: it quotes file names, model names,
+    verdicts and answers, any of which may hold control characters or workflow commands."""
+    return safe_text(str(error), indent="")
 
 
 class CaseFile(pytest.File):
@@ -45,6 +53,17 @@ class CaseFile(pytest.File):
         self.run = run
 
     loaded: LoadedCaseFile | None = None  # the validated file, for `prompteval list`
+
+    @classmethod
+    def make(cls, parent: pytest.Collector, path: Path, run: PromptevalRun) -> CaseFile:
+        """The file's collector. Its node id, and its items' (made from it), has the path
+        escaped: a file name is the PR's to choose, and pytest prints node ids as they are
+        (a collection error's header, -v, the short summary, JUnit)."""
+        node = cls.from_parent(parent, path=path, run=run)
+        shown = safe_line(node.nodeid)
+        if shown == node.nodeid:
+            return node
+        return cls.from_parent(parent, path=path, run=run, nodeid=shown)
 
     def collect(self) -> Iterator[CaseItem]:
         run = self.run
@@ -196,7 +215,7 @@ class CaseItem(pytest.Item):
         except BudgetSpent as exc:
             self.result.outcome = "skipped"
             # reported at the case, not at this line
-            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+            raise pytest.skip.Exception(_shown(exc), _use_item_location=True) from None
         except PromptevalError as exc:
             if not is_infrastructure(exc):
                 self.failure = exc
@@ -205,7 +224,7 @@ class CaseItem(pytest.Item):
             self.result.outcome = "error"
             if isinstance(exc, StopRun):
                 self.session.shouldstop = str(exc)
-            raise pytest.fail.Exception(str(exc), pytrace=False) from None
+            raise pytest.fail.Exception(_shown(exc), pytrace=False) from None
 
     def runtest(self) -> None:
         if self.failure is not None:
@@ -224,4 +243,5 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         params = self.name[len(self.case.id) :]  # "[version]" or "[version-s2]"
-        return self.path, self.case.line - 1, f"case {self.case.id} {params}"
+        # the location pytest prints (-vv) and reports: the path escaped as in the node id
+        return Path(safe_line(str(self.path))), self.case.line - 1, f"case {self.case.id} {params}"

@@ -15,6 +15,7 @@ import pytest
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.history import RunHistory, StoredRun, command_line, load_run
+from pytest_prompteval.core.paths import write_atomically
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.safetext import safe_line
@@ -70,7 +71,7 @@ class RunReport:
             try:
                 self.baseline = load_run(settings.baseline)
             except PromptevalError as exc:
-                raise pytest.UsageError(f"--prompteval-baseline: {exc}") from None
+                raise pytest.UsageError(safe_line(f"--prompteval-baseline: {exc}")) from None
         # made with the first result, so that --collect-only, --markers and runs that select
         # nothing leave no run behind
         self.history: RunHistory | None = None
@@ -246,7 +247,7 @@ class RunReport:
             )
             try:
                 html.parent.mkdir(parents=True, exist_ok=True)
-                html.write_text(page, encoding="utf-8")
+                write_atomically(html, page)
                 self.html_written = html
             except OSError as exc:
                 self._output_failed("--prompteval-html", html, exc)
@@ -292,9 +293,11 @@ class RunReport:
             # the step summary collects every step's output: appended, never replaced
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                mode = "a" if str(target) == step_summary else "w"
-                with target.open(mode, encoding="utf-8") as f:
-                    f.write(text)
+                if str(target) == step_summary:
+                    with target.open("a", encoding="utf-8") as f:
+                        f.write(text)
+                else:
+                    write_atomically(target, text)
                 self.markdown_written.append(display(target))
             except OSError as exc:
                 self._output_failed("--prompteval-markdown", target, exc)
@@ -341,7 +344,8 @@ class RunReport:
                 add(f"{prefix}.pass^{k}", _text(mean_pass_hat_k(mine, k)))
             for group, labels in s.groups.items():
                 for label, (passed, total) in labels.items():
-                    add(f"{prefix}.{group}.{label}", f"{passed / total:.6f}" if total else "")
+                    name = safe_line(f"{prefix}.{group}.{label}")  # a case file's category
+                    add(name, f"{passed / total:.6f}" if total else "")
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -369,16 +373,20 @@ class RunReport:
         }  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        def write(line: str, **markup: bool) -> None:
+            # versions, case ids, labels, prompt texts and paths come from files
+            terminalreporter.write_line(safe_line(line), **markup)
+
         if self.inline:
             terminalreporter.write_sep("-", "prompteval inline runs")
             for line in inline_lines(self.inline):
-                terminalreporter.write_line(line)
+                write(line)
         if not self.results:
             return
         for title, lines in render(self.summaries, self.comparisons, self.details):
             terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
             for line in lines:
-                terminalreporter.write_line(line)
+                write(line)
         samples = sample_lines(self.cases, self.ks)
         if self.settings.stop_early:
             samples.append(
@@ -387,25 +395,25 @@ class RunReport:
         if samples:
             terminalreporter.write_sep("-", "samples")
             for line in samples:
-                terminalreporter.write_line(line)
+                write(line)
         if self.prompt_changes:
             terminalreporter.write_sep("-", "prompt changes")
             for line in self.prompt_changes:
-                terminalreporter.write_line(line)
+                write(line)
         if self.recordings:
             terminalreporter.write_sep("-", "recordings")
             for line in self.recordings:
-                terminalreporter.write_line(line)
+                write(line)
         for failure in self.gate_failures:
-            terminalreporter.write_line(f"prompteval gate failed: {failure}", red=True, bold=True)
+            write(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
-            terminalreporter.write_line(f"prompteval results: {display(path)}")
+            write(f"prompteval results: {display(path)}")
         for error in self.output_errors:
-            terminalreporter.write_line(f"prompteval: not written: {error}", red=True, bold=True)
+            write(f"prompteval: not written: {error}", red=True, bold=True)
         if self.html_written is not None:
-            terminalreporter.write_line(f"prompteval report: {display(self.html_written)}")
+            write(f"prompteval report: {display(self.html_written)}")
         for shown in self.markdown_written:
-            terminalreporter.write_line(f"prompteval markdown: {shown}")
+            write(f"prompteval markdown: {shown}")
 
 
 def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
@@ -449,7 +457,7 @@ def _recording_lines(trusted: TrustedRecordings | None, results: list[ItemResult
             "items on unverified recordings: "
             + ", ".join(f"{n} {what}" for what, n in sorted(uses.items()))
         )
-    return [safe_line(line) for line in lines]
+    return lines
 
 
 def inline_lines(results: list[ItemResult]) -> list[str]:
@@ -468,13 +476,19 @@ def _text(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
+def _junit_value(value: object) -> object:
+    return safe_line(value) if isinstance(value, str) else value
+
+
 def _junit_properties(props: list[tuple[str, object]]) -> list[tuple[str, object]]:
     """The result dict as flat ``prompteval.<field>`` properties, for JUnit XML."""
     flat: list[tuple[str, object]] = []
     for key, value in props:
         if key == RESULT_KEY and isinstance(value, dict):
+            # category, difficulty, model: text from files
             flat += [
-                (f"prompteval.{f}", "" if value.get(f) is None else value[f]) for f in JUNIT_FIELDS
+                (f"prompteval.{f}", "" if value.get(f) is None else _junit_value(value[f]))
+                for f in JUNIT_FIELDS
             ]
         else:
             flat.append((key, value))

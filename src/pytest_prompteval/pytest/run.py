@@ -4,7 +4,9 @@ sent ahead, the batch, shards, and the report on the controller."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -15,10 +17,11 @@ import pytest
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.core.schema import Declared, suggestion
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
-from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings
+from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
 from pytest_prompteval.pytest.adapters import rootdir_moved_by, unknown_ini_keys
 from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
@@ -42,14 +45,25 @@ _MARKER_NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+(?!\s*=)")
 _MARKER_WORDS = frozenset({"and", "or", "not", "True", "False", "None"})
 
 
+def typed_settings(config: pytest.Config) -> frozenset[str] | None:
+    """The settings the command line and ``PYTEST_ADDOPTS`` gave (``typed_names``), not an
+    ini file's ``addopts``; None on an xdist worker, whose controller checked them."""
+    if hasattr(config, "workerinput"):
+        return None
+    extra = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return typed_names([*map(str, config.invocation_params.args), *extra])
+
+
 def build_settings(config: pytest.Config) -> Settings:
     # a misspelt key of ours would silently keep the default (min_pass off, a gate open)
     known = sorted(s.ini for s in SETTINGS if s.ini)
     for key in sorted(unknown_ini_keys(config)):
         if key.startswith(INI_PREFIX):
+            where = display(config.inipath) if config.inipath else "the ini file"
             raise pytest.UsageError(
-                f"ini {key}: unknown prompteval option{suggestion(key, known)} (in "
-                f"{display(config.inipath) if config.inipath else 'the ini file'})"
+                safe_text(
+                    f"ini {key}: unknown prompteval option{suggestion(key, known)} (in {where})"
+                )
             )
     moved = rootdir_moved_by(config, PATH_OPTIONS)
     if moved is not None:
@@ -63,10 +77,11 @@ def build_settings(config: pytest.Config) -> Settings:
             config.rootpath,
             vars(config.option),
             config.getini,
+            typed=typed_settings(config),
             invocation_dir=config.invocation_params.dir,
         )
     except SettingError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(safe_text(str(exc), indent="")) from None
     if settings.estimate and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
     if settings.stop_early and getattr(config.option, "numprocesses", None):
@@ -111,7 +126,7 @@ class PromptevalRun:
             try:
                 self._engine = Engine(self.settings, self.run_dir, self._scorers, self._declared())
             except PromptevalError as exc:
-                raise pytest.UsageError(str(exc)) from None
+                raise pytest.UsageError(safe_text(str(exc), indent="")) from None
             ref = self.settings.affected
             if self.collecting and ref is not None:
                 try:  # before anything is written: a bad ref is a usage error
@@ -119,7 +134,8 @@ class PromptevalRun:
                         self.settings.rootpath, ref, self.settings.case_dirs, self._engine.versions
                     )
                 except PromptevalError as exc:
-                    raise pytest.UsageError(f"--prompteval-affected: {exc}") from None
+                    message = safe_text(f"--prompteval-affected: {exc}", indent="")
+                    raise pytest.UsageError(message) from None
         return self._engine
 
     def _declared(self) -> Declared:
@@ -152,7 +168,9 @@ class PromptevalRun:
         for directory in self.settings.case_dirs:
             for path in sorted(directory.rglob("*.y*ml")) if directory.is_dir() else ():
                 try:
-                    cases = load_case_file(path, self.engine.declared.case_fields).cases
+                    cases = load_case_file(
+                        path, self.engine.declared.case_fields, self.settings.rootpath
+                    ).cases
                 except PromptevalError:
                     continue  # reported where it matters: collection
                 for case in cases:
@@ -183,7 +201,7 @@ class PromptevalRun:
                 d == file_path.parent or d in file_path.parents for d in self.settings.case_dirs
             )
         ):
-            return CaseFile.from_parent(parent, path=file_path, run=self)
+            return CaseFile.make(parent, file_path, self)
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:

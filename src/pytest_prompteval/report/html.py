@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.core.safetext import html_text as escape
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.summary import (
     DENOMINATORS,

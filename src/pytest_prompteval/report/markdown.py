@@ -1,15 +1,20 @@
 """The run as GitHub-flavoured Markdown, for a pull request (pure: figures in, text out).
 
 Verdict first, then the per-version table, prompt changes, each comparison with its
-regressions and improvements linked to the case's line, flaky cases, errors and cost.
+regressions and improvements linked to the case's line, flaky cases, errors and cost. Text
+from files (versions, case files, prompt changes, verdicts naming them) goes through
+``core/safetext``'s Markdown functions: it can neither hide the rest of a step summary nor
+forge a workflow command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
+from pytest_prompteval.core.safetext import md_code, md_fence, md_text
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.flaky import CaseSamples, mean_pass_hat_k
 from pytest_prompteval.report.summary import VersionSummary
@@ -21,12 +26,12 @@ Linker = Callable[[str, int], str]
 
 
 def relative_link(path: str, line: int) -> str:
-    return f"{path}#L{line}"
+    return f"{quote(path)}#L{line}"
 
 
 def github_linker(server: str, repository: str, sha: str) -> Linker:
     """Links to the lines of the commit the workflow runs on."""
-    return lambda path, line: f"{server}/{repository}/blob/{sha}/{path}#L{line}"
+    return lambda path, line: f"{server}/{repository}/blob/{sha}/{quote(path)}#L{line}"
 
 
 @dataclass
@@ -56,13 +61,10 @@ def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]], right: int = 1) -> str:
+    """Cells are figures, or text already made safe (md_text, md_code, links)."""
     align = ["---" if i < right else "---:" for i in range(len(header))]
-    lines = [header, align, *[[_cell(v) for v in row] for row in rows]]
+    lines = [header, align, *[[str(v) for v in row] for row in rows]]
     return "\n".join("| " + " | ".join(map(str, line)) + " |" for line in lines)
 
 
@@ -76,14 +78,14 @@ def _verdict(run: MarkdownRun) -> str:
     )
     if run.gate_failures:
         lines = ["## ❌ prompteval: gate failed", ""]
-        lines += [f"- {_cell(f)}" for f in run.gate_failures]
+        lines += [f"- {md_text(f)}" for f in run.gate_failures]
     elif errored:
         lines = [f"## ⚠️ prompteval: {errored} items errored, not scored"]
     else:
         lines = ["## ✅ prompteval: gates passed"]
     verdicts = [c.verdict for c in run.comparisons]
     if verdicts:
-        lines += ["", *(f"**{_cell(v)}**  " for v in verdicts)]
+        lines += ["", *(f"**{md_text(v)}**  " for v in verdicts)]
     return "\n".join(lines)
 
 
@@ -99,7 +101,7 @@ def _versions(run: MarkdownRun) -> str:
         cases = by_version.get(s.version, [])
         rows.append(
             [
-                f"`{s.version}`",
+                md_code(s.version),
                 s.items,
                 s.passed,
                 f"{s.pass_rate:.1%}",
@@ -116,26 +118,26 @@ def _versions(run: MarkdownRun) -> str:
 def _changes(lines: Sequence[str]) -> str:
     if not lines:
         return ""
-    return "### Prompt changes\n\n```diff\n" + "\n".join(lines) + "\n```"
+    return "### Prompt changes\n\n" + md_fence(list(lines), "diff")
 
 
 def _recordings(lines: Sequence[str]) -> str:
     if not lines:
         return ""
-    return "### Recordings\n\n" + "\n".join(f"- {_cell(line)}" for line in lines)
+    return "### Recordings\n\n" + "\n".join(f"- {md_text(line)}" for line in lines)
 
 
 def _case_link(case: str, locations: Locations, link: Linker) -> str:
     where = locations.get(case)
     name = case.split("::", 1)[-1]
     if where is None:
-        return f"`{name}` ({case})"
+        return f"{md_code(name)} ({md_text(case)})"
     path, line = where
-    return f"[`{name}`]({link(path, line)}) `{path}:{line}`"
+    return f"[{md_code(name)}]({link(path, line)}) {md_code(f'{path}:{line}')}"
 
 
 def _comparison(c: Comparison, locations: Locations, link: Linker) -> str:
-    lines = [f"### `{c.other}` vs `{c.baseline}`", "", _cell(c.verdict)]
+    lines = [f"### {md_code(c.other)} vs {md_code(c.baseline)}", "", md_text(c.verdict)]
     if c.paired:
         lines.append(
             f"{c.paired} paired cases, {len(c.regressions)} regressions, "
@@ -160,7 +162,7 @@ def _flaky(run: MarkdownRun, link: Linker) -> str:
         rows.append(
             [
                 _case_link(c.case, run.locations, link),
-                f"`{c.version}`",
+                md_code(c.version),
                 f"{c.passed}/{c.scored}",
                 f"[{low:.2f}, {high:.2f}]",
                 "-" if c.min_pass is None else f"{c.needed} ({c.min_pass})",
@@ -173,7 +175,7 @@ def _flaky(run: MarkdownRun, link: Linker) -> str:
 
 def _errors(summaries: Sequence[VersionSummary]) -> str:
     rows = [
-        [f"`{s.version}`", kind, count]
+        [md_code(s.version), md_text(kind), count]
         for s in summaries
         for kind, count in sorted(s.errors.items())
     ]

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import user_cache_dir
 from pytest_prompteval.sandbox.isolation import set_dumpable
 
 #: Variables a sample may see; everything else (API keys above all) stays out.
@@ -73,8 +74,8 @@ class SampleRun:
 
 UNSAFE_HINT = (
     "run as root, or where unprivileged user namespaces are allowed, or accept running "
-    "generated code without isolation: --prompteval-unsafe-sandbox (ini "
-    "prompteval_unsafe_sandbox = true)"
+    "generated code without isolation: --prompteval-unsafe-sandbox on the command line "
+    "(refused from ini files)"
 )
 
 
@@ -84,8 +85,7 @@ class SandboxUnavailable(PromptevalError):
 
 def cache_dir() -> str:
     """Per-machine cache (hypothesis' character map), shared by workers and shards."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pytest-prompteval", "sandbox")
+    return str(user_cache_dir() / "sandbox")
 
 
 #: The server imports from the parent's path (which -I would otherwise drop: PYTHONPATH),

@@ -4,20 +4,20 @@ evaluated per response. Each gives a score in [0, 1] and a pass/fail against its
 
 from __future__ import annotations
 
+import functools
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.patterns import PatternError, pattern
+from pytest_prompteval.core.patterns import SPACE, PatternError, pattern
 from pytest_prompteval.core.result import CheckResult
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.score import Score
 
-_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+_FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
 
 STRING_TYPES = ("contains", "not_contains", "icontains", "equals", "judge")
 PATTERN_TYPES = ("regex", "not_regex")
@@ -135,12 +135,99 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
             jsonschema.Draft202012Validator.check_schema(dict(value))
         except jsonschema.SchemaError as exc:
             raise fail(f"json_schema: invalid schema: {exc.message}") from None
+        _check_schema_patterns(value, fail)
     if (
         kind == "topics"
         and value is not None
         and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):
         raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+
+#: schema keywords whose values are data, not schemas: a "pattern" key in them is no pattern
+_SCHEMA_DATA = frozenset({"const", "enum", "default", "examples"})
+
+
+def _check_schema_patterns(schema: Any, fail: Callable[..., PromptevalError]) -> None:
+    """A schema's ``pattern`` and ``patternProperties`` run on RE2 (``schema_validator``): one
+    RE2 cannot run is an error at its line. ``unevaluatedProperties`` would run them on
+    Python's ``re`` (inside jsonschema), so it may not meet ``patternProperties``."""
+    found: dict[str, list[tuple[str, int | None]]] = {"pattern": [], "keyed": [], "unevaluated": []}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for child in node:
+                walk(child)
+        if not isinstance(node, Mapping):
+            return
+        if isinstance(node.get("pattern"), str):
+            found["pattern"].append((node["pattern"], line_of(node, "pattern")))
+        properties = node.get("patternProperties")
+        if isinstance(properties, Mapping):
+            found["keyed"] += [(str(k), line_of(properties, k)) for k in properties]
+        if "unevaluatedProperties" in node:
+            found["unevaluated"].append(("", line_of(node, "unevaluatedProperties")))
+        for key, child in node.items():
+            if key not in _SCHEMA_DATA:
+                walk(child)
+
+    walk(schema)
+    for source, line in found["pattern"] + found["keyed"]:
+        try:
+            pattern(source)
+        except PatternError as exc:
+            raise fail(f"json_schema: pattern {source!r}: {exc}", line) from None
+    if found["keyed"] and found["unevaluated"]:
+        raise fail(
+            "json_schema: unevaluatedProperties cannot be used with patternProperties "
+            "(patterns run on RE2; jsonschema would match these on Python's re)",
+            found["unevaluated"][0][1],
+        )
+
+
+@functools.cache
+def schema_validator() -> Any:
+    """Draft 2020-12 with ``pattern``, ``patternProperties`` and ``additionalProperties`` on
+    RE2: jsonschema runs them on Python's ``re``, which a hostile answer can hang."""
+    import jsonschema
+    from jsonschema import validators
+
+    base = jsonschema.Draft202012Validator
+    additional = base.VALIDATORS["additionalProperties"]
+
+    def pattern_(validator: Any, source: str, instance: Any, schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not pattern(source).search(instance):
+            yield jsonschema.ValidationError(f"{instance!r:.200} does not match {source!r}")
+
+    def pattern_properties(
+        validator: Any, properties: Mapping[str, Any], instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for source, subschema in properties.items():
+            for key, value in instance.items():
+                if pattern(source).search(key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=source)
+
+    def additional_properties(
+        validator: Any, allowed: Any, instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        sources = schema.get("patternProperties", {})
+        if validator.is_type(instance, "object") and sources:
+            instance = {
+                k: v for k, v in instance.items() if not any(pattern(s).search(k) for s in sources)
+            }
+            schema = {k: v for k, v in schema.items() if k != "patternProperties"}
+        yield from additional(validator, allowed, instance, schema)
+
+    return validators.extend(  # type: ignore[no-untyped-call]
+        base,
+        {
+            "pattern": pattern_,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+        },
+    )
 
 
 def parse_json(text: str) -> Any:
@@ -203,9 +290,7 @@ def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
         if kind == "is_json":
             passed, reason = True, "is JSON"
         else:
-            import jsonschema
-
-            errors = list(jsonschema.Draft202012Validator(dict(value)).iter_errors(document))
+            errors = list(schema_validator()(dict(value)).iter_errors(document))
             passed = not errors
             reason = "matches the schema" if passed else f"schema: {errors[0].message}"
     else:

@@ -5,18 +5,19 @@ its patterns run on RE2 (``core/patterns``), so a project's table cannot hang a 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.patterns import pattern
+from pytest_prompteval.core.patterns import SPACE, boundary, escape, pattern, whole_word
 from pytest_prompteval.scoring.score import Score
 
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'+-]*")
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s+|$)|\n\s*\n|\n\s*[-*\d]+[.)]?\s")
-_ASM_MNEMONIC = re.compile(r"^\s+([a-z][a-z0-9.]*)\b", re.IGNORECASE)
+# on RE2 (core/patterns): with Python's ``re``, ``"!" * n + "x"`` took quadratic time here
+_WORD = pattern(r"[A-Za-z0-9_][A-Za-z0-9_'+-]*")
+_SENTENCE_END = pattern(rf"[.!?]+(?:{SPACE}+|$)|\n{SPACE}*\n|\n{SPACE}*[-*\p{{Nd}}]+[.)]?{SPACE}")
+_ASM_MNEMONIC = pattern(rf"^{SPACE}+([a-z][a-z0-9.]*)\b", ignore_case=True)
+_TOPIC_SEPARATOR = pattern(rf"(?:_|-|{SPACE})+")
 
 
 def expected_topics(case: Case) -> tuple[str, ...]:
@@ -84,11 +85,15 @@ class AutomaticScorer:
         patterns = self.topics.get(topic)
         if patterns:
             return any(p.search(text) for p in patterns)
-        words = [w for w in re.split(r"[_\s-]+", topic) if w]
-        phrase = r"[\s_-]+".join(map(re.escape, words))
-        if re.search(rf"\b{phrase}", text, re.IGNORECASE):
+        words = [w for w in _TOPIC_SEPARATOR.split(topic) if w]
+        if not words:
             return True
-        return all(re.search(rf"\b{re.escape(w)}", text, re.IGNORECASE) for w in words)
+        phrase = _TOPIC_SEPARATOR.pattern.join(map(escape, words))
+        if pattern(boundary(words[0][0], True) + phrase, ignore_case=True).search(text):
+            return True
+        return all(
+            pattern(boundary(w[0], True) + escape(w), ignore_case=True).search(text) for w in words
+        )
 
     def incorrect_claims(self, text: str) -> list[str]:
         claims = []
@@ -137,7 +142,7 @@ class AutomaticScorer:
         accuracy = len(covered) / len(topics) if topics else 1.0
         claims = self.incorrect_claims(text)
         terms = key_terms(case)
-        mentioned = [t for t in terms if re.search(rf"\b{re.escape(t)}\b", text, re.IGNORECASE)]
+        mentioned = [t for t in terms if whole_word(t).search(text)]
         completeness = (accuracy + len(mentioned) / len(terms)) / 2 if terms else accuracy
         dimensions = {
             "accuracy": accuracy,

@@ -31,7 +31,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -41,6 +40,7 @@ from typing import Any
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.paths import read_inside
+from pytest_prompteval.core.patterns import SPACE, escape, pattern
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox import SampleRun
@@ -51,7 +51,8 @@ from pytest_prompteval.scoring.score import Score
 
 TAGS = ("basic", "edge")
 TEST_KINDS = ("assert", "check", "args")
-_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+# on RE2: with Python's ``re`` an unclosed fence or a run of blank lines took quadratic time
+_FENCE = pattern(r"(?s)```[ \t]*([\pL\pN_+-]*)[^\n]*\n(.*?)(?:```|\z)")
 CALIBRATION = (10.0, 0.25)  # CPU timeout = factor x reference CPU time, at least this
 
 
@@ -205,9 +206,8 @@ def _defines(code: str, entry_point: str) -> bool:
     return _definition(entry_point).search(code) is not None
 
 
-@functools.lru_cache(maxsize=1024)
-def _definition(entry_point: str) -> re.Pattern[str]:
-    return re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
+def _definition(entry_point: str) -> Any:
+    return pattern(rf"(?m)^{SPACE}*(?:async{SPACE}+)?def{SPACE}+{escape(entry_point)}{SPACE}*\(")
 
 
 def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:

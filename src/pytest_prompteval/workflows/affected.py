@@ -17,6 +17,7 @@ from typing import Any
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import Repository, repository
+from pytest_prompteval.core.paths import read_bounded
 from pytest_prompteval.core.prompts import PromptVersion
 
 CASE_SUFFIXES = (".yaml", ".yml")
@@ -60,7 +61,7 @@ def affected_since(
     changed_prompts = tuple(
         v.version
         for v in versions
-        if v.path.is_file() and repo.read(v.path, ref) != v.path.read_bytes()
+        if v.path.is_file() and repo.read(v.path, ref) != read_bounded(v.path)
     )
     selected: set[tuple[Path, str]] = set()
     total = 0

@@ -41,7 +41,7 @@ class VersionHistory:
 
 def load_history(directory: Path) -> dict[str, VersionHistory]:
     runs = [
-        load_run(p)
+        load_run(p, directory)
         for p in sorted(directory.glob("*.json*"))
         if p.suffix in (".json", ".jsonl") and not p.name.endswith(".review.json")
     ]

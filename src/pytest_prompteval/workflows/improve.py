@@ -20,7 +20,7 @@ import yaml
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import StoredRun, load_run
-from pytest_prompteval.core.paths import check_name, output_inside
+from pytest_prompteval.core.paths import check_name, output_inside, read_bounded
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, load_prompt
 from pytest_prompteval.providers.base import CallContext
@@ -71,7 +71,7 @@ def latest_run(results: Path, version: str) -> StoredRun:
     )
     # a run that selected nothing has nothing to learn from (older plugins stored such runs)
     for path in reversed(candidates):
-        run = load_run(path)
+        run = load_run(path, results)
         if run.results:
             return run
     raise PromptevalError(
@@ -114,8 +114,9 @@ def suggest(
     prompt: PromptVersion, run: StoredRun, store: Store, prices: PriceTable, model: str
 ) -> tuple[dict[str, Any], dict[str, Any], JudgeUsage]:
     patterns = failure_patterns(run)
+    text = read_bounded(prompt.path).decode()
     user = (
-        f'<prompt_file name="{prompt.path.name}">\n{prompt.path.read_text()}\n</prompt_file>\n'
+        f'<prompt_file name="{prompt.path.name}">\n{text}\n</prompt_file>\n'
         f"<failure_patterns>\n{json.dumps(patterns, indent=1)}\n</failure_patterns>"
     )
     context = CallContext(

@@ -10,11 +10,13 @@ rated but not weighted), or a review template's rubric with its weights.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_prompteval.core.history import load_run, write_json_atomically
+from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, read_bounded
 from pytest_prompteval.core.result import ItemResult
 
 SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
@@ -43,9 +45,9 @@ def review_path(results: Path) -> Path:
 
 def load_reviews(results: Path) -> dict[Key, dict[str, Any]]:
     path = review_path(results)
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(read_bounded(path, MAX_RESULTS_BYTES, results.parent))
     return {(r["file"], r["case_id"], r["sample"]): r for r in data["reviews"]}
 
 
