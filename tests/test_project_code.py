@@ -94,3 +94,26 @@ def test_installing_the_plugin_brings_what_the_readme_uses() -> None:
         r.split(";")[0].split(">")[0].split("=")[0].strip() for r in required if "extra ==" not in r
     }
     assert {"pytest-xdist", "pytest-json-report", "hypothesis"} <= unconditional
+
+
+RECORDING_APP = """
+def answer(request, **context):
+    return f"{request.model} {request.to_api()['max_tokens']} loop optimization"
+"""
+
+
+def test_the_newer_explain_model_section_is_the_model_config(pytester: pytest.Pytester) -> None:
+    generated_project(
+        pytester,
+        1,
+        prompt="user_prompt: Explain {n} for {audience}.\n"
+        "model: {name: claude-haiku-4-5, max_tokens: 99, temperature: 0.0}\n"
+        "audience_levels: {beginner: {guidance: simple}}\n",
+        fields="  audience: beginner\n  explanation_type: assembly\n  expected_topics: [loop]\n",
+    )
+    pytester.makepyfile(app=RECORDING_APP)
+    pytester.makeini("[pytest]\npythonpath = .\n")  # nothing declared
+    result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
+
+    result.assert_outcomes(passed=1)
+    assert item_results(result.reprec)[0]["response"] == "claude-haiku-4-5 99 loop optimization"

@@ -7,6 +7,7 @@ silently lack one of them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping
@@ -20,6 +21,7 @@ from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
+from pytest_prompteval.core.templates import placeholders
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
 from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
@@ -108,6 +110,16 @@ class Engine:
             )
             if settings.versions
             else ()
+        )
+        # a case field a prompt names as {placeholder} is known by that use
+        used = {
+            name
+            for v in self.versions
+            for template in (v.system_prompt, v.user_prompt, v.assistant_prefill)
+            for name in placeholders(template or "")
+        }
+        self.declared = dataclasses.replace(
+            self.declared, case_fields=self.declared.case_fields | used
         )
         self.prices = PriceTable(
             load_table("prices", settings.prices, allow_lower_prices=settings.allow_lower_prices)
