@@ -18,7 +18,13 @@ from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.sandbox.client import Sandbox
-from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, extract_code, parse_code_spec
+from pytest_prompteval.scoring.code import (
+    CodeScorer,
+    CodeSpec,
+    Metrics,
+    extract_code,
+    parse_code_spec,
+)
 
 from .conftest import LoggingPool, item_results
 
@@ -467,3 +473,20 @@ def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
     assert limits.timeout == calibration.timeout
     assert first.cpu is not None and first.cpu <= calibration.timeout
     assert len(submitted) == 1 and other is not first  # only the other code ran again
+
+
+@pytest.mark.parametrize(
+    ("basic", "edge", "expected"),
+    [
+        ((0, 0), (3, 3), 1.0),  # every test tagged edge: once capped at 0.7
+        ((3, 3), (0, 0), 1.0),
+        ((2, 2), (1, 2), 0.4 + 0.3 + 0.15),
+        ((0, 0), (1, 4), 0.4 + 0.6 * 0.25),
+        ((0, 0), (0, 0), 0.4),
+    ],
+)
+def test_partial_correctness_gives_a_missing_kind_of_test_share_to_the_other(
+    basic: tuple[int, int], edge: tuple[int, int], expected: float
+) -> None:
+    metrics = Metrics(syntax_ok=True, compiles=True, basic=basic, edge=edge)
+    assert metrics.partial == pytest.approx(expected)

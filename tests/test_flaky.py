@@ -9,9 +9,11 @@ import pytest
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.report.flaky import (
     CaseSamples,
+    min_pass_failures,
     needed,
     parse_min_pass,
     pass_hat_k,
+    sample_lines,
     verdict_decided,
     wilson,
 )
@@ -194,3 +196,26 @@ def test_stop_early_saves_calls_with_the_same_verdicts(project: pytest.Pytester)
     early.stdout.fnmatch_lines([gate])
     assert "mostly" not in "".join(line for line in early.outlines if "gate failed" in line)
     assert early.ret == full.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize(
+    ("passed", "errored", "min_pass", "verdict", "undecided"),
+    [
+        (1, 4, 4, None, True),  # once: 1 passing of 1 scored met min_pass 4
+        (1, 4, 0.8, None, True),
+        (4, 1, 4, True, False),  # four passed: an error cannot undo it
+        (0, 2, 4, False, False),  # 3 failed of 5: even passing errored ones would miss 4
+        (1, 0, 4, True, False),  # a single sample drawn, none errored: min(4, 1)
+    ],
+)
+def test_errored_samples_never_lower_min_pass(
+    passed: int, errored: int, min_pass: float, verdict: bool | None, undecided: bool
+) -> None:
+    scored = (5 - errored) if (passed, errored) != (1, 0) else 1
+    case = CaseSamples("v", "c.yaml::c", scored, passed, errored, min_pass)
+    assert (case.verdict, case.undecided) == (verdict, undecided)
+    assert bool(min_pass_failures([case])) == (verdict is False)
+    if undecided:
+        assert sample_lines([case], (1,))[-1].endswith(
+            f"min_pass {min_pass}: undecided, {errored} samples errored"
+        )

@@ -143,3 +143,57 @@ def test_a_cases_mutants_run_side_by_side(cases: Path) -> None:
     assert report.mutants > 2 and probed == 2
     rounds = (report.mutants, probed)
     assert pool.log == [event for n in rounds for event in ["submit"] * n + ["wait"] * n]
+
+
+ASSERT_ONLY_CASES = """
+cases:
+- id: args_tests
+  entry_point: fee
+  input: {}
+  reference: &fee |
+    def fee(amount, rate):
+        if amount <= 0:
+            return 0
+        return amount * rate // 100 + 1
+  tests:
+  - {args: [100, 0], expected: 1}
+- id: assert_tests
+  entry_point: fee
+  input: {}
+  reference: *fee
+  tests:
+  - {assert: "fee(100, 0) == 1"}
+- id: check_tests
+  entry_point: fee
+  input: {}
+  reference: *fee
+  tests:
+  - check: |
+      def check(candidate):
+          assert candidate(100, 0) == 1
+- id: opaque_check
+  entry_point: fee
+  input: {}
+  reference: *fee
+  tests:
+  - check: |
+      def check(candidate):
+          amount = 100
+          assert candidate(amount, 0) == 1
+"""
+
+
+def test_assert_and_check_tests_are_probed_and_survivors_never_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Once: survivors [] for a case with only assert or check tests while 3 mutants survived.
+    (tmp_path / "c.yaml").write_text(ASSERT_ONLY_CASES)
+    main(["check-cases", "--mutation", "--cases", str(tmp_path), "--json"])
+    reports = {r.pop("case"): r for r in json.loads(capsys.readouterr().out)["mutation"]}
+    # the literal call fee(100, 0) probes as the args test [100, 0] does
+    assert reports["assert_tests"] == reports["check_tests"] == reports["args_tests"]
+    assert any("LtE -> Lt" in s for s in reports["assert_tests"]["survivors"])
+    # no literal call to probe with: every mutant that passed the tests is a survivor
+    opaque = reports["opaque_check"]
+    assert opaque["possibly_equivalent"] == []
+    assert len(opaque["survivors"]) == opaque["mutants"] - opaque["killed"] >= 3

@@ -72,11 +72,14 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
             "*accuracy by quality*",
             "*comparison*",
             "no verdict possible, v1_baseline vs current: 5 paired cases, and exact paired tests "
-            "need at least 6 to reach p < 0.05; mean score -0.096 [[]*] (97.5%), p=0.38; "
-            "pass rate +0.0%, McNemar p=1 (Holm over 2 tests)",
+            "need at least 6 to reach p < 0.05; pass rate +0.0% [[]-1.000, +1.000] (95%), "
+            "McNemar exact p=1; mean score -0.096 [[]-1.000, +1.000] (95%), p=0.25 (secondary, "
+            "not gating)",
             "  5 paired cases; too few for any verdict (at least 6 needed)",
+            "  decided on pass rate (prompteval_gate_metric), McNemar exact, one comparison: no "
+            "multiplicity correction",
             "  pass@1: +0.000 [[]-1.000, +1.000] over the 5 cases with n >= 1 samples in both",
-            "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)",
+            "  per case: each case counts the share of its samples that pass (k/n)*",
         ]
     )
 

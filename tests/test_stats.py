@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import (
+    attainable_level,
+    format_p,
     holm,
+    holm_log,
     mcnemar_exact,
+    mcnemar_log_p,
     minimum_detectable,
     pass_at_k,
     pass_fail_table,
     percentile,
     proportion_trend,
+    sign_flip_test,
     spread,
     studentized_bootstrap,
     wilson_interval,
@@ -168,9 +174,149 @@ def test_wilson_interval_matches_its_formula() -> None:
     assert wilson_interval(10, 10)[1] == pytest.approx(1)
 
 
-def test_minimum_detectable_difference() -> None:
-    # (1.96 + 0.84) * sd / sqrt(n)
-    assert minimum_detectable(0.2, 20) == pytest.approx(
-        (scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)) * 0.2 / math.sqrt(20)
+def test_minimum_detectable_difference_at_the_level_used() -> None:
+    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 2 degrees of freedom, a the level the exact
+    # test attains under alpha (a multiple of 2 / 2**n)
+    for n, alpha, attained in (
+        (20, 0.05, 26214 / 2**19),
+        (10, 0.025, 12 / 512),
+        (50, 0.05 / 8, 0.05 / 8),
+    ):
+        assert attainable_level(alpha, n) == pytest.approx(attained, rel=1e-6)
+        expected = (
+            (scipy_stats.t.ppf(1 - attained / 2, n - 2) + scipy_stats.t.ppf(0.8, n - 2))
+            * 0.2
+            / math.sqrt(n)
+        )
+        assert minimum_detectable(0.2, n, alpha=alpha) == pytest.approx(expected, rel=2e-4)
+    assert minimum_detectable(0.2, 2) is None
+    # 7 pairs cannot reach 0.05 / 7: the smallest p is 2 / 2**7 = 0.0156
+    assert minimum_detectable(0.2, 7, alpha=0.05 / 7) is None
+
+
+def test_mcnemar_keeps_its_log_where_the_p_value_underflows() -> None:
+    # 1,200 cases, 1,100 newly failing: p = 2 / 2**1100 underflows to 0.0, its log does not
+    assert mcnemar_exact(1100, 0) == 0.0
+    assert mcnemar_log_p(1100, 0) == pytest.approx(math.log(2) - 1100 * math.log(2))
+    assert format_p(mcnemar_log_p(1100, 0)) == "1.5e-331"
+    # from about 1,075 one-sided pairs the float underflows; below, log and float agree
+    assert mcnemar_exact(1074, 0) > 0 and mcnemar_exact(1076, 0) == 0.0
+    for flips in ((3, 0), (400, 630), (50, 10)):
+        expected = scipy_stats.binomtest(flips[0], sum(flips), 0.5).pvalue
+        assert math.exp(mcnemar_log_p(*flips)) == pytest.approx(expected, rel=1e-9)
+
+
+@given(st.lists(st.floats(1e-300, 1), min_size=1, max_size=12))
+def test_holm_in_log_space_matches_holm(p_values: list[float]) -> None:
+    logs = holm_log([math.log(p) for p in p_values])
+    assert [math.exp(x) for x in logs] == pytest.approx(holm(p_values), rel=1e-9)
+
+
+def test_holm_in_log_space_orders_p_values_a_float_cannot_hold() -> None:
+    logs = holm_log([-800.0, -900.0, math.log(0.04)])
+    assert logs == pytest.approx([-800.0 + math.log(2), -900.0 + math.log(3), math.log(0.04)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        # multiples of 1/1024 and 1/8 add up exactly in floats, so ties are ties for scipy too
+        st.one_of(
+            st.just(0.0),
+            st.integers(-1024, 1024).map(lambda k: k / 1024),
+            st.integers(-8, 8).map(lambda k: k / 8),
+        ),
+        min_size=2,
+        max_size=13,
     )
-    assert minimum_detectable(0.2, 1) is None
+)
+def test_sign_flip_p_equals_the_full_enumeration(diffs: list[float]) -> None:
+    test = sign_flip_test(diffs)
+    # every one of the 2**n sign patterns, zeros included (scipy enumerates them all)
+    reference = scipy_stats.permutation_test(
+        (np.array(diffs),),
+        np.sum,
+        permutation_type="samples",
+        n_resamples=math.inf,
+    ).pvalue
+    assert test.method == "exact"
+    assert test.p == pytest.approx(min(1.0, reference), rel=1e-9, abs=1e-12)
+
+
+def test_sign_flip_is_exact_on_tied_differences_at_any_size() -> None:
+    # 19 of 20 cases drop by 0.3, one is unchanged: once p = 0.73 from the bootstrap
+    test = sign_flip_test([-0.3] * 19 + [0.0])
+    assert test.p == pytest.approx(2 / 2**19) and test.method == "exact"
+    assert test.interval()[1] < 0  # the interval agrees: once [-0.303, +1.000]
+    nine_of_ten = sign_flip_test([-0.3] * 9 + [0.0])
+    assert nine_of_ten.p == pytest.approx(2 / 2**9)  # once 0.72
+    # pass shares k/5 are counted exactly by convolution, whatever the number of cases
+    shares = [0.2, -0.4, 0.0, 0.6, 0.2, 0.0, 0.4] * 30
+    lattice = sign_flip_test(shares)
+    assert lattice.method == "exact" and 0 < lattice.p < 1e-4
+
+
+def test_ties_neither_inflate_nor_deflate_the_level() -> None:
+    # 3 regressions, 7 unchanged: once "worse" at p = 0.041; the exact test gives McNemar's
+    assert sign_flip_test([-0.2, -0.5, -0.3] + [0.0] * 7).p == pytest.approx(0.25)
+    # The exact false-verdict rate under "no difference" (every sign pattern equally likely),
+    # counted over all patterns: once 10.4% at 10 cases and 6.9% at 12 with most ties.
+    rng = random.Random(3)
+    for n, changed in ((10, 3), (12, 4), (10, 10), (200, 8)):
+        sizes = [round(rng.uniform(0.05, 0.6), 3) for _ in range(changed)]
+        rejected = sum(
+            sign_flip_test([s * (1 if bits >> i & 1 else -1) for i, s in enumerate(sizes)]
+                           + [0.0] * (n - changed)).p < 0.05
+            for bits in range(2**changed)
+        )  # fmt: skip
+        assert rejected / 2**changed <= 0.05, (n, changed)
+
+
+def test_monte_carlo_beyond_the_exhaustive_size_states_its_error() -> None:
+    rng = random.Random(5)
+    for mean, draws in ((0.02, range(50, 4999)), (0.15, range(4999, 5000))):
+        diffs = [rng.gauss(mean, 0.3) for _ in range(60)]
+        test = sign_flip_test(diffs)
+        # far from any level: it stops after 50 patterns as extreme; near one, all 4,999
+        assert test.method == "Monte Carlo" and test.patterns in draws
+        reference = scipy_stats.permutation_test(
+            (np.array(diffs),), np.mean, permutation_type="samples", n_resamples=99999,
+            random_state=1,
+        ).pvalue  # fmt: skip
+        assert abs(test.p - reference) < 4 * test.monte_carlo_error + 0.001
+        assert test.describe().startswith(f"sign-flip test, Monte Carlo over {test.patterns}")
+        assert sign_flip_test(diffs).p == test.p  # seeded: the same run gives the same verdict
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.one_of(st.just(0.0), st.floats(-1, 1)), min_size=2, max_size=30),
+    st.sampled_from([0.05, 0.025, 0.00625]),
+)
+def test_the_inverted_interval_excludes_zero_exactly_when_p_is_under_its_level(
+    diffs: list[float], alpha: float
+) -> None:
+    test = sign_flip_test(diffs)
+    low, high = test.interval(alpha)
+    assert low <= test.mean <= high
+    assert (low > 0 or high < 0) == (test.p < alpha)
+
+
+def test_non_finite_differences_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        sign_flip_test([0.1, math.nan])
+
+
+def test_the_stated_power_holds_at_the_holm_level() -> None:
+    # Once (1.96 + 0.84) sd / sqrt(n) at 5% while the verdict was taken at the Holm level:
+    # 62-65% power, not 80%. Now: at the level Holm tests a lone difference of two at.
+    rng = random.Random(8)
+    n, level = 20, 0.025
+    effect = minimum_detectable(1.0, n, alpha=level)
+    assert effect is not None
+    runs = 300
+    found = sum(
+        sign_flip_test([rng.gauss(effect, 1.0) for _ in range(n)], bounds=(-9, 9)).p < level
+        for _ in range(runs)
+    )
+    assert 0.72 <= found / runs <= 0.88  # 80% within about 3 standard errors

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
+from fractions import Fraction
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import agreement, mcnemar_exact
 from pytest_prompteval.report.compare import Comparison, compare, correct
+from pytest_prompteval.report.gates import comparison_gates
 from pytest_prompteval.report.summary import summarize_version
 from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
 from pytest_prompteval.report.terminal import versions_block as table
@@ -34,10 +41,11 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
-        "B worse than A on pass rate: 8 regressions, 0 improvements; mean score -0.150 "
-        "[-0.334, +0.000] (95%), p=0.11; pass rate -40.0%, McNemar p=0.016 (Holm over 2 tests)"
+        "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
+        "[-0.636, -0.167] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
+        "(95%), p=0.11 (secondary, not gating)"
     )
-    assert block(c)[1].startswith("  regressions (8): c.yaml::c12, c.yaml::c13")
+    assert block(c)[1].startswith("  regressions (8): c.yaml::c12 1/1 → 0/1, c.yaml::c13 1/1")
 
 
 def test_infrastructure_errors_are_listed_per_version_and_the_verdict_may_change() -> None:
@@ -84,18 +92,24 @@ def test_one_errored_sample_never_removes_its_siblings() -> None:
 
 def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     # 15 cases 0.80 -> 0.85, 5 cases 0.72 -> 0.68, threshold 0.7: once "B better, +0.027".
+    # The declared endpoint (pass rate) decides; the score, up, is reported beside it.
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
     c = compare(a, b, ("A", "B"))
-    assert c.outcome == "mixed" and not c.significant
+    assert c.outcome == "none" and not c.significant
     assert c.verdict == (
-        "B vs A: mean score up, pass rate down: 5 regressions, 0 improvements; mean score "
-        "+0.027 [-0.008, +0.047] (97.5%), p=0.095; pass rate -25.0%, McNemar p=0.095 "
-        "(Holm over 2 tests)"
+        "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
+        "[-0.455, +0.000] (95%), McNemar exact p=0.062; mean score +0.027 [+0.009, +0.050] "
+        "(95%), p=0.012 (secondary, not gating)"
     )
     lines = block(c)
     assert lines[1] == (
-        "  regressions (5): c.yaml::c15, c.yaml::c16, c.yaml::c17, c.yaml::c18, c.yaml::c19"
+        "  regressions (5): c.yaml::c15 1/1 → 0/1, c.yaml::c16 1/1 → 0/1, c.yaml::c17 1/1 → "
+        "0/1, c.yaml::c18 1/1 → 0/1, c.yaml::c19 1/1 → 0/1"
+    )
+    assert (
+        "  mean score significantly up (secondary, not gating): mean score +0.027 "
+        "[+0.009, +0.050] (95%), p=0.012" in lines
     )
 
 
@@ -107,50 +121,73 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; mean score +0.180 [-1.000, +0.292] (97.5%), p=0.075; pass rate "
-        "+60.0%, McNemar p=0.25 (Holm over 2 tests)"
+        "to reach p < 0.05; pass rate +60.0% [-1.000, +1.000] (95%), McNemar exact p=0.25; "
+        "mean score +0.180 [-1.000, +1.000] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
 
 
 def test_zero_difference_and_differences_under_the_minimum_effect_are_never_better() -> None:
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
-    assert same.verdict.startswith("no significant difference, B vs A: mean score +0.000")
-    tiny = compare(cases("A", [0.8] * 20), cases("B", [0.81] * 20), ("A", "B"), min_effect=0.02)
+    assert same.verdict.startswith(
+        "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
+        "[+0.000, +0.000] (95%), McNemar exact p=1"
+    )
+    a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
+    tiny = compare(a, b, ("A", "B"), min_effect=0.02, primary="score")
     assert tiny.outcome == "none"
     assert tiny.verdict.startswith(
-        "no meaningful difference (under the minimum effect 0.02), B vs A: mean score +0.010 "
-        "[+0.010, +0.010] (97.5%), p=3.8e-06"
+        "no meaningful difference (under the minimum effect 0.02), B vs A: 0 regressions, 0 "
+        "improvements; mean score +0.010 [+0.010, +0.010] (95%), p=1.9e-06"
     )
 
 
-def test_power_is_stated() -> None:
+def test_power_is_stated_at_the_holm_level() -> None:
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
-    c = compare(a, b, ("A", "B"))
-    assert c.detectable == pytest.approx(0.025, abs=5e-4)
-    assert "  20 paired cases; smallest mean score difference they detect (80% power): 0.025" in (
-        block(c)
+    c = compare(a, b, ("A", "B"), primary="score")
+    # (t_0.975 + t_0.8 with 18 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
+    sd = statistics.stdev([0.05] * 15 + [-0.04] * 5)
+    expected = (scipy_stats.t.ppf(0.975, 18) + scipy_stats.t.ppf(0.8, 18)) * sd / math.sqrt(20)
+    assert c.detectable == pytest.approx(expected, rel=1e-4)
+    assert (
+        "  20 paired cases; smallest mean score difference they detect (80% power at the Holm "
+        "level 0.05): 0.026" in block(c)
     )
+    # three comparisons: a lone real difference is tested at 0.05 / 3, so it must be larger
+    others = [compare(a, b, ("A", f"B{i}"), primary="score") for i in range(3)]
+    correct(others)
+    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 18) + scipy_stats.t.ppf(0.8, 18)) * sd
+    assert others[0].detectable == pytest.approx(holm_level / math.sqrt(20), rel=1e-4)
+    assert "(80% power at the Holm level 0.0167)" in block(others[0])[2]
 
 
 def test_holm_across_several_compared_versions() -> None:
-    # Eight versions that are truly equal: alone, v3 looks better than v0 (p=0.0175); across
-    # the seven comparisons' 14 tests it is not.
+    # Eight versions that are truly equal: alone, v3 looks better than v0 (p=0.018); across
+    # the seven comparisons that decide the gate it is not.
     rng = random.Random(7)
     base = cases("v0", [round(rng.random(), 2) for _ in range(20)])
     comparisons = [
-        compare(base, cases(f"v{v}", [round(rng.random(), 2) for _ in range(20)]), ("v0", f"v{v}"))
+        compare(
+            base,
+            cases(f"v{v}", [round(rng.random(), 2) for _ in range(20)]),
+            ("v0", f"v{v}"),
+            primary="score",
+        )
         for v in range(1, 8)
     ]
     assert [c.outcome for c in comparisons].count("better") == 1
     correct(comparisons)
     v3 = comparisons[2]
     assert [c.outcome for c in comparisons] == ["none"] * 7
-    assert (v3.score.p if v3.score else None, v3.score_p_adjusted) == (0.0175, pytest.approx(0.245))
-    assert v3.verdict.startswith("no significant difference, v3 vs v0: mean score")
-    assert v3.verdict.endswith("(Holm over 14 tests)")
-    low, high = v3.ci or (0, 0)
+    assert v3.score is not None
+    assert (v3.score.test.p, math.exp(v3.score.log_p_adjusted)) == (
+        pytest.approx(0.0182, abs=5e-5),
+        pytest.approx(0.127, abs=5e-4),
+    )
+    assert v3.verdict.startswith("no significant difference, v3 vs v0: 1 regressions")
+    assert "p=0.13 (Holm over 7 comparisons); pass rate" in v3.verdict
+    low, high = v3.score.interval
     assert low < 0 < high  # shown at the level Holm decided it: it holds 0, as the verdict says
 
 
@@ -199,8 +236,11 @@ def test_ties_between_samples_fail_and_the_rule_is_stated() -> None:
     b = [item("B", f"c{i}", 0.9 if s < 2 else 0.1, sample=s) for i in range(6) for s in range(4)]
     c = compare(a, b, ("A", "B"))
     assert len(c.regressions) == 6  # 2 of 4 samples passing is a failed case
-    assert "  ties: a case passes when more than half of its samples pass (a 2/4 tie fails)" in (
-        block(c)
+    assert c.change_lines(c.regressions)[0] == "c.yaml::c0 4/4 → 2/4"
+    assert c.pass_rate_diff == -0.5  # the test sees the shares, not the tie rule
+    assert any(
+        line.startswith("  per case: each case counts the share of its samples")
+        for line in block(c)
     )
 
 
@@ -241,3 +281,76 @@ def test_per_solved_case_counts_calls_made_and_is_always_shown_for_code() -> Non
     s = summarize_version("v", ran + stopped, [1])
     assert (s.attempts, s.passed, s.skipped) == (6, 2, 8)  # skipped items made no call
     assert any("per solved case: 3.0 attempts" in line for line in notes_block([s]))
+
+
+def exact_sign_flip_p(diffs: list[Fraction]) -> float:
+    """Every sign pattern, in exact arithmetic: the reference the property is judged by."""
+    observed = abs(sum(diffs))
+    hits = sum(
+        abs(sum(d if bits >> i & 1 else -d for i, d in enumerate(diffs))) >= observed
+        for bits in range(2 ** len(diffs))
+    )
+    return hits / 2 ** len(diffs)
+
+
+# per case: the scores of each version's samples, in twentieths (exact in fractions)
+SAMPLES = st.lists(st.integers(0, 20), min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(SAMPLES, SAMPLES), min_size=6, max_size=13),
+    st.sampled_from(["pass_rate", "score"]),
+    st.sampled_from([0.0, 0.02]),
+)
+@example([([20], [0])] * 8 + [([12], [20])] * 4, "pass_rate", 0.0)
+def test_the_gate_never_passes_a_significantly_worse_version_nor_fails_the_better(
+    pairs: list[tuple[list[int], list[int]]], primary: str, min_effect: float
+) -> None:
+    # "b" is the --prompt version, compared with "a" (the comparison is b against a)
+    results = {
+        version: [
+            item(version, f"c{i:02}", k / 20, threshold=0.5, sample=s)
+            for i, pair in enumerate(pairs)
+            for s, k in enumerate(pair[side])
+        ]
+        for side, version in ((0, "a"), (1, "b"))
+    }
+    comparison = compare(results["b"], results["a"], ("b", "a"), (), min_effect, primary)
+    failures = comparison_gates([comparison], "b", max_new_failures=10**9)
+
+    def value(scores: list[int]) -> Fraction:
+        if primary == "score":
+            return Fraction(sum(scores), 20 * len(scores))
+        return Fraction(sum(k >= 10 for k in scores), len(scores))
+
+    diffs = [value(b) - value(a) for a, b in pairs]  # b minus a: negative is b worse
+    p = exact_sign_flip_p(diffs)
+    mean = sum(diffs) / len(diffs)
+    if p < 0.05 and mean <= -min_effect and mean < 0:
+        assert failures, (p, float(mean), comparison.verdict)
+    if not (p < 0.05 and mean < 0):
+        assert not failures, (p, float(mean), failures)
+
+
+def test_different_sample_counts_do_not_bias_the_pass_rate_test() -> None:
+    # 1 sample against 5, the same per-sample pass chance per case, 200 cases: by majority
+    # vote once "better" in 26.3% of runs and "worse" in 28.3%.
+    rng = random.Random(6)
+    false = 0
+    runs = 60
+    for _ in range(runs):
+        chances = [rng.random() for _ in range(200)]
+        one = [
+            item("A", f"c{i:03}", float(rng.random() < p), threshold=0.5)
+            for i, p in enumerate(chances)
+        ]
+        five = [
+            item("B", f"c{i:03}", float(rng.random() < p), threshold=0.5, sample=s)
+            for i, p in enumerate(chances)
+            for s in range(5)
+        ]
+        c = compare(one, five, ("A", "B"), (), 0.02)
+        false += c.significant
+    assert false <= 8  # 5% of 60 is 3; majority voting gave about 33
+    assert any(line.startswith("  samples per case differ (A 1, B 5)") for line in block(c))

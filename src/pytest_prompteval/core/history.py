@@ -197,20 +197,40 @@ def load_run(path: Path, root: Path | None = None) -> StoredRun:
         results = []
         for number, line in enumerate(lines[1:], start=2):
             try:
-                results.append(ItemResult.from_json(json.loads(line)))
+                result = ItemResult.from_json(json.loads(line))
             except (ValueError, TypeError, AttributeError):
                 if number == len(lines):  # a line cut short by the kill
                     break
                 raise PromptevalError("corrupt result line", path, number) from None
+            _check_scores(result, path, "result", number)
+            results.append(result)
         return StoredRun(path, header, results, True, {})
     try:
         data = json.loads(text)
         results = [ItemResult.from_json(r) for r in data["results"]]
-        return StoredRun(
+        run = StoredRun(
             path, data["meta"], results, bool(data.get("partial")), data.get("summary", {})
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise PromptevalError(f"not a results file ({type(exc).__name__}: {exc})", path) from None
+    for index, result in enumerate(results):
+        _check_scores(result, path, f"results[{index}]")
+    return run
+
+
+def _check_scores(result: ItemResult, path: Path, where: str, line: int | None = None) -> None:
+    """A score outside [0, 1] (JSON's NaN and Infinity parse) would poison every figure the
+    results feed: the file is refused, naming the item."""
+    for name in ("score", "automatic_score", "judge_score"):
+        value = getattr(result, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise PromptevalError(
+                f"{where} (case {result.case_id!r}): {name} {value!r} is not a number from 0 to 1",
+                path,
+                line,
+            )
 
 
 def command_line() -> list[str]:

@@ -4,6 +4,7 @@ correction, agreement between two scorers, spread of repeated judgements, trend 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 import random
@@ -242,12 +243,266 @@ def resamples_for(n: int) -> int:
     return 1999 if n <= 1000 else 499
 
 
-def minimum_detectable(sd: float, n: int, power: float = 0.8) -> float | None:
-    """The smallest true mean difference a two-sided 5% test on n pairs with this spread finds
-    with the given power (normal approximation); None with fewer than two pairs."""
-    if n < 2:
+def t_quantile(q: float, df: int) -> float:
+    """Student's t quantile (Cornish-Fisher expansion about the normal one: within 1e-3 of
+    the exact value from 5 degrees of freedom at the levels used here)."""
+    z = NORMAL.inv_cdf(q)
+    z2 = z * z
+    terms = (
+        (z2 + 1) * z / 4,
+        ((5 * z2 + 16) * z2 + 3) * z / 96,
+        (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384,
+        ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160,
+    )
+    return z + math.fsum(term / df ** (i + 1) for i, term in enumerate(terms))
+
+
+def attainable_level(alpha: float, n: int) -> float:
+    """The largest p-value at or under alpha that the two-sided sign-flip test of n distinct
+    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it)."""
+    half = 2.0 ** (n - 1)
+    return math.floor(alpha * half + 1e-9) / half
+
+
+def minimum_detectable(sd: float, n: int, power: float = 0.8, alpha: float = ALPHA) -> float | None:
+    """The smallest true mean difference the sign-flip test at level ``alpha`` on n pairs
+    with this spread finds with the given power: (t_{1-a/2} + t_{power}) sd / sqrt(n), at the
+    level a the test can attain under alpha and with n - 2 degrees of freedom (the exact
+    test's small-sample price; benchmarks/verdict_errors.py checks 80% by simulation). None
+    with fewer than three pairs, or when the test cannot reach alpha at all."""
+    level = attainable_level(alpha, n)
+    if n < 3 or level == 0:
         return None
-    return (NORMAL.inv_cdf(1 - ALPHA / 2) + NORMAL.inv_cdf(power)) * sd / math.sqrt(n)
+    df = n - 2
+    return (t_quantile(1 - level / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
+
+
+#: Sign patterns are enumerated in full up to this many non-zero differences (meet in the
+#: middle: two halves of 2**12 sums), and drawn at random beyond it.
+EXHAUSTIVE_UP_TO = 24
+#: Patterns drawn beyond it, at most: the p-value's Monte Carlo standard error is
+#: sqrt(p (1 - p) / draws), 0.003 at p = 0.05 after all of them. Drawing stops once
+#: SEQUENTIAL_HITS patterns reach the observed sum (Besag and Clifford's sequential p-value,
+#: hits / draws, exact as the full draw's (1 + hits) / (1 + draws) is): a p-value far from
+#: any level is known after a few hundred draws.
+MONTE_CARLO = 4999
+SEQUENTIAL_HITS = 50
+#: The interval enumerates every pattern of up to this many differences.
+_INVERT_EXHAUSTIVE_UP_TO = 12
+#: Scaled integer differences (pass shares k/n, scores in hundredths) are counted exactly
+#: by convolution up to this much work (differences x support).
+_LATTICE_WORK = 4_000_000
+_LATTICE_SCALES = (*range(1, 121), 144, 180, 240, 360, 720, 1000)
+_ZERO = 1e-12
+
+
+@dataclass(frozen=True)
+class SignFlipTest:
+    """The exact permutation (sign-flip) test of paired differences: under "no difference"
+    each difference is as likely to have the other sign, so the p-value is the share of the
+    2**m sign patterns whose sum is at least as far from 0 as the observed one. A zero
+    difference is the same either way, so ties neither inflate nor deflate it. The p-value
+    is kept as its natural log (exact at any size where it is counted exactly)."""
+
+    differences: tuple[float, ...]
+    log_p: float
+    #: "exact" (every pattern counted) or "Monte Carlo" (``patterns`` drawn, seeded)
+    method: str
+    patterns: int
+    #: the range the mean can take; the interval is cut to it
+    bounds: tuple[float, float] = (-1.0, 1.0)
+    seed: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.differences)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.differences)
+
+    @property
+    def sd(self) -> float:
+        return statistics.stdev(self.differences) if self.n > 1 else 0.0
+
+    @property
+    def p(self) -> float:
+        return math.exp(self.log_p)
+
+    @property
+    def monte_carlo_error(self) -> float:
+        """The p-value's standard error: 0 when every pattern was counted."""
+        if self.method == "exact":
+            return 0.0
+        return math.sqrt(self.p * (1 - self.p) / self.patterns)
+
+    def describe(self) -> str:
+        if self.method == "exact":
+            return "exact sign-flip test"
+        return (
+            f"sign-flip test, Monte Carlo over {self.patterns} sign patterns "
+            f"(p within +-{2 * self.monte_carlo_error:.2g})"
+        )
+
+    def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
+        """The shifts d the test at level alpha keeps (differences minus d not rejected),
+        found by bisection; it holds 0 exactly when p >= alpha."""
+        return self._intervals.get(alpha) or self._intervals.setdefault(alpha, self._invert(alpha))
+
+    @functools.cached_property
+    def _intervals(self) -> dict[float, tuple[float, float]]:
+        return {}
+
+    @functools.cached_property
+    def _patterns(self) -> tuple[list[float], list[int], bool]:
+        """(signed sums, sums of signs, exhaustive) of the patterns the interval tests
+        with: all of them for a few differences, else a seeded draw (the same draw for
+        every shift, so that the p-value is a step function of it)."""
+        d = self.differences
+        n = len(d)
+        if n <= _INVERT_EXHAUSTIVE_UP_TO:
+            sums, signs = [0.0], [0]
+            for x in d:
+                sums = [a + x for a in sums] + [a - x for a in sums]
+                signs = [c + 1 for c in signs] + [c - 1 for c in signs]
+            return sums, signs, True
+        tables = _byte_tables(d)
+        total, width = math.fsum(d), (n + 7) // 8
+        rng = random.Random(self.seed)
+        sums, signs = [], []
+        for _ in range(MONTE_CARLO):
+            bits = rng.getrandbits(n)
+            flipped = sum(map(tuple.__getitem__, tables, bits.to_bytes(width, "little")))
+            sums.append(total - 2 * flipped)
+            signs.append(n - 2 * bits.bit_count())
+        return sums, signs, False
+
+    def _p_shifted(self, shift: float) -> float:
+        sums, signs, exhaustive = self._patterns
+        n = self.n
+        observed = abs(math.fsum(self.differences) - n * shift)
+        cut = observed - 1e-9 * (sum(abs(x - shift) for x in self.differences) + 1e-6)
+        hits = sum(abs(a - shift * c) >= cut for a, c in zip(sums, signs, strict=True))
+        return hits / len(sums) if exhaustive else (1 + hits) / (1 + len(sums))
+
+    def _invert(self, alpha: float) -> tuple[float, float]:
+        mean, (low_bound, high_bound) = self.mean, self.bounds
+        low, high = min(self.differences), max(self.differences)
+        ends = []
+        for edge, bound in ((low - 1e-9, low_bound), (high + 1e-9, high_bound)):
+            if self._p_shifted(edge) >= alpha:  # too few pairs to reject even there
+                ends.append(bound)
+                continue
+            inside, outside = mean, edge
+            for _ in range(25):
+                middle = (inside + outside) / 2
+                if self._p_shifted(middle) >= alpha:
+                    inside = middle
+                else:
+                    outside = middle
+            ends.append(inside)
+        lo, hi = max(ends[0], low_bound), min(ends[1], high_bound)
+        # The drawn patterns may judge 0 a little differently from the p-value's own count:
+        # the p-value decides, so verdict and interval never disagree.
+        rejected = self.log_p < math.log(alpha)
+        if rejected and lo <= 0 <= hi:
+            lo, hi = (math.ulp(0.0), hi) if mean > 0 else (lo, -math.ulp(0.0))
+        elif not rejected and not lo <= 0 <= hi:
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+        return lo, hi
+
+
+def _byte_tables(values: Sequence[float]) -> list[tuple[float, ...]]:
+    """Per 8 values, the sum of every subset of them, indexed by its bit mask."""
+    tables = []
+    for start in range(0, len(values), 8):
+        chunk = values[start : start + 8]
+        sums = [0.0]
+        for x in chunk:
+            sums += [a + x for a in sums]
+        tables.append(tuple(sums + [0.0] * (256 - len(sums))))
+    return tables
+
+
+def sign_flip_test(
+    differences: Sequence[float],
+    *,
+    bounds: tuple[float, float] = (-1.0, 1.0),
+    seed: int = 0,
+) -> SignFlipTest:
+    """The two-sided sign-flip test of paired differences, counted exactly when it can be:
+    equal non-zero differences by the binomial (McNemar's test for pass/fail flips), scaled
+    integers (pass shares k/n, rounded scores) by convolution, up to EXHAUSTIVE_UP_TO
+    non-zero differences by enumeration; else MONTE_CARLO seeded patterns."""
+    values = tuple(float(x) for x in differences)
+    if not values:
+        raise ValueError("a test of no differences")
+    if not all(math.isfinite(x) for x in values):
+        raise ValueError("differences must be finite numbers")
+    log_p, method, patterns = _sign_flip_log_p([x for x in values if abs(x) > _ZERO], seed)
+    return SignFlipTest(values, log_p, method, patterns, bounds, seed)
+
+
+def _sign_flip_log_p(values: list[float], seed: int) -> tuple[float, str, int]:
+    m = len(values)
+    observed = abs(math.fsum(values))
+    cut = observed - 1e-9 * (math.fsum(map(abs, values)) + 1e-6)
+    if m == 0 or cut <= 0:
+        return 0.0, "exact", 2**m
+    size = abs(values[0])
+    if all(abs(abs(x) - size) <= 1e-9 * size for x in values):
+        up = sum(x > 0 for x in values)
+        return mcnemar_log_p(up, m - up), "exact", 2**m
+    lattice = _lattice(values)
+    if lattice is not None:
+        steps, target = lattice
+        # floats count exactly enough up to 2**1000 patterns, faster than integers
+        zero: float = 0.0 if m <= 1000 else 0
+        counts = [zero + 1]
+        for k in steps:
+            pad = [zero] * (2 * k)
+            counts = [a + b for a, b in zip(counts + pad, pad + counts, strict=True)]
+        middle = sum(steps)
+        hits = sum(counts[: middle - target + 1]) + sum(counts[middle + target :])
+        return min(0.0, math.log(hits) - m * math.log(2)), "exact", 2**m
+    if m <= EXHAUSTIVE_UP_TO:
+        left, right = _subset_sums(values[: m // 2]), sorted(_subset_sums(values[m // 2 :]))
+        hits = sum(
+            len(right) - bisect.bisect_left(right, cut - a) + bisect.bisect_right(right, -cut - a)
+            for a in left
+        )
+        return min(0.0, math.log(hits) - m * math.log(2)), "exact", 2**m
+    tables, width = _byte_tables(values), (m + 7) // 8
+    total = math.fsum(values)
+    rng = random.Random(seed)
+    hits = 0
+    for draws in range(1, MONTE_CARLO + 1):
+        bits = rng.getrandbits(m).to_bytes(width, "little")
+        hits += abs(total - 2 * sum(map(tuple.__getitem__, tables, bits))) >= cut
+        if hits == SEQUENTIAL_HITS:
+            return math.log(hits / draws), "Monte Carlo", draws
+    return math.log((1 + hits) / (1 + MONTE_CARLO)), "Monte Carlo", MONTE_CARLO
+
+
+def _subset_sums(values: Sequence[float]) -> list[float]:
+    sums = [0.0]
+    for x in values:
+        sums = [a + x for a in sums] + [a - x for a in sums]
+    return sums
+
+
+def _lattice(values: Sequence[float]) -> tuple[list[int], int] | None:
+    """The differences as integers k_i on a common scale (shares k/n of passing samples,
+    scores in hundredths) and the observed |sum|, when counting them exactly is cheap."""
+    magnitude = math.fsum(map(abs, values))
+    for scale in _LATTICE_SCALES:
+        if len(values) * scale * magnitude * 2 > _LATTICE_WORK:
+            return None
+        scaled = [x * scale for x in values]
+        ints = [round(x) for x in scaled]
+        if all(abs(x - k) <= 1e-6 for x, k in zip(scaled, ints, strict=True)):
+            return [abs(k) for k in ints], abs(sum(ints))
+    return None
 
 
 #: The exact paired tests (sign flips, McNemar) reach p < 0.05 only from 6 pairs: 2 / 2**5 =
@@ -257,14 +512,30 @@ MIN_PAIRS = 6
 
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (family-wise error control), in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=p_values.__getitem__)
+    logs = holm_log([math.log(p) if p > 0 else -math.inf for p in p_values])
+    return [math.exp(x) for x in logs]
+
+
+def holm_log(log_p: Sequence[float]) -> list[float]:
+    """Holm on natural-log p-values, so that p-values too small for a float keep their
+    order and size: log min(1, max_{j<=i} (m - j) p_(j))."""
+    m = len(log_p)
+    order = sorted(range(m), key=log_p.__getitem__)
     adjusted = [0.0] * m
-    running = 0.0
+    running = -math.inf
     for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        running = max(running, min(0.0, math.log(m - rank) + log_p[index]))
         adjusted[index] = running
     return adjusted
+
+
+def format_p(log_p: float) -> str:
+    """A p-value from its logarithm, two significant figures, also where it underflows."""
+    if log_p > -700:
+        return f"{math.exp(log_p):.2g}"
+    exponent = log_p / math.log(10)
+    power = math.floor(exponent)
+    return f"{10 ** (exponent - power):.1f}e{power}"
 
 
 def _log_binomial_pmf(i: int, n: int, p: float) -> float:
@@ -277,24 +548,35 @@ def _log_binomial_pmf(i: int, n: int, p: float) -> float:
     )
 
 
-def binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow at any n)."""
+def log_binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
+    """log P(X <= k) for X ~ Binomial(n, p), summed in log space: finite at any n."""
     if k < 0:
-        return 0.0
+        return -math.inf
     if k >= n:
-        return 1.0
+        return 0.0
     logs = [_log_binomial_pmf(i, n, p) for i in range(k + 1)]
     top = max(logs)
-    return min(1.0, math.exp(top) * math.fsum(math.exp(x - top) for x in logs))
+    return min(0.0, top + math.log(math.fsum(math.exp(x - top) for x in logs)))
+
+
+def binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (0.0 where it underflows: see log_binomial_cdf)."""
+    return math.exp(log_binomial_cdf(k, n, p))
+
+
+def mcnemar_log_p(only_first: int, only_second: int) -> float:
+    """The natural log of the two-sided exact McNemar p-value (0 when nothing changed): the
+    p-value itself underflows from about 1,075 one-sided discordant pairs, its log never."""
+    discordant = only_first + only_second
+    if discordant == 0:
+        return 0.0
+    return min(0.0, math.log(2) + log_binomial_cdf(min(only_first, only_second), discordant))
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs: items that pass under one
-    version only. 1.0 when there are none."""
-    discordant = only_first + only_second
-    if discordant == 0:
-        return 1.0
-    return min(1.0, 2 * binomial_cdf(min(only_first, only_second), discordant))
+    version only. 1.0 when there are none; 0.0 where it underflows (use mcnemar_log_p)."""
+    return math.exp(mcnemar_log_p(only_first, only_second))
 
 
 def wilson_interval(successes: int, n: int) -> tuple[float, float]:

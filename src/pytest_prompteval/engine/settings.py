@@ -27,7 +27,7 @@ from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
 from pytest_prompteval.report.flaky import MinPass, parse_min_pass
-from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, NO_VERDICT
+from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, GATE_METRICS, NO_VERDICT
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -266,6 +266,13 @@ SETTINGS: tuple[Setting, ...] = (
             option="--prompteval-exit", ini="prompteval_exit", choices=EXIT_MODES),
     Setting("threshold", "score an item needs to pass (0 to 1)", default=0.7,
             parse=_number(0, 1), ini="prompteval_threshold"),
+    Setting("gate_metric", "the primary endpoint comparisons are decided on, and the gate "
+            "with them: pass_rate (each case's share of passing samples) or score (its mean "
+            "score); the other is reported beside it", default="pass_rate",
+            parse=_choice(GATE_METRICS), ini="prompteval_gate_metric", choices=GATE_METRICS),
+    Setting("max_new_failures", "gates mode: fail when the --prompt version newly fails more "
+            "cases than this against a compared or baseline version (default 0)", default=0,
+            parse=_whole(0), ini="prompteval_max_new_failures"),
     Setting("min_effect", "smallest score / pass-rate difference a comparison may call "
             "better or worse (0 to 1)", default=0.02, parse=_number(0, 1),
             ini="prompteval_min_effect"),
@@ -374,6 +381,8 @@ class Settings:
     stop_early: bool
     exit: str
     threshold: float
+    gate_metric: str
+    max_new_failures: int
     min_effect: float
     case_dirs: tuple[Path, ...]
     prompt_dir: Path

@@ -33,7 +33,7 @@ from pytest_prompteval.report.flaky import (
     min_pass_failures,
     sample_lines,
 )
-from pytest_prompteval.report.gates import gates_exit_code
+from pytest_prompteval.report.gates import comparison_gates, gates_exit_code
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.markdown import (
     Linker,
@@ -181,7 +181,7 @@ class RunReport:
         for r in self.results:
             by_version.setdefault(r.prompt, []).append(r)
         first = order[0]
-        min_effect = self.settings.min_effect
+        min_effect, metric = self.settings.min_effect, self.settings.gate_metric
         based = self.settings.baseline_version
         for other in order[1:]:
             if other == based:
@@ -193,6 +193,7 @@ class RunReport:
                     (first, other),
                     self.ks,
                     min_effect,
+                    metric,
                 )
             )
         if based is not None and based != first:
@@ -203,6 +204,7 @@ class RunReport:
                     (based, first),
                     self.ks,
                     min_effect,
+                    metric,
                 )
             )
         if self.baseline is not None:
@@ -214,6 +216,7 @@ class RunReport:
                     (label, first),
                     self.ks,
                     min_effect,
+                    metric,
                 )
             )
         correct(self.comparisons)  # Holm over every test of the run
@@ -224,7 +227,9 @@ class RunReport:
         judged = [c for c in self.cases if not gates_only or c.version == first]
         self.gate_failures += min_pass_failures(judged)
         if gates_only:
-            self.gate_failures += significant_regressions(self.comparisons, first)
+            self.gate_failures += comparison_gates(
+                self.comparisons, first, self.settings.max_new_failures, self._where
+            )
             # a budget stop leaves cases unscored, as errors do: no verdict either way
             errored = sum(
                 r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
@@ -327,6 +332,11 @@ class RunReport:
                     f"--prompteval-max-regression {limit}"
                 )
 
+    def _where(self, case: str) -> str:
+        """A case with its file:line, as the summary and the Markdown show it."""
+        location = self.locations.get(case)
+        return case if location is None else f"{case} ({location[0]}:{location[1]})"
+
     def _junit_suite_properties(self) -> None:
         add = junit_global_property(self.config)
         if add is None:
@@ -421,17 +431,6 @@ def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
     for c in cases:
         grouped.setdefault(c.version, []).append(c)
     return grouped
-
-
-def significant_regressions(comparisons: list[Comparison], first: str) -> list[str]:
-    """Comparisons in which the --prompt version is significantly worse than its reference."""
-    return [
-        f"significant regression: {c.verdict}"
-        for c in comparisons
-        if c.significant
-        and c.mean_diff is not None
-        and (c.mean_diff < 0 if c.other == first else c.mean_diff > 0)
-    ]
 
 
 def _git_version_changes(versions: Sequence[PromptVersion]) -> list[str]:

@@ -1,18 +1,22 @@
 """Paired comparison of two sets of results on the cases they share.
 
-Per case and version: the score is the mean over its scored samples (a failure the prompt
-caused scores 0), and the case passes when more than half of those samples pass, so a 2/4
-tie fails. A sample with an infrastructure error is left out on its own: its siblings still
-count. A case is paired when both versions scored at least one of its samples; the others
-are listed (run by one version only, or errored under one).
+Per case and version, over its scored samples (a failure the prompt caused scores 0): the
+score is their mean and the pass rate the share of them that pass (k/n), so two versions
+run with different numbers of samples compare fairly. A sample with an infrastructure
+error is left out on its own. A case is paired when both versions scored at least one of
+its samples; the others are listed (run by one version only, or errored under one).
 
-Two signals are tested on the paired cases: the mean score difference (studentized
-bootstrap) and the pass/fail change (exact McNemar). Their p-values are Holm-corrected
-across every comparison of the run, and the verdict weighs both (see ``verdict``).
+Two endpoints are tested on the paired cases by the exact sign-flip test of their per-case
+differences (for one sample a side, the pass rate's is McNemar's exact test): the declared
+primary one (ini ``prompteval_gate_metric``: ``pass_rate``, the default, or ``score``)
+decides the verdict and the gate; the other is reported beside it, never combined with it.
+The primary p-values of every comparison of the run are one Holm family, the secondary
+ones another (see ``correct``).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,14 +25,14 @@ from typing import Any
 from pytest_prompteval.core.stats import (
     ALPHA,
     MIN_PAIRS,
-    MeanTest,
-    holm,
-    mcnemar_exact,
+    SignFlipTest,
+    format_p,
+    holm_log,
     minimum_detectable,
     pass_at_k,
-    resamples_for,
-    studentized_bootstrap,
+    sign_flip_test,
 )
+from pytest_prompteval.report.flaky import MinPass, needed
 from pytest_prompteval.report.summary import (
     Result,
     case_key,
@@ -38,15 +42,92 @@ from pytest_prompteval.report.summary import (
     scored_value,
 )
 
-#: scores and pass@k lie in [0, 1], so their paired differences in [-1, 1]
+#: scores, pass shares and pass@k lie in [0, 1], so their paired differences in [-1, 1]
 DIFFERENCE_RANGE = (-1.0, 1.0)
-TIE_RULE = "a case passes when more than half of its samples pass (a 2/4 tie fails)"
+ENDPOINT_NAMES = {"pass_rate": "pass rate", "score": "mean score"}
+TIE_RULE = (
+    "each case counts the share of its samples that pass (k/n), so different sample counts "
+    "do not bias the test; for regressions a case passes under its min_pass, else when more "
+    "than half of its samples pass (a 2/4 tie fails)"
+)
 
 
 @dataclass(frozen=True)
 class CaseView:
     score: float
-    passed: bool
+    passed: int  # samples that passed
+    scored: int  # samples that ran
+    verdict: bool  # the case's own pass: min_pass, else more than half
+
+    @property
+    def share(self) -> float:
+        return self.passed / self.scored
+
+    @property
+    def counts(self) -> str:
+        return f"{self.passed}/{self.scored}"
+
+
+@dataclass
+class Endpoint:
+    """One endpoint's test on the paired cases, with its Holm-adjusted p-value (as a log)."""
+
+    name: str  # pass_rate | score
+    test: SignFlipTest
+    log_p_adjusted: float = 0.0
+    #: the level the interval is shown at: the one Holm decided this test at
+    interval_alpha: float = ALPHA
+    family: int = 1
+    #: McNemar's exact test (one sample a side): the sign-flip test of -1/0/+1 flips
+    mcnemar: bool = False
+
+    @property
+    def label(self) -> str:
+        return ENDPOINT_NAMES[self.name]
+
+    @property
+    def diff(self) -> float:
+        return self.test.mean
+
+    @property
+    def significant(self) -> bool:
+        return self.log_p_adjusted < math.log(ALPHA)
+
+    @property
+    def direction(self) -> int:
+        """+1 / -1 when the adjusted test rejects, by the sign of this endpoint's own
+        difference; 0 when it does not."""
+        if not self.significant or abs(self.diff) <= 1e-12:
+            return 0
+        return 1 if self.diff > 0 else -1
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.test.interval(self.interval_alpha)
+
+    def figures(self) -> str:
+        level = f"{100 * (1 - self.interval_alpha):.3g}%"
+        diff = round(self.diff, 3) + 0.0  # a hair below 0 reads +0.0%, not -0.0%
+        value = f"{diff:+.1%}" if self.name == "pass_rate" else f"{diff:+.3f}"
+        name = "McNemar exact p" if self.mcnemar else "p"
+        return (
+            f"{self.label} {value} {interval_text(*self.interval)} ({level}), "
+            f"{name}={format_p(self.log_p_adjusted)}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "diff": self.diff,
+            "ci": self.interval,
+            "ci_level": 1 - self.interval_alpha,
+            "p_value": self.test.p,
+            "log_p": self.test.log_p,
+            "p_value_adjusted": math.exp(self.log_p_adjusted),
+            "log_p_adjusted": self.log_p_adjusted,
+            "holm_family": self.family,
+            "test": "McNemar exact" if self.mcnemar else self.test.describe(),
+            "monte_carlo_error": self.test.monte_carlo_error,
+        }
 
 
 @dataclass
@@ -55,16 +136,15 @@ class Comparison:
     other: str
     paired: int = 0
     min_effect: float = 0.0
-    score: MeanTest | None = None
-    mcnemar_p: float | None = None
-    #: Holm-adjusted p-values and the confidence level the score interval is shown at, set by
-    #: ``correct``; one comparison alone is a family of its two tests.
-    score_p_adjusted: float | None = None
-    pass_p_adjusted: float | None = None
-    interval_alpha: float = ALPHA
-    family: int = 2
+    primary: str = "pass_rate"
+    score: Endpoint | None = None
+    pass_rate: Endpoint | None = None
     regressions: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
+    #: per case that changed: (baseline's passed/scored, other's passed/scored)
+    changes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: samples per case, at most, per version: (baseline, other)
+    samples: tuple[int, int] = (1, 1)
     #: items not scored (infrastructure errors) per version: (baseline, other)
     errored: tuple[int, int] = (0, 0)
     #: cases run by both whose samples all errored under one version
@@ -72,78 +152,87 @@ class Comparison:
     only_baseline: list[str] = field(default_factory=list)
     only_other: list[str] = field(default_factory=list)
     #: pass@k difference per k over the cases with at least k samples in both, and how many
-    pass_at_k: dict[int, tuple[MeanTest, int]] = field(default_factory=dict)
+    pass_at_k: dict[int, tuple[SignFlipTest, int]] = field(default_factory=dict)
+
+    @property
+    def endpoints(self) -> tuple[Endpoint | None, Endpoint | None]:
+        """(primary, secondary)."""
+        if self.primary == "score":
+            return self.score, self.pass_rate
+        return self.pass_rate, self.score
+
+    @property
+    def decisive(self) -> Endpoint | None:
+        return self.endpoints[0]
 
     @property
     def mean_diff(self) -> float | None:
-        return None if self.score is None else self.score.mean
-
-    @property
-    def ci(self) -> tuple[float, float] | None:
-        return None if self.score is None else self.score.interval(self.interval_alpha)
-
-    @property
-    def p_value(self) -> float | None:
-        return None if self.score is None else self.score.p
+        return None if self.score is None else self.score.diff
 
     @property
     def pass_rate_diff(self) -> float:
-        return (len(self.improvements) - len(self.regressions)) / self.paired if self.paired else 0
+        return self.pass_rate.diff if self.pass_rate is not None else 0.0
 
     @property
     def detectable(self) -> float | None:
-        """The smallest mean score difference these paired cases find with 80% power (None
-        with too few of them, or when every difference is the same)."""
-        if self.score is None or self.paired < MIN_PAIRS or self.score.sd == 0:
+        """The smallest primary difference these paired cases find with 80% power at the
+        level Holm tests a lone real difference at (alpha / family); None with too few of
+        them, or when every difference is the same."""
+        endpoint = self.decisive
+        if endpoint is None or self.paired < MIN_PAIRS or endpoint.test.sd == 0:
             return None
-        return minimum_detectable(self.score.sd, self.paired)
-
-    def _direction(self, value: float, adjusted_p: float | None) -> int:
-        """+1 / -1 for a significant difference of at least the minimum effect, else 0."""
-        if adjusted_p is None or adjusted_p >= ALPHA or abs(value) < max(self.min_effect, 1e-12):
-            return 0
-        return 1 if value > 0 else -1
+        return minimum_detectable(
+            endpoint.test.sd, self.paired, alpha=ALPHA / max(1, endpoint.family)
+        )
 
     @property
-    def score_direction(self) -> int:
-        return self._direction(self.mean_diff or 0.0, self.score_p_adjusted)
-
-    @property
-    def pass_direction(self) -> int:
-        return self._direction(self.pass_rate_diff, self.pass_p_adjusted)
+    def outcome(self) -> str:
+        """better | worse (the primary endpoint, significant after Holm and at least the
+        minimum effect) | none | impossible."""
+        endpoint = self.decisive
+        if endpoint is None or self.paired < MIN_PAIRS:
+            return "impossible"
+        if endpoint.direction == 0 or abs(endpoint.diff) < self.min_effect:
+            return "none"
+        return "better" if endpoint.direction > 0 else "worse"
 
     @property
     def significant(self) -> bool:
         return self.outcome in ("better", "worse")
 
-    @property
-    def outcome(self) -> str:
-        """better | worse | mixed (the signals point opposite ways) | none | impossible."""
-        if self.score is None or self.paired < MIN_PAIRS:
-            return "impossible"
-        seen_score = _sign(self.score.mean, self.min_effect)
-        seen_pass = _sign(self.pass_rate_diff, 0.0)
-        if seen_score and seen_pass and seen_score != seen_pass:
-            return "mixed"
-        direction = self.score_direction or self.pass_direction
-        if direction == 0:
-            return "none"
-        return "better" if direction > 0 else "worse"
+    def worse_side(self) -> str | None:
+        """The version the primary endpoint's verdict says is worse, if any."""
+        outcome = self.outcome
+        if outcome == "worse":
+            return self.other
+        return self.baseline if outcome == "better" else None
+
+    def new_failures(self, version: str) -> list[tuple[str, str, str]]:
+        """(case, passed/scored before, after) of the cases ``version`` fails and the other
+        side passes, by each case's own verdict."""
+        if version == self.other:
+            return [(case, *self.changes[case]) for case in self.regressions]
+        return [
+            (case, after, before)
+            for case in self.improvements
+            for before, after in [self.changes[case]]
+        ]
 
     def figures(self) -> str:
-        assert self.score is not None and self.ci is not None
-        level = f"{1 - self.interval_alpha:.1%}".replace(".0%", "%")
-        return (
-            f"mean score {self.score.mean:+.3f} {interval_text(*self.ci)} ({level}), "
-            f"p={self.score_p_adjusted:.2g}; pass rate {self.pass_rate_diff:+.1%}, "
-            f"McNemar p={self.pass_p_adjusted:.2g}"
-            + (f" (Holm over {self.family} tests)" if self.family > 1 else "")
+        primary, secondary = self.endpoints
+        assert primary is not None
+        text = primary.figures() + (
+            f" (Holm over {primary.family} comparisons)" if primary.family > 1 else ""
         )
+        if secondary is not None:
+            text += f"; {secondary.figures()} (secondary, not gating)"
+        return text
 
     @property
     def verdict(self) -> str:
         pair = f"{self.other} vs {self.baseline}"
-        if self.score is None:
+        primary = self.decisive
+        if primary is None:
             return f"{pair}: no cases in common"
         figures = self.figures()
         outcome = self.outcome
@@ -153,39 +242,65 @@ class Comparison:
                 f"tests need at least {MIN_PAIRS} to reach p < 0.05; {figures}"
             )
         changes = f"{len(self.regressions)} regressions, {len(self.improvements)} improvements"
-        if outcome == "mixed":
-            score_word = "up" if self.score.mean > 0 else "down"
-            pass_word = "up" if self.pass_rate_diff > 0 else "down"
-            return f"{pair}: mean score {score_word}, pass rate {pass_word}: {changes}; {figures}"
         if outcome == "none":
-            adjusted = (self.score_p_adjusted, self.pass_p_adjusted)
-            if any(p is not None and p < ALPHA for p in adjusted):
+            if primary.significant:
                 return (
                     f"no meaningful difference (under the minimum effect {self.min_effect:g}), "
-                    f"{pair}: {figures}"
+                    f"{pair}: {changes}; {figures}"
                 )
-            return f"no significant difference, {pair}: {figures}"
-        on = (
-            "mean score and pass rate"
-            if self.score_direction and self.pass_direction
-            else "mean score"
-            if self.score_direction
-            else "pass rate"
+            return f"no significant difference, {pair}: {changes}; {figures}"
+        return (
+            f"{self.other} {outcome} than {self.baseline} on {primary.label}: {changes}; {figures}"
         )
-        return f"{self.other} {outcome} than {self.baseline} on {on}: {changes}; {figures}"
 
     def notes(self) -> list[str]:
         """What the verdict leaves out or cannot see, one line each."""
         lines = []
-        if self.score is not None:
+        primary, secondary = self.endpoints
+        if primary is not None:
             detectable = self.detectable
             if self.paired < MIN_PAIRS:
                 power = f"too few for any verdict (at least {MIN_PAIRS} needed)"
+            elif primary.test.sd == 0:
+                power = f"every paired {primary.label} difference is the same"
             elif detectable is None:
-                power = "every paired score difference is the same"
+                power = (
+                    f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
+                    "exact test"
+                )
             else:
-                power = f"smallest mean score difference they detect (80% power): {detectable:.3f}"
+                level = ALPHA / max(1, primary.family)
+                power = (
+                    f"smallest {primary.label} difference they detect (80% power at the Holm "
+                    f"level {level:.3g}): {detectable:.3f}"
+                )
             lines.append(f"{self.paired} paired cases; {power}")
+            lines.append(
+                f"decided on {primary.label} (prompteval_gate_metric), "
+                + ("McNemar exact" if primary.mcnemar else primary.test.describe())
+                + (
+                    f", Holm over the {primary.family} comparisons of the run"
+                    if primary.family > 1
+                    else ", one comparison: no multiplicity correction"
+                )
+            )
+            if (
+                secondary is not None
+                and secondary.direction
+                and (secondary.direction != primary.direction)
+            ):
+                word = "up" if secondary.direction > 0 else "down"
+                lines.append(
+                    f"{secondary.label} significantly {word} (secondary, not gating): "
+                    f"{secondary.figures()}"
+                )
+        base_samples, other_samples = self.samples
+        if base_samples != other_samples:
+            lines.append(
+                f"samples per case differ ({self.baseline} {base_samples}, {self.other} "
+                f"{other_samples}): each case counts its share of passing samples, which the "
+                "counts do not bias"
+            )
         base_err, other_err = self.errored
         if base_err or other_err:
             lines.append(
@@ -200,24 +315,25 @@ class Comparison:
             )
         return lines
 
+    def change_lines(self, cases: Sequence[str]) -> list[str]:
+        return [f"{case} {' → '.join(self.changes[case])}" for case in cases]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
             "other": self.other,
             "paired": self.paired,
             "min_effect": self.min_effect,
+            "gate_metric": self.primary,
+            "score": None if self.score is None else self.score.to_json(),
+            "pass_rate": None if self.pass_rate is None else self.pass_rate.to_json(),
             "mean_diff": self.mean_diff,
-            "ci": self.ci,
-            "ci_level": 1 - self.interval_alpha,
-            "p_value": self.p_value,
-            "p_value_adjusted": self.score_p_adjusted,
-            "mcnemar_p": self.mcnemar_p,
-            "mcnemar_p_adjusted": self.pass_p_adjusted,
-            "holm_family": self.family,
             "pass_rate_diff": self.pass_rate_diff if self.paired else None,
             "detectable_difference": self.detectable,
             "regressions": self.regressions,
             "improvements": self.improvements,
+            "changes": {case: list(counts) for case, counts in self.changes.items()},
+            "samples": {self.baseline: self.samples[0], self.other: self.samples[1]},
             "errored_items": {self.baseline: self.errored[0], self.other: self.errored[1]},
             "excluded_cases": self.excluded,
             "unpaired": {self.baseline: self.only_baseline, self.other: self.only_other},
@@ -232,39 +348,41 @@ class Comparison:
         }
 
 
-def _sign(value: float, dead_band: float) -> int:
-    if abs(value) <= max(dead_band, 1e-12):
-        return 0
-    return 1 if value > 0 else -1
-
-
 def _label(key: tuple[str, str]) -> str:
     return f"{key[0]}::{key[1]}"
+
+
+def _verdict(passed: int, scored: int, errored: int, min_pass: MinPass | None) -> bool:
+    if min_pass is None:
+        return case_passes(passed, scored)
+    return passed >= needed(min_pass, scored + errored)
 
 
 def _cases(results: Iterable[Result]) -> tuple[dict[tuple[str, str], CaseView], set[Any], int]:
     """Per case, the view over its scored samples; the cases whose samples all errored; the
     number of errored items."""
     scored: dict[tuple[str, str], list[Result]] = {}
-    seen: set[tuple[str, str]] = set()
+    lost: dict[tuple[str, str], int] = {}
     errored = 0
     for r in results:
         outcome = outcome_of(r)
         if outcome == "skipped":
             continue
-        seen.add(case_key(r))
         if outcome == "error":
             errored += 1
+            lost[case_key(r)] = lost.get(case_key(r), 0) + 1
             continue
         scored.setdefault(case_key(r), []).append(r)
-    views = {
-        key: CaseView(
+    views = {}
+    for key, items in scored.items():
+        passed = sum(outcome_of(r) == "passed" for r in items)
+        views[key] = CaseView(
             statistics.fmean(scored_value(r) for r in items),
-            case_passes(sum(outcome_of(r) == "passed" for r in items), len(items)),
+            passed,
+            len(items),
+            _verdict(passed, len(items), lost.get(key, 0), items[0].min_pass),
         )
-        for key, items in scored.items()
-    }
-    return views, seen - set(views), errored
+    return views, set(lost) - set(views), errored
 
 
 def compare(
@@ -273,6 +391,7 @@ def compare(
     names: tuple[str, str],
     ks: Sequence[int] = (1,),
     min_effect: float = 0.0,
+    primary: str = "pass_rate",
 ) -> Comparison:
     base_views, base_lost, base_errors = _cases(baseline)
     other_views, other_lost, other_errors = _cases(other)
@@ -283,6 +402,11 @@ def compare(
         other=names[1],
         paired=len(shared),
         min_effect=min_effect,
+        primary=primary,
+        samples=(
+            max((v.scored for v in base_views.values()), default=1),
+            max((v.scored for v in other_views.values()), default=1),
+        ),
         errored=(base_errors, other_errors),
         excluded=[_label(k) for k in sorted((base_all & other_all) - set(shared))],
         only_baseline=[_label(k) for k in sorted(base_all - other_all)],
@@ -290,56 +414,56 @@ def compare(
     )
     if not shared:
         return result
-    diffs = [other_views[k].score - base_views[k].score for k in shared]
-    result.score = studentized_bootstrap(
-        diffs, resamples=resamples_for(len(diffs)), bounds=DIFFERENCE_RANGE
+    pairs = [(base_views[k], other_views[k]) for k in shared]
+    result.score = Endpoint(
+        "score",
+        sign_flip_test([o.score - b.score for b, o in pairs], bounds=DIFFERENCE_RANGE),
+    )
+    result.pass_rate = Endpoint(
+        "pass_rate",
+        sign_flip_test([o.share - b.share for b, o in pairs], bounds=DIFFERENCE_RANGE),
+        mcnemar=all(b.scored == o.scored == 1 for b, o in pairs),
     )
     # Regressions first: what got worse is what a reader must see.
-    result.regressions = [
-        _label(k) for k in shared if base_views[k].passed and not other_views[k].passed
-    ]
-    result.improvements = [
-        _label(k) for k in shared if other_views[k].passed and not base_views[k].passed
-    ]
-    result.mcnemar_p = mcnemar_exact(len(result.regressions), len(result.improvements))
+    for key, (b, o) in zip(shared, pairs, strict=True):
+        if b.verdict != o.verdict:
+            (result.regressions if b.verdict else result.improvements).append(_label(key))
+            result.changes[_label(key)] = (b.counts, o.counts)
     base_counts, other_counts = per_case_counts(baseline), per_case_counts(other)
     for k in ks:
         usable = [key for key in shared if base_counts[key][0] >= k and other_counts[key][0] >= k]
-        if usable:
+        if k == 1:  # pass@1 of a case is its pass share: the pass-rate test itself
+            result.pass_at_k[1] = (result.pass_rate.test, len(shared))
+        elif usable:
             kdiffs = [
                 pass_at_k(*other_counts[key], k) - pass_at_k(*base_counts[key], k) for key in usable
             ]
-            test = studentized_bootstrap(
-                kdiffs, resamples=resamples_for(len(kdiffs)), bounds=DIFFERENCE_RANGE
-            )
-            result.pass_at_k[k] = (test, len(usable))
+            result.pass_at_k[k] = (sign_flip_test(kdiffs, bounds=DIFFERENCE_RANGE), len(usable))
     correct([result])
     return result
 
 
 def correct(comparisons: Sequence[Comparison]) -> None:
-    """Holm-adjust the score and pass/fail p-values of every comparison as one family, and
-    show each score interval at the level its adjusted test was decided at, so that the
-    interval excludes 0 exactly when the adjusted p-value is under 0.05."""
-    tests = [(c, "score") for c in comparisons if c.score is not None] + [
-        (c, "pass") for c in comparisons if c.mcnemar_p is not None
-    ]
-    raw = [c.score.p if kind == "score" and c.score else c.mcnemar_p or 1.0 for c, kind in tests]
-    adjusted = holm(raw)
-    m = len(tests)
-    # Holm compares the j-th smallest p with alpha / (m - j + 1) and stops at the first it
-    # keeps; every later test is decided at that stopping level.
-    order = sorted(range(m), key=raw.__getitem__)
-    stop = next((j for j, i in enumerate(order) if raw[i] >= ALPHA / (m - j)), m)
-    for j, i in enumerate(order):
-        comparison, kind = tests[i]
-        comparison.family = m
-        if kind == "score":
-            comparison.score_p_adjusted = adjusted[i]
-            comparison.interval_alpha = ALPHA / (m - min(j, stop))
-        else:
-            comparison.pass_p_adjusted = adjusted[i]
+    """Holm-adjust the primary endpoints of every comparison as one family (the one that
+    decides the gate) and the secondary ones as another, in log space; show each interval
+    at the level its adjusted test was decided at, so that it excludes 0 exactly when the
+    adjusted p-value is under 0.05."""
+    for slot in (0, 1):
+        tests = [e for c in comparisons if (e := c.endpoints[slot]) is not None]
+        raw = [e.test.log_p for e in tests]
+        adjusted = holm_log(raw)
+        m = len(tests)
+        # Holm compares the j-th smallest p with alpha / (m - j + 1) and stops at the first
+        # it keeps; every later test is decided at that stopping level.
+        order = sorted(range(m), key=raw.__getitem__)
+        log_alpha = math.log(ALPHA)
+        stop = next((j for j, i in enumerate(order) if raw[i] >= log_alpha - math.log(m - j)), m)
+        for j, i in enumerate(order):
+            tests[i].family = m
+            tests[i].log_p_adjusted = adjusted[i]
+            tests[i].interval_alpha = ALPHA / (m - min(j, stop))
 
 
 def interval_text(low: float, high: float) -> str:
-    return f"[{low:+.3f}, {high:+.3f}]"
+    # rounded first, so that an end a hair below 0 reads +0.000, not -0.000
+    return f"[{round(low, 3) + 0.0:+.3f}, {round(high, 3) + 0.0:+.3f}]"

@@ -110,13 +110,25 @@ class CaseSamples:
 
     @property
     def needed(self) -> int | None:
-        return None if self.min_pass is None else needed(self.min_pass, self.scored)
+        """Out of the samples drawn, errored ones included: an error is no pass, so it can
+        never lower what the others must reach (4 errored and 1 passing is not 4 of 5)."""
+        drawn = self.scored + self.errored
+        return None if self.min_pass is None else needed(self.min_pass, drawn)
 
     @property
     def verdict(self) -> bool | None:
-        """The case's verdict under min_pass; None without min_pass or any scored sample."""
+        """The case's verdict under min_pass; None without min_pass, or while the errored
+        samples could still decide it either way (``undecided``)."""
         need = self.needed
-        return None if need is None or not self.scored else self.passed >= need
+        if need is None or not self.scored or self.undecided:
+            return None
+        return self.passed >= need
+
+    @property
+    def undecided(self) -> bool:
+        """Errored samples leave the verdict open: too few passed, but enough could have."""
+        need = self.needed
+        return need is not None and self.passed < need <= self.passed + self.errored
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -153,7 +165,7 @@ def mean_pass_hat_k(cases: Iterable[CaseSamples], k: int) -> float | None:
 def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
     """pass^k beside pass@k per version, then each flaky case with its Wilson interval and,
     under min_pass, its verdict. Empty when no case has more than one sample."""
-    if not any(c.scored > 1 for c in cases):
+    if not any(c.scored + c.errored > 1 for c in cases):
         return []
     lines = []
     for version in dict.fromkeys(c.version for c in cases):
@@ -167,10 +179,12 @@ def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
         flaky = sum(c.flaky for c in mine)
         lines.append(f"{version}: {'; '.join(figures) or 'too few samples'}; {flaky} flaky cases")
     for c in cases:
-        if c.flaky:
+        if c.flaky or c.undecided:
             low, high = c.interval
             verdict = (
-                ""
+                f", min_pass {c.min_pass}: undecided, {c.errored} samples errored"
+                if c.undecided
+                else ""
                 if c.verdict is None
                 else (f", min_pass {c.min_pass}: {'passes' if c.verdict else 'fails'}")
             )

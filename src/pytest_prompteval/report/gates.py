@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from pytest_prompteval.report.compare import Comparison
+
 EXIT_MODES = ("tests", "gates")
+#: the primary endpoint a comparison is decided on, and the gate with it
+GATE_METRICS = ("pass_rate", "score")
 PASSED = 0
 #: a gate failed (fail-under, max-regression, a min_pass verdict or a significant
 #: regression), or an ordinary test of the same run failed
@@ -26,3 +32,37 @@ def gates_exit_code(
     if errored:
         return NO_VERDICT
     return GATE_FAILED if gate_failures else PASSED
+
+
+#: newly failing cases a gate message names; the summary lists them all
+LISTED = 20
+
+
+def comparison_gates(
+    comparisons: Sequence[Comparison],
+    judged: str,
+    max_new_failures: int,
+    where: Callable[[str], str] = lambda case: case,
+) -> list[str]:
+    """The gates of the judged (--prompt) version against each compared or baseline one: it
+    is significantly worse on the primary endpoint (the verdict's own direction, never the
+    sign of the other endpoint), or it newly fails more cases than allowed, whatever the
+    means do. ``where`` names a case with its file:line."""
+    failures = []
+    for c in comparisons:
+        if judged not in (c.baseline, c.other):
+            continue
+        reference = c.baseline if c.other == judged else c.other
+        if c.worse_side() == judged:
+            failures.append(f"significant regression of {judged}: {c.verdict}")
+        new = c.new_failures(judged)
+        if len(new) > max_new_failures:
+            shown = ", ".join(
+                f"{where(case)} {before} → {after}" for case, before, after in new[:LISTED]
+            )
+            more = f" (+{len(new) - LISTED} more, in the summary)" if len(new) > LISTED else ""
+            failures.append(
+                f"{judged} newly fails {len(new)} cases that pass under {reference} (more than "
+                f"prompteval_max_new_failures {max_new_failures}): {shown}{more}"
+            )
+    return failures

@@ -138,16 +138,14 @@ def _case_link(case: str, locations: Locations, link: Linker) -> str:
 
 def _comparison(c: Comparison, locations: Locations, link: Linker) -> str:
     lines = [f"### {md_code(c.other)} vs {md_code(c.baseline)}", "", md_text(c.verdict)]
-    if c.paired:
-        lines.append(
-            f"{c.paired} paired cases, {len(c.regressions)} regressions, "
-            f"{len(c.improvements)} improvements"
-            + ("" if c.mcnemar_p is None else f" (McNemar exact p={c.mcnemar_p:.2g})")
-        )
+    lines += ["", *(f"{md_text(note)}  " for note in c.notes())]
     for title, cases in (("Regressions", c.regressions), ("Improvements", c.improvements)):
         if cases:
             lines += ["", f"**{title}**", ""]
-            lines += [f"- {_case_link(case, locations, link)}" for case in cases]
+            lines += [
+                f"- {_case_link(case, locations, link)} {' → '.join(c.changes[case])}"
+                for case in cases
+            ]
     return "\n".join(lines)
 
 

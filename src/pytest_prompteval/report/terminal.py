@@ -182,8 +182,8 @@ def comparison_block(comparison: Comparison, details: bool) -> list[str]:
     c = comparison
     limit = None if details else 10
     lines = [c.verdict]
-    lines += _listing("regressions", c.regressions, limit)
-    lines += _listing("improvements", c.improvements, limit)
+    lines += _listing("regressions", c.change_lines(c.regressions), limit)
+    lines += _listing("improvements", c.change_lines(c.improvements), limit)
     lines += [f"  {note}" for note in c.notes()]
     lines += _listing("left out, errored under one version", c.excluded, limit)
     lines += _listing(f"unpaired, run by {c.baseline} only", c.only_baseline, limit)
@@ -194,7 +194,7 @@ def comparison_block(comparison: Comparison, details: bool) -> list[str]:
             f"cases with n >= {k} samples in both"
         )
     if c.paired:
-        lines.append(f"  ties: {TIE_RULE}")
+        lines.append(f"  per case: {TIE_RULE}")
     return lines
 
 

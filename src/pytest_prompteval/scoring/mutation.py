@@ -151,12 +151,48 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _literal_calls(source: str, names: set[str]) -> list[list[Any]]:
+    """The literal argument lists of the calls to ``names`` in a test's source
+    (``assert clamp(5, 0, 10) == 5``, ``candidate([1, 2])`` in a check)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in names
+            and not node.keywords
+        ):
+            try:
+                calls.append([ast.literal_eval(arg) for arg in node.args])
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue  # an argument that is not a literal: not a probe
+    return calls
+
+
+def _test_inputs(spec: CodeSpec) -> list[list[Any]]:
+    """The argument lists the case's tests call the function with, of every kind of test."""
+    vectors = []
+    for test in spec.tests:
+        if "args" in test:
+            vectors.append(list(test["args"]))
+        elif "assert" in test:
+            vectors += _literal_calls(test["assert"], {spec.entry_point})
+        elif "check" in test:
+            vectors += _literal_calls(test["check"], {"candidate", spec.entry_point})
+    return vectors
+
+
 def probe_inputs(spec: CodeSpec) -> list[list[Any]]:
-    """The case's own argument lists, and each with one number moved at a time: to a value
-    the tests use at that position, a number of the reference's source or 0, each +-1. One
-    at a time keeps the relations between arguments the tests hold (low <= high)."""
+    """The case's own argument lists (of ``args`` tests, and the literal calls of ``assert``
+    and ``check`` tests), and each with one number moved at a time: to a value the tests use
+    at that position, a number of the reference's source or 0, each +-1. One at a time keeps
+    the relations between arguments the tests hold (low <= high)."""
     assert spec.reference is not None
-    vectors = [list(t["args"]) for t in spec.tests if "args" in t]
+    vectors = _test_inputs(spec)
     constants: set[float] = {0}
     for node in ast.walk(ast.parse(spec.reference)):
         value = node.value if isinstance(node, ast.Constant) else None
@@ -212,9 +248,12 @@ def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationRep
     ]
     report.killed = len(candidates) - len(survivors)
     probes = probe_inputs(spec)
+    if not probes:  # nothing to probe with: every survivor stays one
+        report.survivors = [description for description, _ in survivors]
+        return report
     probe = _probe(spec, probes)
     probed = [scorer.sandbox.submit(probe.job(code), limits) for _, code in survivors]
-    for (description, code), run in zip(survivors, probed if probes else [], strict=False):
+    for (description, code), run in zip(survivors, probed, strict=True):
         if measure(probe, code, run.result()).functional:
             report.possibly_equivalent.append(description)
         else:
