@@ -19,12 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT.parent / "shared" / "compat" / "explain"
 # What the Compiler Explorer project declares: its case and prompt fields that only its own
 # templates and hooks read.
-COMPAT_INI = (
-    "[pytest]\nprompteval_cases = test_cases\n"
-    "prompteval_case_fields = explanation_type common_mistakes\n"
-    "prompteval_prompt_fields = model audience_levels explanation_types\n"
-)
-COMPAT_CASE_FIELDS = ("explanation_type", "common_mistakes")
+# the public project's fields are known without declaring them: only its folder is named
+COMPAT_INI = "[pytest]\nprompteval_cases = test_cases\n"
 
 
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])

@@ -31,7 +31,7 @@ def test_a_provider_exception_shows_the_projects_frames_only(pytester: pytest.Py
     generated_project(pytester, 1)
     pytester.makepyfile(brokenapp=BROKEN_APP)
     result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:brokenapp:answer")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)  # the project's code failed, not the prompt
     result.stdout.fnmatch_lines(
         [
             "provider 'python:brokenapp:answer', called for case 'c00' raised AttributeError: "
@@ -49,7 +49,7 @@ def test_a_scorer_exception_names_the_scorer_and_case(pytester: pytest.Pytester)
     pytester.makeconftest(SCORER)
     pytester.makepyfile(app="def answer(request, **kw):\n    return 'The loop optimization.'\n")
     result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
             "scorer 'strict', scoring case 'c00' raised ZeroDivisionError: division by zero",

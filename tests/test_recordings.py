@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -314,3 +315,35 @@ NOW = Current(
 )
 def test_which_labelled_recordings_are_stale(key: str, label: dict[str, str], stale: str) -> None:
     assert stale_reason(_recording(key, **label), NOW) == stale
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_prune_keeps_the_samples_addopts_draw_and_the_versions_ci_compares_against(
+    project: pytest.Pytester,
+) -> None:
+    project.makeini("[pytest]\naddopts = --prompteval-samples=3\n")
+    project.inline_run("--prompt=v").assertoutcome(passed=9)
+    assert count(project) == 9  # samples 0-2 of three cases
+    git(project.path, "init", "-q", "-b", "main")
+    git(project.path, "add", ".")
+    git(project.path, "commit", "-q", "-m", "main")
+    project.path.joinpath("prompts", "v.yaml").write_text("user_prompt: Explain {n} well.\n")
+    project.inline_run("--prompt=v", "--compare=v@main").assertoutcome(passed=18)
+
+    dry = prompteval(project.path, "recordings", "--prune", "--dry-run", "--compare", "v@main")
+    assert dry.stdout.splitlines()[-1] == (
+        "would remove 0 stale recordings from prompt_recordings, kept 18"
+    )
+    # without the comparison, main's recordings are no current item's
+    dry = prompteval(project.path, "recordings", "--prune", "--dry-run")
+    assert dry.stdout.splitlines()[-1] == (
+        "would remove 9 stale recordings from prompt_recordings, kept 9"
+    )

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
 from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
@@ -313,7 +314,16 @@ def cmd_recordings(args: argparse.Namespace) -> int:
 
     if args.dry_run and not args.prune:
         raise PromptevalError("--dry-run goes with --prune")
-    seen, _ = collect(args.cases, args.prompts, requests=True)
+    # the items a run makes: the samples and NAME@REF versions of the project's settings
+    # (addopts included) and of the command line, so no recording they need is stale
+    settings: Settings = args.settings
+    at_refs = [
+        v
+        for v in (*settings.compare, settings.baseline_version, *args.compare)
+        if v and SEPARATOR in v
+    ]
+    options = [f"--prompteval-samples={settings.samples}", *(f"--compare={v}" for v in at_refs)]
+    seen, _ = collect(args.cases, args.prompts, requests=True, options=options)
     if seen.problems:  # judged against part of the cases, in-use recordings look stale
         return _report_problems(seen.problems)
     if args.prune and not seen.requests:
@@ -490,6 +500,14 @@ def build_parser() -> argparse.ArgumentParser:
     recording.add_argument("--prune", action="store_true", help="remove the stale recordings")
     recording.add_argument(
         "--dry-run", action="store_true", help="with --prune: say what would be removed"
+    )
+    recording.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME@REF",
+        help="a version as committed at a git ref that CI compares against (repeatable): its "
+        "recordings are current too",
     )
     recording.set_defaults(run=cmd_recordings)
     return parser

@@ -120,6 +120,42 @@ def tool_use(request: dict[str, Any], tool_input: Mapping[str, Any]) -> dict[str
     }
 
 
+def judge_verdict(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What the fake judge submits for a judge request in the Messages API's form: every
+    score is the share of the case's expected topics whose words all appear in the answer
+    (100 when the case gives none), the topics missed are listed, no claim is called
+    incorrect. Deterministic, so offline tests of judged cases can assert on it."""
+    last = request["messages"][-1]["content"]
+    text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    # the answer last (it may hold anything), the topics before it
+    answer = text.partition("<answer>")[2].rpartition("</answer>")[0].lower()
+    listed = text.partition("<expected_topics>")[2].partition("</expected_topics>")[0]
+    topics = [] if listed in ("", "(none given)") else [t.strip() for t in listed.split(",")]
+    missed = [
+        t for t in topics if not all(w in answer for w in t.lower().replace("_", " ").split())
+    ]
+    score = round(100 * (1 - len(missed) / len(topics))) if topics else 100
+    why = f"fake judge: {len(topics) - len(missed)} of {len(topics)} expected topics mentioned"
+    schema = request["tools"][0]["input_schema"]
+    if "scores" not in schema["properties"]:  # a one-off question (an assertion's)
+        return {"score": score, "reason": why}
+    dimensions = schema["properties"]["scores"]["required"]
+    return {
+        "scores": {d: score for d in dimensions},
+        "missing_topics": missed,
+        "incorrect_claims": [],
+        "notes": why,
+    }
+
+
+def fake_judge(request: Any, **context: Any) -> dict[str, Any]:
+    """A ``python:`` judge provider for offline tests:
+    ``--prompteval-judge-provider=python:pytest_prompteval.testing:fake_judge``. (As a
+    loopback server's responder: ``lambda r: tool_use(r, judge_verdict(r))``.)"""
+    verdict = judge_verdict(request.to_api())
+    return {"text": "", "tool_input": verdict, "stop_reason": "tool_use"}
+
+
 def default_responder(request: dict[str, Any]) -> Answer:
     last = request["messages"][-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)

@@ -62,6 +62,9 @@ CASE_FIELDS = frozenset(
         # the automatic scorer and the judge
         "audience",
         "expected_topics_by_audience",
+        # the public explain project's newer cases (data for its templates and hooks)
+        "explanation_type",
+        "common_mistakes",
         "key_terms",
         "review_template",
         # code cases

@@ -69,7 +69,8 @@ class StopRun(ApiError):
 
 
 #: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
-#: score (a missing recording, a budget stop, an API failure, an invalid judge verdict).
+#: score (a missing recording, a budget stop, an API failure, an invalid judge verdict, an
+#: exception in the project's own provider, judge or scorer code).
 INFRASTRUCTURE_KINDS = frozenset(
     {
         "api_error",
@@ -79,6 +80,7 @@ INFRASTRUCTURE_KINDS = frozenset(
         "unverified_recording",
         "budget",
         "judge_invalid",
+        "user_code",
     }
 )
 

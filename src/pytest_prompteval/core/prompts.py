@@ -38,6 +38,11 @@ PROMPT_FIELDS = frozenset(
         "assert",
         "strategy",
         "applies_to",
+        # the public explain project's newer format: ``model: {name, max_tokens, ...}`` (read
+        # as model_config) and the sections its templates and hooks read
+        "model",
+        "audience_levels",
+        "explanation_types",
     }
 )
 #: Parameters the provider sends in ``extra_body`` when the SDK does not name them.
@@ -130,7 +135,7 @@ def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion
                 path,
                 data.line_of(key),
             )
-    model_config = data.get("model_config") or {}
+    model_config = data.get("model_config") or _model_section(data, path)
     if not isinstance(model_config, Mapping):
         raise PromptevalError(
             "field 'model_config': expected a mapping like {model: ..., max_tokens: ...}",
@@ -153,6 +158,23 @@ def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion
         sha256=hashlib.sha256(source).hexdigest(),
         raw=data,
     )
+
+
+def _model_section(data: MarkedDict, path: Path) -> dict[str, Any]:
+    """The newer explain format's ``model: {name: ..., max_tokens: ..., temperature: ...}``
+    as a model_config (``name`` is the model)."""
+    section = data.get("model")
+    if section is None:
+        return {}
+    where = data.line_of("model")
+    if not isinstance(section, Mapping):
+        raise PromptevalError(
+            "field 'model': expected a mapping like {name: ..., max_tokens: ...}", path, where
+        )
+    if "model_config" in data:
+        raise PromptevalError("give model_config or model, not both", path, where)
+    config = {k: v for k, v in section.items() if k != "name"}
+    return {"model": section["name"], **config} if "name" in section else config
 
 
 def template_variables(case: Case) -> dict[str, Any]:

@@ -7,6 +7,7 @@ silently lack one of them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping
@@ -20,6 +21,7 @@ from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
+from pytest_prompteval.core.templates import placeholders
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
 from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
@@ -28,10 +30,12 @@ from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
+from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
+from pytest_prompteval.scoring.strategies import parse_strategy
 
 ScorerFunction = Callable[..., Any]
 
@@ -107,6 +111,16 @@ class Engine:
             if settings.versions
             else ()
         )
+        # a case field a prompt names as {placeholder} is known by that use
+        used = {
+            name
+            for v in self.versions
+            for template in (v.system_prompt, v.user_prompt, v.assistant_prefill)
+            for name in placeholders(template or "")
+        }
+        self.declared = dataclasses.replace(
+            self.declared, case_fields=self.declared.case_fields | used
+        )
         self.prices = PriceTable(
             load_table("prices", settings.prices, allow_lower_prices=settings.allow_lower_prices)
         )
@@ -122,6 +136,7 @@ class Engine:
             )
         self._scorers = scorers
         self._found_scorers: Mapping[str, ScorerFunction] | None = None
+        self._prompt_assertions: dict[str, tuple[Assertion, ...]] = {}
         self.budget: Budget | None = None
         self.gate: RateGate | None = None
         if run_dir is not None:
@@ -196,6 +211,23 @@ class Engine:
                 **(self._scorers() if self._scorers is not None else {}),
             }
         return self._found_scorers
+
+    def prompt_assertions(self, prompt: PromptVersion) -> tuple[Assertion, ...]:
+        """A prompt version's own ``assert:`` entries, which apply to every case, checked
+        once (a bad ``strategy:`` is reported here too, as an error naming the prompt file)."""
+        found = self._prompt_assertions.get(prompt.version)
+        if found is None:
+            parse_strategy(prompt)
+            found = tuple(
+                parse_assertions(
+                    prompt.raw.get("assert"),
+                    (prompt.path, prompt.line_of("assert")),
+                    f"prompt {prompt.version!r}",
+                    self.scorers(),
+                )
+            )
+            self._prompt_assertions[prompt.version] = found
+        return found
 
     def judge(self) -> Judge:
         """The judge, built on first use so that runs without one never need it."""

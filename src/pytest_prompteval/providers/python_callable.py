@@ -6,17 +6,20 @@ the response text, a Response, or a mapping with Response's fields (``text`` at 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_prompteval.core.errors import PromptevalError, user_code_error
+from pytest_prompteval.core.errors import PromptevalError, UserCodeError, user_code_error
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.providers.base import CallContext
 
 PREFIX = "python:"
+RESPONSE_FIELDS = frozenset(f.name for f in dataclasses.fields(Response))
 
 
 def load_function(spec: str) -> Callable[..., Any]:
@@ -62,6 +65,13 @@ class CallableProvider:
         if isinstance(result, str):
             return Response(text=result, model=request.model, latency_ms=latency_ms)
         if isinstance(result, Mapping) and isinstance(result.get("text"), str):
+            unknown = sorted(str(k) for k in result if k not in RESPONSE_FIELDS)
+            if unknown:  # a misspelt field would be dropped, and a check with it
+                raise UserCodeError(
+                    f"provider {self.label!r} returned an unknown field {unknown[0]!r}"
+                    f"{suggestion(unknown[0], RESPONSE_FIELDS)} (known: "
+                    f"{', '.join(sorted(RESPONSE_FIELDS))})"
+                )
             data = {"model": request.model, "latency_ms": latency_ms, **result}
             return Response.from_json(data)
         raise PromptevalError(

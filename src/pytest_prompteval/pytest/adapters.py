@@ -26,6 +26,18 @@ def _fallback(what: str, consequence: str) -> None:
         warnings.warn(AdapterWarning(f"prompteval: {what} not found; {consequence}"), stacklevel=3)
 
 
+def unknown_ini_keys(config: pytest.Config) -> set[str]:
+    """The ini keys the configuration file sets that no plugin registered.
+
+    Written for pytest 8-9, whose ``Config._get_unknown_ini_keys`` pytest uses itself for
+    its "unknown config option" warning; empty (no check) when it is missing."""
+    found = getattr(config, "_get_unknown_ini_keys", None)
+    if found is None:
+        _fallback("pytest's Config._get_unknown_ini_keys", "misspelt ini keys are not reported")
+        return set()
+    return set(found())
+
+
 def xdist_upcoming(config: pytest.Config, window: int) -> Callable[[], list[int]] | None:
     """Under xdist, a function giving the indices of the items queued next for this worker.
 

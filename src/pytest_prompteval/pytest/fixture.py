@@ -16,9 +16,9 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import RESULT_KEY, ItemResult
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
+from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.scoring.assertions import parse_assertions
-from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
 from pytest_prompteval.scoring.judge import JudgeUsage
 
 
@@ -51,7 +51,7 @@ class Prompteval:
         try:
             return self.engine.prompt(version)
         except PromptevalError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
 
     def run(
         self,
@@ -77,16 +77,16 @@ class Prompteval:
                 {"id": id, "input": dict(input or {}), **fields},
                 self.engine.declared.case_fields,
             )
-            # a code case (entry_point=, tests=) is run in the sandbox, as in a case file
-            code = parse_code_spec(case) if is_code_case(case) else None
+            prompt = self.prompt(version)
+            # built as a case file's items are: assertions, and a code case (entry_point=,
+            # tests=) run in the sandbox
+            spec = item_specs(self.engine, case)(prompt, sample, 1)
         except PromptevalError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        prompt = self.prompt(version)
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
         result = new_result(case, prompt, sample, threshold, settings.scorer)
         result.inline, result.test = not suite, self.node.nodeid
-        spec = ItemSpec(case, prompt, sample, 1, code=code)
         try:
             request, response = evaluate(self.node.ihook, self.engine, spec, result)
         except BudgetSpent as exc:

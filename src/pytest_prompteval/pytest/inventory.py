@@ -19,6 +19,7 @@ import pytest
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
@@ -52,7 +53,9 @@ class _Collector:
                 self.inventory.prompts.append(load_prompt(path, fields))
             except PromptevalError as exc:
                 self.inventory.problems.append(str(exc))
-        versions = [p.version for p in self.inventory.prompts]
+        # NAME@REF versions given (the ones CI compares against) are collected as well
+        at_refs = [v for v in config.option.prompteval_compare or () if SEPARATOR in v]
+        versions = [p.version for p in self.inventory.prompts] + at_refs
         config.option.prompteval_prompt = versions[0] if versions else None
         config.option.prompteval_compare = versions[1:]
 
@@ -82,11 +85,15 @@ class _Collector:
 
 
 def collect(
-    case_dirs: Sequence[Path], prompts: Path, requests: bool = False
+    case_dirs: Sequence[Path],
+    prompts: Path,
+    requests: bool = False,
+    options: Sequence[str] = (),
 ) -> tuple[Inventory, int]:
     """Collect ``case_dirs`` with every prompt version in ``prompts``; (what was seen,
     pytest's exit code: 0, or why it stopped). ``requests``: also build every item's
-    request, as the run would."""
+    request, as the run would. ``options``: a run's options that shape its items
+    (``--prompteval-samples``, ``--compare NAME@REF``)."""
     inventory = Inventory()
     existing = [str(d.resolve()) for d in case_dirs if d.is_dir()]
     inventory.problems += [f"{d}: no such case directory" for d in case_dirs if not d.is_dir()]
@@ -106,6 +113,7 @@ def collect(
         "prompteval_cases=" + "\n".join(existing),
         "-o",
         f"prompteval_prompts={prompts.resolve()}",
+        *options,
         *(existing or [str(prompts.resolve())]),  # prompts alone: checked, nothing collected
     ]
     output = io.StringIO()

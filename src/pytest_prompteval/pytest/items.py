@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +26,10 @@ from pytest_prompteval.engine.evaluate import (
     make_request,
     new_result,
 )
+from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.pytest.adapters import marker_expression
 from pytest_prompteval.report.flaky import MinPass, parse_min_pass
-from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
-from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
-from pytest_prompteval.scoring.strategies import parse_strategy
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import PromptevalRun
@@ -76,10 +74,8 @@ class CaseFile(pytest.File):
         case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
         self.loaded = case_file
         shown = display(self.path)
-        from_prompts = {
-            prompt.version: prompt_assertions(prompt, engine.scorers())
-            for prompt in engine.versions
-        }
+        for prompt in engine.versions:  # a bad prompt version fails each file's collection
+            engine.prompt_assertions(prompt)
         scopes = {prompt.version: prompt_scope(prompt) for prompt in engine.versions}
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
@@ -96,17 +92,10 @@ class CaseFile(pytest.File):
                     decorators[marker] = getattr(pytest.mark, marker)
             samples = case.samples or run.settings.samples
             min_pass = case_min_pass(case, run.settings.min_pass)
-            code = parse_code_spec(case) if is_code_case(case) else None
-            own = parse_assertions(
-                case.raw.get("assert"),
-                (case.path, line_of(case.raw, "assert")),
-                f"case {case.id!r}",
-                engine.scorers(),
-            )
+            spec = item_specs(engine, case)
             for prompt in engine.versions:
                 if not scopes[prompt.version](case):
                     continue
-                assertions = (*from_prompts[prompt.version], *own)
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     params = f"{prompt.version}{suffix}"
@@ -117,7 +106,7 @@ class CaseFile(pytest.File):
                         # given whole, so pytest 9 parses ``[params]`` as parameters, as
                         # --lf, --ff, --sw and --nf read them back from the cache
                         nodeid=f"{self.nodeid}::{case.id}[{params}]",
-                        spec=ItemSpec(case, prompt, sample, samples, assertions, code),
+                        spec=spec(prompt, sample, samples),
                     )
                     item.result.min_pass = min_pass
                     for marker in markers:
@@ -171,20 +160,6 @@ def case_min_pass(case: Case, default: MinPass | None) -> MinPass | None:
             case.path,
             line_of(case.raw, "min_pass"),
         ) from None
-
-
-def prompt_assertions(prompt: PromptVersion, scorers: Iterable[str]) -> tuple[Assertion, ...]:
-    """A prompt version's own ``assert:`` entries, which apply to every case (a bad
-    ``strategy:`` is reported here too, as a collection error naming the prompt file)."""
-    parse_strategy(prompt)
-    return tuple(
-        parse_assertions(
-            prompt.raw.get("assert"),
-            (prompt.path, prompt.line_of("assert")),
-            f"prompt {prompt.version!r}",
-            scorers,
-        )
-    )
 
 
 class CaseItem(pytest.Item):

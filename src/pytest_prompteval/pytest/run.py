@@ -5,6 +5,7 @@ sent ahead, the batch, shards, and the report on the controller."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -15,13 +16,13 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.cases import load_case_file
-from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.safetext import safe_text
-from pytest_prompteval.core.schema import Declared
+from pytest_prompteval.core.schema import Declared, suggestion
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
-from pytest_prompteval.pytest.adapters import rootdir_moved_by
+from pytest_prompteval.pytest.adapters import rootdir_moved_by, unknown_ini_keys
 from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
@@ -37,6 +38,13 @@ PATH_OPTIONS = tuple(
 )
 
 
+INI_PREFIX = "prompteval_"
+LABEL_WARNING_KEY = "prompteval_label_warning"
+# a name in a -m expression, as pytest's own grammar reads it, and its keywords
+_MARKER_NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+(?!\s*=)")
+_MARKER_WORDS = frozenset({"and", "or", "not", "True", "False", "None"})
+
+
 def typed_settings(config: pytest.Config) -> frozenset[str] | None:
     """The settings the command line and ``PYTEST_ADDOPTS`` gave (``typed_names``), not an
     ini file's ``addopts``; None on an xdist worker, whose controller checked them."""
@@ -47,6 +55,16 @@ def typed_settings(config: pytest.Config) -> frozenset[str] | None:
 
 
 def build_settings(config: pytest.Config) -> Settings:
+    # a misspelt key of ours would silently keep the default (min_pass off, a gate open)
+    known = sorted(s.ini for s in SETTINGS if s.ini)
+    for key in sorted(unknown_ini_keys(config)):
+        if key.startswith(INI_PREFIX):
+            where = display(config.inipath) if config.inipath else "the ini file"
+            raise pytest.UsageError(
+                safe_text(
+                    f"ini {key}: unknown prompteval option{suggestion(key, known)} (in {where})"
+                )
+            )
     moved = rootdir_moved_by(config, PATH_OPTIONS)
     if moved is not None:
         option = moved.split(" ", 1)[0]
@@ -90,6 +108,8 @@ class PromptevalRun:
         self.lookahead: Lookahead | None = None
         # collection state: markers registered so far, and where each case id was defined
         self.registered_markers: set[str] = set()
+        #: a -m expression's labels that no case has, said at the end of the run
+        self.label_warning: str | None = None
         self.case_ids: dict[str, str] = {}
         self._skip_dirs = owned_directories(settings)
         #: set by ``prompteval list`` and ``check-cases``: collect the cases even when no
@@ -187,9 +207,13 @@ class PromptevalRun:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.affected is not None and not self.worker:
             terminalreporter.write_line(self.affected.describe())
+        if self.label_warning is not None:
+            terminalreporter.write_line(self.label_warning, yellow=True)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         samples = [i.spec.samples for i in items if isinstance(i, CaseItem)]
+        if samples and self.config.option.markexpr:
+            self._check_labels(self.config.option.markexpr)
         k = max(self.settings.pass_ks)
         if samples and k > max(samples):
             raise pytest.UsageError(
@@ -210,6 +234,32 @@ class PromptevalRun:
         if drop:
             self.config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+    def _check_labels(self, expression: str) -> None:
+        """``-m biling`` deselects every case without a word: one line names the labels no
+        marker has (from an xdist worker, it reaches the controller's summary)."""
+        known = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers")}
+        names = dict.fromkeys(_MARKER_NAME.findall(expression))
+        unknown = [n for n in names if n not in known and n not in _MARKER_WORDS]
+        if unknown:
+            labels = sorted(self.registered_markers)
+            named = ", ".join(
+                f"{n!r}"
+                + (f" ({hint.removeprefix('; ')})" if (hint := suggestion(n, labels)) else "")
+                for n in unknown
+            )
+            self.label_warning = (
+                f"prompteval: -m {expression!r}: no case or test has the label {named}; case "
+                f"labels: {', '.join(labels) or 'none'}"
+            )
+            if self.worker:
+                self.config.workeroutput[LABEL_WARNING_KEY] = self.label_warning  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.label_warning = (
+            getattr(node, "workeroutput", {}).get(LABEL_WARNING_KEY) or self.label_warning
+        )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Start the sandbox servers while pytest reports the collection (and, under xdist,

@@ -83,6 +83,12 @@ def parse_assertions(
                 f"{', '.join(sorted(known))}"
             )
         value = entry.get("value")
+        if kind not in BUILTIN_TYPES and value is not None and value is not True:
+            # a scorer scores the answer alone: a value given it would be silently ignored
+            raise fail(
+                f"scorer {kind!r} takes no value (got {value!r}); write {{{kind}: true}}, or "
+                f"{{type: {kind}, threshold: X}} for the score it needs"
+            )
         _check_value(kind, value, fail)
         weight = entry.get("weight", 1.0)
         threshold = entry.get("threshold")

@@ -78,6 +78,8 @@ class AutomaticScorer:
         self.terms = pattern(joined, ignore_case=True) if terms else None
         self.length_ranges = {k: tuple(v) for k, v in table["length_ranges"].items()}
         self.aliases = table.get("difficulty_aliases", {})
+        #: the difficulties a case may give: the table's levels and their aliases
+        self.difficulties = frozenset(self.length_ranges) | frozenset(self.aliases)
 
     def covers(self, topic: str, text: str) -> bool:
         patterns = self.topics.get(topic)

@@ -159,8 +159,8 @@ def parse_code_spec(case: Case) -> CodeSpec:
     )
 
 
-#: What code cases need beyond the plugin's own dependencies, and the extra that brings it.
-CODE_EXTRA = "pip install 'pytest-prompteval[code]'"
+#: How to bring back hypothesis (a dependency of the plugin) when an environment lacks it.
+CODE_EXTRA = "pip install hypothesis"
 
 
 def _installed(module: str) -> bool:

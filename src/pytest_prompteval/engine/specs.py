@@ -1,0 +1,50 @@
+"""An item's spec, built one way for case files and the ``prompteval`` fixture: the prompt
+version's assertions, the case's own, and a code case's spec."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.schema import suggestion
+from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.engine.evaluate import ItemSpec
+from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
+from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
+
+#: (prompt version, sample, samples) -> the item's spec
+SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]
+
+
+def item_specs(engine: Engine, case: Case) -> SpecMaker:
+    """The specs of ``case``'s items: its assertions and code spec checked once (errors name
+    the file and line), then one spec per version and sample, the version's assertions
+    first."""
+    if case.difficulty is not None and case.difficulty not in engine.scorer.difficulties:
+        known = sorted(engine.scorer.difficulties)
+        raise PromptevalError(
+            f"case {case.id!r}: unknown difficulty {case.difficulty!r}"
+            f"{suggestion(case.difficulty, known)}; known: {', '.join(known)} (a project adds "
+            "its own under length_ranges or difficulty_aliases in ini prompteval_scoring's table)",
+            case.path,
+            line_of(case.raw, "difficulty"),
+        )
+    scorers = engine.scorers()
+    code = parse_code_spec(case) if is_code_case(case) else None
+    own = parse_assertions(
+        case.raw.get("assert"),
+        (case.path, line_of(case.raw, "assert")),
+        f"case {case.id!r}",
+        scorers,
+    )
+    by_version: dict[str, tuple[Assertion, ...]] = {}
+
+    def spec(prompt: PromptVersion, sample: int, samples: int) -> ItemSpec:
+        if prompt.version not in by_version:
+            by_version[prompt.version] = (*engine.prompt_assertions(prompt), *own)
+        return ItemSpec(case, prompt, sample, samples, by_version[prompt.version], code)
+
+    return spec
