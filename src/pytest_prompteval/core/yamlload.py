@@ -168,12 +168,21 @@ _SCALARS = {
     for name in ("null", "bool", "int", "float", "timestamp")
 }
 _NO_KEY = object()
+#: the tag of a plain scalar depends on its text alone (the loader's resolvers are fixed)
+_PLAIN_TAGS: dict[str, str] = {}
 
 
 def _scalar(loader: Any, event: Any) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
-        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if not event.implicit[0]:  # quoted, a block or "!": a string, as the resolver says
+            tag = _STR
+        else:  # plain: its tag follows from its text alone, found once per short value
+            tag = _PLAIN_TAGS.get(event.value)
+            if tag is None:
+                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if len(event.value) <= 64 and len(_PLAIN_TAGS) < 4096:
+                    _PLAIN_TAGS[event.value] = tag
     if tag == _STR:
         return event.value
     construct = _SCALARS.get(tag)
