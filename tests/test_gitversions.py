@@ -231,3 +231,19 @@ def test_git_runs_pinned_to_the_project_without_the_api_key(
     assert "sk-ant-secret" not in env
     assert f"GIT_DIR={repo.path / '.git'}" in env.splitlines()
     assert "GIT_NO_LAZY_FETCH=1" in env.splitlines()
+
+
+def test_a_version_at_a_ref_is_read_under_its_own_name_not_through_a_link(
+    repo: pytest.Pytester,
+) -> None:
+    root = repo.path
+    (root / "prompts" / "old.yaml").write_text("system_prompt: old prompt\nuser_prompt: u\n")
+    commit(root, "an old version beside current")
+    # the branch points current.yaml at old.yaml: current@HEAD is still HEAD's current.yaml
+    (root / "prompts" / "current.yaml").unlink()
+    (root / "prompts" / "current.yaml").symlink_to("old.yaml")
+
+    result = repo.runpytest("--prompt=current", "--compare=current@HEAD", PROVIDER)
+
+    result.assert_outcomes(passed=4)
+    assert sorted(calls(root)) == ["old prompt", "old prompt", "old system", "old system"]

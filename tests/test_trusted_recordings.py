@@ -137,3 +137,32 @@ def test_an_unknown_trusted_ref_is_one_usage_error(pull_request: pytest.Pytester
     result = pull_request.runpytest("--prompt=v", "--prompteval-trusted-recordings=nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --prompteval-trusted-recordings: unknown git ref 'nope'*"])
+
+
+def test_a_provider_from_the_ini_cannot_answer_unverified_recordings(
+    pull_request: pytest.Pytester,
+) -> None:
+    # an offline test double the project already has, named by the branch's ini
+    pull_request.makepyfile(
+        double="def good(request, **kw):\n    return 'The loop optimization.'\n"
+    )
+    pull_request.makeini("[pytest]\npythonpath = .\nprompteval_provider = python:double:good\n")
+    result = pull_request.runpytest(*TRUSTED, "--prompteval-exit=gates")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini prompteval_provider: with --prompteval-trusted-recordings the provider comes "
+         "from the command line; give --prompteval-provider there"]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("option", ["--co", "--markers", "--fixtures", "--setup-plan"])
+def test_gates_mode_refuses_what_evaluates_nothing(
+    pull_request: pytest.Pytester, option: str
+) -> None:
+    # a branch's ini can add pytest's own options to addopts: a gate must not exit 0 unread
+    pull_request.makeini(f"[pytest]\naddopts = {option}\n")
+    result = pull_request.runpytest(*TRUSTED, "--prompteval-exit=gates")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --prompteval-exit=gates decides on evaluated cases: *"])

@@ -20,7 +20,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Collection
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, PromptVersion, load_prompt
@@ -89,6 +89,9 @@ class Repository:
 
     top: Path
     git_dir: Path
+    #: the rootdir as pytest names it, and where it is in the tree
+    rootdir: Path
+    rootdir_in_tree: PurePosixPath
 
     def git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         env = _environment(
@@ -113,12 +116,15 @@ class Repository:
         return done.stdout.decode().strip()
 
     def relative(self, path: Path) -> str:
-        try:
-            return path.resolve().relative_to(self.top).as_posix()
-        except ValueError:
-            raise GitRefError(
-                f"{display(path)} is outside the git repository {display(self.top)}"
-            ) from None
+        """``path``'s name in the tree, as the checkout names it: never through a symlink
+        in the project, which a pull request can point at another committed file."""
+        named = Path(os.path.normpath(os.path.abspath(path)))
+        for base in (self.rootdir, self.top):
+            if named.is_relative_to(base):
+                inner = PurePosixPath(named.relative_to(base).as_posix())
+                where = self.rootdir_in_tree / inner if base == self.rootdir else inner
+                return where.as_posix()
+        raise GitRefError(f"{display(path)} is outside the git repository {display(self.top)}")
 
     def read(self, path: Path, ref: str) -> bytes | None:
         """``path``'s content as committed at ``ref``; None when the file did not exist there."""
@@ -137,15 +143,16 @@ def repository(rootdir: Path) -> Repository:
     """The repository holding ``rootdir``, found once. Discovery starts at the rootdir (never a
     case or prompt folder) and refuses implicit bare repositories, so only a real ``.git`` at or
     above the rootdir is taken."""
-    rootdir = rootdir.resolve()
-    done = _run(rootdir, _environment(), ("rev-parse", "--show-toplevel", "--absolute-git-dir"))
+    named = Path(os.path.normpath(os.path.abspath(rootdir)))
+    resolved = rootdir.resolve()
+    done = _run(resolved, _environment(), ("rev-parse", "--show-toplevel", "--absolute-git-dir"))
     lines = done.stdout.decode().splitlines()
     if done.returncode != 0 or len(lines) != 2:
         raise GitRefError(f"{display(rootdir)} is not inside a git repository")
     top, git_dir = (Path(line).resolve() for line in lines)
-    if not rootdir.is_relative_to(top):
+    if not resolved.is_relative_to(top):
         raise GitRefError(f"{display(rootdir)} is not inside a git repository")
-    return Repository(top, git_dir)
+    return Repository(top, git_dir, named, PurePosixPath(resolved.relative_to(top).as_posix()))
 
 
 def load_version_at(

@@ -317,6 +317,8 @@ def _where(setting: Setting, source: str) -> str:
 #: Where a value comes from a file a pull request can change: an ini key, or an option in
 #: the ini's ``addopts``.
 FROM_FILES = ("ini", "addopts")
+#: the settings that choose what answers a call
+_ANSWERING = frozenset({"provider", "judge_provider"})
 
 
 def typed_names(args: Iterable[str]) -> frozenset[str]:
@@ -423,10 +425,19 @@ class Settings:
         environ = os.environ if environ is None else environ
         raw: dict[str, Any] = {}
         here = invocation_dir or Path.cwd()
+        from_files: list[tuple[Setting, str]] = []
         for setting in SETTINGS:
             raw[setting.name], source = _value(setting, options, ini, environ, typed)
             if source in FROM_FILES:
                 _check_from_file(setting, source, raw[setting.name], rootpath, here)
+                from_files.append((setting, source))
+        for setting, source in from_files:
+            if raw["trusted_recordings"] is not None and setting.name in _ANSWERING:
+                # what answers an unverified recording is the run's to choose, not the branch's
+                raise SettingError(
+                    f"{_where(setting, source)}: with --prompteval-trusted-recordings the "
+                    f"provider comes from the command line; give {setting.option} there"
+                )
 
         def project_path(value: str | None, key: str) -> Path | None:
             # a file the project names must be inside it (a pull request can set ini keys)

@@ -110,6 +110,8 @@ def collect(
         "-o",
         "addopts=",
         "-o",
+        "prompteval_exit=tests",  # a listing decides nothing
+        "-o",
         "prompteval_cases=" + "\n".join(existing),
         "-o",
         f"prompteval_prompts={prompts.resolve()}",

@@ -39,6 +39,14 @@ PATH_OPTIONS = tuple(
 
 
 INI_PREFIX = "prompteval_"
+#: pytest's options that end a run without running its items
+_NO_EVALUATION = (
+    ("--collect-only", "collectonly"),
+    ("--markers", "markers"),
+    ("--fixtures", "showfixtures"),
+    ("--fixtures-per-test", "show_fixtures_per_test"),
+    ("--setup-plan", "setupplan"),
+)
 LABEL_WARNING_KEY = "prompteval_label_warning"
 # a name in a -m expression, as pytest's own grammar reads it, and its keywords
 _MARKER_NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+(?!\s*=)")
@@ -82,6 +90,18 @@ def build_settings(config: pytest.Config) -> Settings:
         )
     except SettingError as exc:
         raise pytest.UsageError(safe_text(str(exc), indent="")) from None
+    if settings.exit == "gates" and not settings.estimate:
+        # a gate exits 0 only on a verdict: an ini's addopts = --co would pass it unread
+        listing = [
+            flag
+            for flag, dest in _NO_EVALUATION
+            if getattr(config.option, dest, False) and settings.prompt is not None
+        ]
+        if listing:
+            raise pytest.UsageError(
+                f"--prompteval-exit=gates decides on evaluated cases: {listing[0]} evaluates "
+                "none (from the command line or the ini's addopts)"
+            )
     if settings.estimate and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--prompteval-estimate runs no items: use it without -n (xdist)")
     if settings.stop_early and getattr(config.option, "numprocesses", None):

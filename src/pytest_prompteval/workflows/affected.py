@@ -8,6 +8,7 @@ every version and sample of an affected case, so comparisons stay paired.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ class Affected:
     changed_prompts: tuple[str, ...]
 
     def keeps(self, path: Path, case_id: str) -> bool:
-        return (path.resolve(), case_id) in self.selected
+        return (_named(path), case_id) in self.selected
 
     def describe(self) -> str:
         why = (
@@ -79,13 +80,19 @@ def affected_since(
 def _case_files(case_dirs: Sequence[Path]) -> list[Path]:
     return sorted(
         {
-            p.resolve()
+            _named(p)
             for d in case_dirs
             if d.is_dir()
             for p in d.rglob("*")
             if p.suffix in CASE_SUFFIXES and p.is_file()
         }
     )
+
+
+def _named(path: Path) -> Path:
+    """A case file as the checkout names it: read at the ref under that name, never under
+    the name of the file a symlink points at."""
+    return Path(os.path.normpath(os.path.abspath(path)))
 
 
 def _entries(path: Path) -> dict[str, Any]:
