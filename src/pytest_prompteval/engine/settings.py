@@ -350,6 +350,9 @@ class Settings:
     samples: int
     record_note: str | None
     scorer: str
+    #: the project named the scorer (option or ini), so it scores every case; by default it
+    #: scores only the cases it fits (``evaluate.seed_scorer_applies``)
+    scorer_named: bool
     judge_model: str
     review_template: str | None
     review_templates: Path | None
@@ -422,9 +425,11 @@ class Settings:
         controller). Raises SettingError naming the option, ini key or variable."""
         environ = os.environ if environ is None else environ
         raw: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         here = invocation_dir or Path.cwd()
         for setting in SETTINGS:
             raw[setting.name], source = _value(setting, options, ini, environ, typed)
+            sources[setting.name] = source
             if source in FROM_FILES:
                 _check_from_file(setting, source, raw[setting.name], rootpath, here)
 
@@ -464,6 +469,7 @@ class Settings:
             "markdown": given_path(raw["markdown"]),
             "baseline": given_path(baseline),
             "baseline_version": baseline_version,
+            "scorer_named": sources["scorer"] != "default",
         }
         settings = cls(**{f.name: values[f.name] for f in fields(cls)})
         settings._check()
