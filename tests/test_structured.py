@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from pytest_prompteval.scoring.assertions import Checked, combine
+
 from .conftest import item_results
 
 APP = """
@@ -98,7 +100,10 @@ def test_the_project_that_names_the_automatic_scorer_gets_it_everywhere(
     assert v2["dimensions"]["clarity"] == pytest.approx(0.333333)
     # the automatic score, weight 1 beside two assertions: 0.906433 -> 0.859649
     assert v1["score"] - v2["score"] == pytest.approx((0.906433 - 0.859649) / 3, abs=1e-6)
-    result = project.runpytest(*GATED, "-o", "prompteval_scorer=automatic")
+    # the same from the ini file
+    ini = project.path.joinpath("tox.ini")
+    ini.write_text(ini.read_text().rstrip() + "\nprompteval_scorer = automatic\n")
+    result = project.runpytest(*GATED)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
@@ -214,3 +219,30 @@ def test_names_in_data_positions_are_not_keywords(project: pytest.Pytester) -> N
     result = project.runpytest("--prompt=v1", "--prompteval-provider=python:myapp:answer")
     result.assert_outcomes(failed=1)  # the team is no {typo: 1}: the schema was checked
     result.stdout.fnmatch_lines(['*json_schema: schema: team: expected const {"typo": 1}, got*'])
+
+
+def test_the_fixture_scores_an_assert_only_case_alike_and_computes_automatic_on_request(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_inline=f"""
+def test_triage(prompteval):
+    run = prompteval.run(
+        "v1", input={{"n": 1}}, answers={{"v1": {ticket("urgent", "billing", SHORT)}}},
+        **{{"assert": [{{"json_field": {{"path": "priority", "equals": "urgent"}}}}]}},
+    )
+    assert (run.result.scorer, run.result.score, run.result.dimensions) == ("assertions", 1.0, {{}})
+    assert 0 < prompteval.check(run, "automatic", min_score=0) < 1
+"""
+    )
+    result = project.runpytest("test_inline.py", "--prompteval-provider=python:myapp:answer")
+    result.assert_outcomes(passed=1)
+
+
+def test_assertions_alone_weigh_by_weight_and_all_zero_weights_count_alike() -> None:
+    def check(score: float, weight: float) -> Checked:
+        return Checked("json_field", score == 1.0, score, weight, "")
+
+    assert combine(None, [check(1.0, 3), check(0.0, 1)]) == 0.75
+    assert combine(None, [check(1.0, 0), check(0.0, 0)]) == 0.5
+    assert combine(0.5, [check(1.0, 3)]) == pytest.approx(3.5 / 4)

@@ -174,8 +174,10 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="N"),
     Setting("record_note", "a note written into every recording made in this run",
             option="--prompteval-record-note", metavar="TEXT"),
-    Setting("scorer", "automatic (default), claude (the judge scores every item) or hybrid "
-            "(automatic on every item, the judge on a sample)", default="automatic",
+    Setting("scorer", "automatic (default: on cases with expected_topics or no assert:, the "
+            "rest scored by their assertions; named here, on every case), claude (the judge "
+            "scores every item) or hybrid (automatic on every item, the judge on a sample)",
+            default="automatic",
             parse=_choice(SCORER_MODES), option="--prompteval-scorer", ini="prompteval_scorer",
             choices=SCORER_MODES),
     Setting("judge_model", f"the judge's model (default {DEFAULT_JUDGE_MODEL})",
