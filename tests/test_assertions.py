@@ -19,6 +19,8 @@ def answer(request, *, case, prompt, sample):
 """
 
 SCHEMA = "{type: object, required: [name], properties: {name: {type: string}}}"
+TICKET = '{\\"priority\\": \\"urgent\\", \\"labels\\": [\\"billing\\"], \\"score\\": 0.82}'
+FENCED_TICKET = "Here:\\n```json\\n" + TICKET + "\\n```"
 # (assertion, answer, passes)
 CHECKS: list[tuple[str, str, bool]] = [
     ("{type: contains, value: loop}", "a loop here", True),
@@ -38,6 +40,17 @@ CHECKS: list[tuple[str, str, bool]] = [
     ("{type: is_json}", "{a: 1", False),
     (f"{{json_schema: {SCHEMA}}}", '{\\"name\\": \\"x\\"}', True),
     (f"{{json_schema: {SCHEMA}}}", '{\\"name\\": 3}', False),
+    ("{json_field: {path: priority, equals: urgent}}", TICKET, True),
+    ("{json_field: {path: priority, equals: urgent}}", FENCED_TICKET, True),
+    ("{json_field: {path: /priority, equals: low}}", TICKET, False),
+    ("{json_field: {path: labels.0, in: [billing, refund]}}", TICKET, True),
+    ("{json_field: {path: /labels/0, in: [refund, other]}}", TICKET, False),
+    ("{json_field: {path: labels.1, in: [billing]}}", TICKET, False),
+    ("{json_field: {path: priority, matches: '^urg'}}", TICKET, True),
+    ("{json_field: {path: score, matches: '0'}}", TICKET, False),
+    ("{json_field: {path: score, approx: 0.8, tolerance: 0.05}}", TICKET, True),
+    ("{json_field: {path: score, approx: 0.8}}", TICKET, False),
+    ("{json_field: {path: priority, equals: urgent}}", "urgent", False),
     ("{max_length: 5}", "12345", True),
     ("{max_length: 5}", "123456", False),
     ("{min_length: 3}", "abc", True),
@@ -112,23 +125,49 @@ def test_every_assertion_type_passes_and_fails(
     assert outcomes == expected
     result.stdout.fnmatch_lines(["*failed assert contains: expected: contains 'loop'*"])
     result.stdout.fnmatch_lines(["*failed assert max_cost_usd: expected: cost $0.0000* <= $1e-05"])
+    for line in (  # in any order: xdist reports as the workers finish
+        '*failed assert json_schema: schema: name: expected type "string", got 3',
+        '*failed assert json_field: priority: expected "low", got "urgent"',
+        '*failed assert json_field: labels.0: expected one of [[]"refund", "other"[]], got '
+        '"billing"',
+        "*failed assert json_field: labels.1: missing: labels has 1 items, no [[]1[]]",
+        "*failed assert json_field: score: expected a string matching /0/, got 0.82",
+        "*failed assert json_field: score: expected 0.8 ± 1e-6 relative, got 0.82",
+        "*failed assert json_field: not JSON: *",
+    ):
+        result.stdout.fnmatch_lines([line])
 
 
 def test_assertion_results_and_weighted_score(project: pytest.Pytester) -> None:
+    """With expected topics the automatic scorer weighs 1 beside the assertions; a case that
+    gives only assertions is scored by them alone."""
     project.mkdir("prompt_cases").joinpath("c.yaml").write_text(
         "cases:\n- id: c1\n  answer: 'a loop'\n  input: {}\n  threshold: 0\n  assert:\n"
         "  - {contains: loop, weight: 3}\n  - {type: dims, weight: 2}\n"
+        "  expected_topics: [loop]\n"
+        "- id: c2\n  answer: 'a loop'\n  input: {}\n  threshold: 0\n  assert:\n"
+        "  - {contains: loop, weight: 3}\n  - {type: dims, weight: 2}\n"
     )
     reprec = project.inline_run("--prompt=v", "--prompteval-provider=python:myapp:answer")
-    (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
-    result = dict(report.user_properties)["prompteval"]
-    assert [(a["type"], a["passed"], a["score"], a["weight"]) for a in result["assertions"]] == [
+    with_topics, alone = (
+        dict(r.user_properties)["prompteval"]
+        for r in reprec.getreports("pytest_runtest_logreport")
+        if r.when == "call"
+    )
+    assert [(a["type"], a["passed"], a["score"], a["weight"]) for a in alone["assertions"]] == [
         ("contains", True, 1.0, 3.0),
         ("dims", True, 0.9, 2.0),
     ]
-    assert "tone 0.80 format 1.00" in result["assertions"][1]["reason"]
-    main = result["main_score"]
-    assert result["score"] == pytest.approx((main + 3 * 1.0 + 2 * 0.9) / 6, abs=1e-6)
+    assert "tone 0.80 format 1.00" in alone["assertions"][1]["reason"]
+    main = with_topics["main_score"]
+    assert with_topics["scorer"] == "automatic" and with_topics["dimensions"]
+    assert with_topics["score"] == pytest.approx((main + 3 * 1.0 + 2 * 0.9) / 6, abs=1e-6)
+    assert (alone["scorer"], alone["dimensions"], alone["automatic_score"]) == (
+        "assertions",
+        {},
+        None,
+    )
+    assert alone["score"] == alone["main_score"] == pytest.approx((3 * 1.0 + 2 * 0.9) / 5)
 
 
 def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -> None:
@@ -157,8 +196,41 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
         ("{max_length: many}", "*assert[[]0[]]: max_length: expected a number >= 0"),
         ("{json_schema: {type: 12}}", "*assert[[]0[]]: json_schema: invalid schema: *"),
         ("{contains: x, wieght: 2}", "*assert[[]0[]]: unknown option(s) wieght; allowed: *"),
+        (
+            "{json_field: {path: priority, equal: urgent}}",
+            "*c.yaml:5: case 'c1', assert[[]0[]]: json_field: unknown key 'equal'; did you mean "
+            "'equals'?; allowed: path, equals, in, matches, approx, tolerance",
+        ),
+        (
+            "{json_field: {path: priority, equals: a, in: [b]}}",
+            "*assert[[]0[]]: json_field: give exactly one of equals, in, matches, approx",
+        ),
+        ("{json_field: {path: 'a..b', equals: x}}", "*json_field: path 'a..b': an empty key; *"),
+        ("{json_field: {path: a, matches: '('}}", "*json_field: matches: invalid regular exp*"),
+        ("{json_field: {path: a, approx: high}}", "*json_field: approx: expected a number"),
+        (
+            "{json_field: {path: a, equals: x, tolerance: 1}}",
+            "*json_field: tolerance: expected a number >= 0, beside approx",
+        ),
+        (
+            "{json_field: {path: day, equals: 2024-01-01}}",
+            "*json_field: equals: datetime.date(2024, 1, 1) is no JSON value (quote a date *",
+        ),
     ],
-    ids=["typo", "regex", "limit", "schema", "option"],
+    ids=[
+        "typo",
+        "regex",
+        "limit",
+        "schema",
+        "option",
+        "field-key",
+        "field-two-checks",
+        "field-path",
+        "field-regex",
+        "field-approx",
+        "field-tolerance",
+        "field-date",
+    ],
 )
 def test_bad_assertions_are_collection_errors(
     project: pytest.Pytester, entry: str, message: str

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 
 import pytest
 
-from .conftest import copy_example_suite
+from .conftest import ROOT, copy_example_suite
 
 
 def test_example_suite_replays_offline_without_a_key(
@@ -92,3 +93,60 @@ def test_json_report_and_summary_are_the_same_under_xdist(
             line for line in plain.outlines if line.startswith(("current", "v1_baseline"))
         ]
     assert len(summary) == 4
+
+
+STRUCTURED = ROOT / "examples" / "structured"
+
+
+def test_structured_output_example_replays_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
+) -> None:
+    """examples/structured (README "Structured output"): a triage prompt answering JSON,
+    checked by json_field and json_schema alone, compared offline from its recordings."""
+    shutil.copytree(STRUCTURED, pytester.path, dirs_exist_ok=True)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    def no_network(*args: object) -> None:
+        raise AssertionError(f"replay opened a connection to {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    result = pytester.runpytest(
+        "--prompt=v2", "--compare", "v1", "--prompteval-markdown=summary.md", *xdist_args
+    )
+    result.assert_outcomes(passed=22, failed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "v2 * 14 * 13 * 1 * 0 * 0 * 92.9% * 0.982 *",
+            "v1 * 14 * 9 * 5 * 0 * 0 * 64.3% * 0.839 *",
+            "*accuracy by field*",
+            "field * v2 * v1",
+            "priority * 12/13 92% * 10/13 77%",
+            "needs_human * 5/5 100% * 3/5 60%",
+            "category * 9/9 100% * 8/9 89%",
+            "summary * 2/2 100% * 2/2 100%",
+            "sentiment * 4/4 100% * 4/4 100%",
+            "confidence * 1/1 100% * 1/1 100%",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "v2: 14/14 calls replayed from recordings",
+            "v1: failed assertions: json_field 6, json_schema 1",
+            "v1: 14/14 calls replayed from recordings",
+        ]
+    )
+    # JSON answers: no item is scored by the seed's explain dimensions
+    assert "scores by dimension" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            'dark_mode [[]v2[]]: failed assert json_field: priority: expected "low", got "normal"',
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "checkout_broken [[]v1[]]: failed assert json_schema: schema: priority: expected enum "
+            '[[]"urgent", "high", "normal", "low"[]], got "Urgent"',
+        ]
+    )
+    markdown = pytester.path.joinpath("summary.md").read_text()
+    assert "| `needs_human` | 5/5 (100%) | 3/5 (60%) |" in markdown

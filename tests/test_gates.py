@@ -15,8 +15,7 @@ def answer(request, *, case, prompt, sample):
     scores = case.raw["scores"][prompt.version]
     return str(scores[sample] if isinstance(scores, list) else scores)
 """
-# the item's score is the mean of the automatic scorer's and this one's: echo's differences
-# between versions reach the score halved
+# the item's score is this one's: a case that gives only assertions is scored by them alone
 CONFTEST = """
 import pytest_prompteval
 
@@ -77,7 +76,7 @@ def test_a_regression_whose_p_value_underflows_fails_the_gate(project: pytest.Py
         [
             "prompteval gate failed: significant regression of b: a better than b on pass rate: "
             "0 regressions, 1100 improvements; pass rate +100.0% [[]+1.000, +1.000[]] (95%), "
-            "McNemar exact p=1.5e-331; mean score +0.400 *"
+            "McNemar exact p=1.5e-331; mean score +0.800 *"
         ]
     )
 
@@ -86,7 +85,7 @@ def test_the_gate_blames_the_version_the_verdict_says_is_worse(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     # Finding 3: b newly fails 10 cases by a hair while gaining score on 10 others: the mean
-    # score difference is +0.0075, under the minimum effect, and once decided the direction.
+    # score difference is +0.015, under the minimum effect, and once decided the direction.
     no_new_failure_rule(project)
     write_cases(project, [(0.72, 0.69)] * 10 + [(0.60, 0.66)] * 10)
     worse = project.runpytest(*GATES, *xdist_args)
@@ -95,7 +94,7 @@ def test_the_gate_blames_the_version_the_verdict_says_is_worse(
         [
             "prompteval gate failed: significant regression of b: a better than b on pass rate: "
             "0 regressions, 10 improvements; pass rate +50.0% *McNemar exact p=0.002; mean score "
-            "-0.00* *(secondary, not gating)"
+            "-0.015 *(secondary, not gating)"
         ]
     )
     # the roles swapped: a is the better side, and its gate passes
@@ -116,7 +115,7 @@ def test_a_regression_is_never_hidden_as_mixed(
         [
             "prompteval gate failed: significant regression of b: a better than b on pass rate: "
             "0 regressions, 8 improvements; pass rate +40.0% *McNemar exact p=0.0078; mean score "
-            "-0.069 *",
+            "-0.138 *",
             # and the new-failures rule (default 0 in gates mode) lists each case with its line
             "prompteval gate failed: b newly fails 8 cases that pass under a (more than "
             "prompteval_max_new_failures 0): c.yaml::case000 (prompt_cases/c.yaml:2) 1/1 → 0/1, "

@@ -30,6 +30,8 @@ class CheckResult:
     score: float
     weight: float
     reason: str
+    #: a json_field check's field, for the per-field table
+    field: str | None = None
 
 
 @dataclass
@@ -196,7 +198,7 @@ _JUDGE_DEFAULTS: dict[str, Any] = {
     "template": "",
 }  # fmt: skip
 _CHECK_DEFAULTS: dict[str, Any] = {
-    "type": "", "passed": False, "score": 0.0, "weight": 1.0, "reason": "",
+    "type": "", "passed": False, "score": 0.0, "weight": 1.0, "reason": "", "field": None,
 }  # fmt: skip
 
 #: JUnit testcase properties: the fields marked for CI dashboards, in the type's order.

@@ -118,6 +118,20 @@ class ItemSpec:
     code: CodeSpec | None = None
 
 
+#: ``ItemResult.scorer`` of an item scored by its assertions alone
+ASSERTIONS_ONLY = "assertions"
+
+
+def seed_scorer_applies(engine: Engine, spec: ItemSpec) -> bool:
+    """The seed's scorer (topics, clarity by sentence length, length by difficulty; or the
+    judge's rubric) fits an answer that explains: it scores a case that gives expected topics,
+    a case with nothing else to score it (no ``assert:``), and every case when the project
+    names the scorer (``--prompteval-scorer`` or ini ``prompteval_scorer``). Any other case,
+    a JSON answer checked by its assertions say, is scored by its assertions alone: sentence
+    length of a JSON document is no measure of it."""
+    return engine.settings.scorer_named or not spec.assertions or bool(expected_topics(spec.case))
+
+
 def _main_score(
     engine: Engine,
     spec: ItemSpec,
@@ -245,6 +259,7 @@ def evaluate(
     already built for this item, if any."""
     case, prompt = spec.case, spec.prompt
     usage = JudgeUsage()
+    main: Score | None
     try:
         if request is None:
             request = make_request(hook, engine, case, prompt)
@@ -284,7 +299,7 @@ def evaluate(
                 result.calls_replayed += replays
                 result.calls_live += len(responses) - 1 - replays
             main = _code_score(engine, spec.code, case, text, prefill, result)
-        else:
+        elif seed_scorer_applies(engine, spec):
             texts = (
                 _sample_texts(engine, request, ctx, outcome, spec.samples)
                 if spec.samples > 1
@@ -293,6 +308,8 @@ def evaluate(
             automatic = engine.scorer.score(case, response.text, texts)
             result.automatic_score = automatic.value
             main = _main_score(engine, spec, response.text, automatic, usage, result)
+        else:
+            main, result.scorer = None, ASSERTIONS_ONLY
         checks = [
             run_check(engine, spec, a, request, response, result, usage) for a in spec.assertions
         ]
@@ -304,13 +321,18 @@ def evaluate(
         raise
     finally:
         usage.add_to(result)
-    result.score = round(combine(main.value, checks), 6) if checks else main.value
-    result.dimensions = main.dimensions
-    result.missing_topics = main.details["missing_topics"]
-    result.incorrect_claims = main.details["incorrect_claims"]
     result.assertions = [c.result() for c in checks]
-    result.passed = _main_passes(engine, main, result) and all(c.passed for c in checks)
-    result.main_score = main.value
+    if main is None:  # scored by its assertions alone
+        result.score = result.main_score = round(combine(None, checks), 6)
+        main_passes = result.score >= result.threshold
+    else:
+        result.score = round(combine(main.value, checks), 6) if checks else main.value
+        result.dimensions = main.dimensions
+        result.missing_topics = main.details["missing_topics"]
+        result.incorrect_claims = main.details["incorrect_claims"]
+        result.main_score = main.value
+        main_passes = _main_passes(engine, main, result)
+    result.passed = main_passes and all(c.passed for c in checks)
     result.outcome = "passed" if result.passed else "failed"
     return request, response
 
@@ -329,7 +351,9 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     run = result.execution
     if run is not None and run.error_class is not None:
         why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
-    elif failed_checks and (run is not None or main >= threshold):
+    elif failed_checks and (
+        run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY
+    ):
         first = failed_checks.pop(0)
         why = f"failed assert {first.type}: {first.reason}"
     else:

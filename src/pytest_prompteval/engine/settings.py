@@ -174,8 +174,10 @@ SETTINGS: tuple[Setting, ...] = (
             metavar="N"),
     Setting("record_note", "a note written into every recording made in this run",
             option="--prompteval-record-note", metavar="TEXT"),
-    Setting("scorer", "automatic (default), claude (the judge scores every item) or hybrid "
-            "(automatic on every item, the judge on a sample)", default="automatic",
+    Setting("scorer", "automatic (default: on cases with expected_topics or no assert:, the "
+            "rest scored by their assertions; named here, on every case), claude (the judge "
+            "scores every item) or hybrid (automatic on every item, the judge on a sample)",
+            default="automatic",
             parse=_choice(SCORER_MODES), option="--prompteval-scorer", ini="prompteval_scorer",
             choices=SCORER_MODES),
     Setting("judge_model", f"the judge's model (default {DEFAULT_JUDGE_MODEL})",
@@ -352,6 +354,9 @@ class Settings:
     samples: int
     record_note: str | None
     scorer: str
+    #: the project named the scorer (option or ini), so it scores every case; by default it
+    #: scores only the cases it fits (``evaluate.seed_scorer_applies``)
+    scorer_named: bool
     judge_model: str
     review_template: str | None
     review_templates: Path | None
@@ -424,10 +429,12 @@ class Settings:
         controller). Raises SettingError naming the option, ini key or variable."""
         environ = os.environ if environ is None else environ
         raw: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         here = invocation_dir or Path.cwd()
         from_files: list[tuple[Setting, str]] = []
         for setting in SETTINGS:
             raw[setting.name], source = _value(setting, options, ini, environ, typed)
+            sources[setting.name] = source
             if source in FROM_FILES:
                 _check_from_file(setting, source, raw[setting.name], rootpath, here)
                 from_files.append((setting, source))
@@ -475,6 +482,7 @@ class Settings:
             "markdown": given_path(raw["markdown"]),
             "baseline": given_path(baseline),
             "baseline_version": baseline_version,
+            "scorer_named": sources["scorer"] != "default",
         }
         settings = cls(**{f.name: values[f.name] for f in fields(cls)})
         settings._check()

@@ -111,7 +111,10 @@ class Prompteval:
         threshold = run.result.threshold if min_score is None else min_score
         usage = JudgeUsage()
         if scorer == "automatic":
-            score, reason = run.result.automatic_score or 0.0, "automatic score"
+            automatic = run.result.automatic_score
+            if automatic is None:  # a case scored by its assertions alone: asked for now
+                automatic = self.engine.scorer.score(run.case, run.text).value
+            score, reason = automatic, "automatic score"
         elif scorer == "claude":
             verdict = self.engine.judge().verdict(run.case, run.prompt, run.text, usage)
             notes = verdict.score.details["notes"]

@@ -51,6 +51,7 @@ def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
     parts = [
         _verdict(run),
         _versions(run),
+        _fields(run.summaries),
         _changes(run.prompt_changes),
         _recordings(run.recordings),
         *(_comparison(c, run.locations, link) for c in run.comparisons),
@@ -113,6 +114,22 @@ def _versions(run: MarkdownRun) -> str:
             ]
         )
     return "### Versions\n\n" + _table(header, rows)
+
+
+def _fields(summaries: Sequence[VersionSummary]) -> str:
+    """Per json_field path and version: items whose checks of it passed, of those that ran."""
+    names = list(dict.fromkeys(name for s in summaries for name in s.json_fields))
+    if not names:
+        return ""
+    rows = []
+    for name in names:
+        cells = []
+        for s in summaries:
+            passed, total = s.json_fields.get(name, (0, 0))
+            cells.append(f"{passed}/{total} ({passed / total:.0%})" if total else "-")
+        rows.append([md_code(name), *cells])
+    header = ["field", *(md_code(s.version) for s in summaries)]
+    return "### Accuracy by field\n\n" + _table(header, rows)
 
 
 def _changes(lines: Sequence[str]) -> str:

@@ -92,6 +92,8 @@ class VersionSummary:
     case_pass_at_k: dict[str, dict[int, float | None]] = field(default_factory=dict)
     max_samples: int = 1
     groups: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    #: per json_field path: (items whose checks of it all passed, items that checked it)
+    json_fields: dict[str, tuple[int, int]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -144,6 +146,9 @@ class VersionSummary:
             g: {name: {"passed": p, "total": t} for name, (p, t) in values.items()}
             for g, values in self.groups.items()
         }
+        data["json_fields"] = {
+            name: {"passed": p, "total": t} for name, (p, t) in self.json_fields.items()
+        }
         data["errors"] = dict(self.errors)
         data["failed_assertions"] = dict(self.failed_assertions)
         data["code_failures"] = dict(self.code_failures)
@@ -182,6 +187,17 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
     return _mean(values)
 
 
+def _count_fields(counts: dict[str, tuple[int, int]], result: Result) -> None:
+    """One item counts once per field: passed when every json_field check of it passed."""
+    fields: dict[str, bool] = {}
+    for check in result.assertions:
+        if check.field is not None:
+            fields[check.field] = fields.get(check.field, True) and check.passed
+    for name, ok in fields.items():
+        passed, total = counts.get(name, (0, 0))
+        counts[name] = (passed + ok, total + 1)
+
+
 def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
     s = VersionSummary(version=version, items=len(results))
     ran = [r for r in results if counts_in_denominators(r)]
@@ -205,6 +221,7 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
                 label = getattr(r, group) or "-"
                 passed, total = s.groups[group].get(label, (0, 0))
                 s.groups[group][label] = (passed + (outcome == "passed"), total + 1)
+            _count_fields(s.json_fields, r)
         s.input_tokens += r.input_tokens
         s.output_tokens += r.output_tokens
         if r.response is not None:

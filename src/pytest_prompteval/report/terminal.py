@@ -102,6 +102,21 @@ def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
     return table(rows)
 
 
+def fields_block(summaries: Sequence[VersionSummary]) -> list[str]:
+    """Per json_field path and version: the share of items whose checks of it passed."""
+    names = list(dict.fromkeys(name for s in summaries for name in s.json_fields))
+    if not names:
+        return []
+    rows = [["field", *(s.version for s in summaries)]]
+    for name in names:
+        cells = []
+        for s in summaries:
+            passed, total = s.json_fields.get(name, (0, 0))
+            cells.append(f"{passed}/{total} {passed / total:.0%}" if total else "-")
+        rows.append([name, *cells])
+    return table(rows)
+
+
 def _counts(label: str, counter: Counter[str], most_common: bool = True) -> str:
     text = f"{label}: " + ", ".join(f"{k} {n}" for k, n in counter.most_common())
     return text + (f" (most common: {counter.most_common(1)[0][0]})" if most_common else "")
@@ -207,6 +222,7 @@ def render(
         ("scores by dimension", dimensions_block(summaries)),
     ]
     blocks += [(f"accuracy by {g}", group_block(summaries, g)) for g in GROUPS]
+    blocks.append(("accuracy by field", fields_block(summaries)))
     blocks.append(("notes", notes_block(summaries)))
     for comparison in comparisons:
         blocks.append(("comparison", comparison_block(comparison, details)))

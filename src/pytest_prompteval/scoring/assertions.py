@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,11 @@ _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
 STRING_TYPES = ("contains", "not_contains", "icontains", "equals", "judge")
 PATTERN_TYPES = ("regex", "not_regex")
 LIMIT_TYPES = ("max_length", "min_length", "max_tokens", "max_latency_ms", "max_cost_usd")
-BUILTIN_TYPES = (*STRING_TYPES, *PATTERN_TYPES, *LIMIT_TYPES, "is_json", "json_schema", "topics")
+JSON_TYPES = ("is_json", "json_schema", "json_field")
+BUILTIN_TYPES = (*STRING_TYPES, *PATTERN_TYPES, *LIMIT_TYPES, *JSON_TYPES, "topics")
+#: what a ``json_field`` compares the field with: exactly one of these
+FIELD_CHECKS = ("equals", "in", "matches", "approx")
+FIELD_KEYS = ("path", *FIELD_CHECKS, "tolerance")
 OPTIONS = ("type", "value", "weight", "threshold", "include_prefill")
 
 
@@ -36,15 +42,29 @@ class Assertion:
 
 
 @dataclass(frozen=True)
+class FieldCheck:
+    """A parsed ``json_field`` value: where the field is and what it must be."""
+
+    path: tuple[str, ...]
+    name: str  # the path as tables show it (``field_name``)
+    check: str  # one of FIELD_CHECKS
+    expected: Any
+    tolerance: float | None = None
+
+
+@dataclass(frozen=True)
 class Checked:
     type: str
     passed: bool
     score: float
     weight: float
     reason: str
+    field: str | None = None
 
     def result(self) -> CheckResult:
-        return CheckResult(self.type, self.passed, round(self.score, 6), self.weight, self.reason)
+        return CheckResult(
+            self.type, self.passed, round(self.score, 6), self.weight, self.reason, self.field
+        )
 
 
 def parse_assertions(
@@ -61,8 +81,10 @@ def parse_assertions(
     for index, entry in enumerate(entries):
         entry_line = line_of(entry, None) or line
 
-        def fail(message: str, _line: int | None = entry_line, _i: int = index) -> PromptevalError:
-            return PromptevalError(f"{owner}, assert[{_i}]: {message}", path, _line)
+        def fail(
+            message: str, at: int | None = None, _i: int = index, _line: int | None = entry_line
+        ) -> PromptevalError:
+            return PromptevalError(f"{owner}, assert[{_i}]: {message}", path, at or _line)
 
         if isinstance(entry, Mapping) and "type" not in entry:
             # shorthand: {contains: "x"}; the one key naming a known type is the type
@@ -90,6 +112,8 @@ def parse_assertions(
                 f"{{type: {kind}, threshold: X}} for the score it needs"
             )
         _check_value(kind, value, fail)
+        if kind == "json_field":
+            value = _parse_field(value, fail)
         weight = entry.get("weight", 1.0)
         threshold = entry.get("threshold")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
@@ -135,7 +159,7 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
             jsonschema.Draft202012Validator.check_schema(dict(value))
         except jsonschema.SchemaError as exc:
             raise fail(f"json_schema: invalid schema: {exc.message}") from None
-        _check_schema_patterns(value, fail)
+        _check_schema(value, fail)
     if (
         kind == "topics"
         and value is not None
@@ -144,44 +168,247 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
         raise fail("topics: expected a list of topic names, or nothing for the case's own")
 
 
-#: schema keywords whose values are data, not schemas: a "pattern" key in them is no pattern
-_SCHEMA_DATA = frozenset({"const", "enum", "default", "examples"})
+def _is_json_value(value: Any) -> bool:
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return True
+    if isinstance(value, list):
+        return all(_is_json_value(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
+    return False
 
 
-def _check_schema_patterns(schema: Any, fail: Callable[..., PromptevalError]) -> None:
-    """A schema's ``pattern`` and ``patternProperties`` run on RE2 (``schema_validator``): one
-    RE2 cannot run is an error at its line. ``unevaluatedProperties`` would run them on
-    Python's ``re`` (inside jsonschema), so it may not meet ``patternProperties``."""
-    found: dict[str, list[tuple[str, int | None]]] = {"pattern": [], "keyed": [], "unevaluated": []}
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
-    def walk(node: Any) -> None:
-        if isinstance(node, list):
-            for child in node:
-                walk(child)
+
+def field_name(path: Sequence[str]) -> str:
+    """A field as tables and messages show it: dotted (``items.0.sku``) when every key can
+    be written so, else a JSON Pointer."""
+    if path and all(key and "." not in key and not key.startswith("/") for key in path):
+        return ".".join(path)
+    return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
+
+
+def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldCheck:
+    """``{path: P, equals|in|matches|approx: V[, tolerance: T]}``: P a JSON Pointer
+    (``/items/0/sku``) or dotted (``items.0.sku``)."""
+    if not isinstance(value, Mapping):
+        raise fail(f"json_field: expected {{path: FIELD, {'|'.join(FIELD_CHECKS)}: VALUE}}")
+    for key in value:
+        if key not in FIELD_KEYS:
+            raise fail(
+                f"json_field: unknown key {key!r}{suggestion(str(key), FIELD_KEYS)}; allowed: "
+                + ", ".join(FIELD_KEYS)
+            )
+    where = value.get("path")
+    if not isinstance(where, str) or not where:
+        raise fail("json_field: path: expected a JSON Pointer (/a/0/b) or a dotted path (a.0.b)")
+    if where.startswith("/"):
+        path = tuple(k.replace("~1", "/").replace("~0", "~") for k in where[1:].split("/"))
+    else:
+        path = tuple(where.split("."))
+        if "" in path:
+            raise fail(f"json_field: path {where!r}: an empty key; write a JSON Pointer for it")
+    checks = [k for k in FIELD_CHECKS if k in value]
+    if len(checks) != 1:
+        raise fail(f"json_field: give exactly one of {', '.join(FIELD_CHECKS)}")
+    (check,) = checks
+    expected = value[check]
+    if not _is_json_value(expected):
+        raise fail(
+            f"json_field: {check}: {expected!r} is no JSON value (quote a date or a time in YAML)"
+        )
+    if check == "in" and (not isinstance(expected, list) or not expected):
+        raise fail("json_field: in: expected a non-empty list of values")
+    if check == "matches":
+        if not isinstance(expected, str):
+            raise fail("json_field: matches: expected a regular expression")
+        try:
+            pattern(expected)
+        except PatternError as exc:
+            raise fail(f"json_field: matches: {exc}") from None
+    if check == "approx" and not _is_number(expected):
+        raise fail("json_field: approx: expected a number")
+    tolerance = value.get("tolerance")
+    if tolerance is not None and (check != "approx" or not _is_number(tolerance) or tolerance < 0):
+        raise fail("json_field: tolerance: expected a number >= 0, beside approx")
+    return FieldCheck(
+        path, field_name(path), check, expected, None if tolerance is None else float(tolerance)
+    )
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as JSON (``"urgent"``, ``null``, ``true``), cut to a line."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
+
+
+def _resolve(document: Any, path: Sequence[str]) -> tuple[bool, Any]:
+    """(True, the field's value), or (False, why it is not there)."""
+    node = document
+    for depth, key in enumerate(path):
+        parent = field_name(path[:depth]) or "the top level"
+        if isinstance(node, dict):
+            if key not in node:
+                return False, f"missing: {parent} has no {key!r}"
+            node = node[key]
+        elif isinstance(node, list):
+            if not key.isdigit() or (key != "0" and key.startswith("0")):
+                return False, f"missing: {parent} is an array, {key!r} is no index"
+            if int(key) >= len(node):
+                return False, f"missing: {parent} has {len(node)} items, no [{key}]"
+            node = node[int(key)]
+        else:
+            return False, f"missing: {parent} is {_shown(node)}, not an object or array"
+    return True, node
+
+
+def check_field(field: FieldCheck, document: Any) -> tuple[bool, str]:
+    found, value = _resolve(document, field.path)
+    if not found:
+        return False, f"{field.name}: {value}"
+    expected = field.expected
+    if field.check == "equals":
+        passed, wanted = _same(value, expected), _shown(expected)
+    elif field.check == "in":
+        passed = any(_same(value, option) for option in expected)
+        wanted = f"one of {_shown(expected)}"
+    elif field.check == "matches":
+        passed = isinstance(value, str) and pattern(expected).search(value) is not None
+        wanted = f"a string matching /{expected}/"
+    else:
+        number = _is_number(value)
+        if field.tolerance is None:  # as pytest.approx: relative 1e-6
+            passed = number and math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-12)
+            wanted = f"{expected} ± 1e-6 relative"
+        else:
+            passed = number and abs(value - expected) <= field.tolerance
+            wanted = f"{expected} ± {field.tolerance:g}"
+    if passed:
+        return True, f"{field.name} = {_shown(value)}"
+    return False, f"{field.name}: expected {wanted}, got {_shown(value)}"
+
+
+#: validators whose "expected X, got Y" says it all; the others add jsonschema's message
+_PLAIN_VALIDATORS = frozenset(
+    {"const", "enum", "type", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+     "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
+     "minProperties", "maxProperties"}
+)  # fmt: skip
+
+
+def schema_failure(errors: Sequence[Any]) -> str:
+    """The most relevant of a document's schema errors: the field path, what the schema
+    expected there and what the answer has, then how many more there are."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(errors)
+    path = [str(k) for k in error.absolute_path]
+    where = field_name(path) or "the top level"
+    required = error.validator_value if error.validator == "required" else []
+    missing = [k for k in required if k not in error.instance]
+    if missing:  # the field is the missing one, not the object that lacks it
+        text = f"{field_name([*path, missing[0]])}: expected a value (required), got none"
+    elif error.validator is None:  # a false schema
+        text = f"{where}: {error.message}"
+    else:
+        text = (
+            f"{where}: expected {error.validator} {_shown(error.validator_value)}, got "
+            f"{_shown(error.instance)}"
+        )
+        if error.validator not in _PLAIN_VALIDATORS:
+            text += f" ({error.message})"
+    more = len(errors) - 1
+    return text + (f" (+{more} more schema errors)" if more else "")
+
+
+#: keywords whose value is one subschema, a mapping of them, a list of them
+_SUBSCHEMA = frozenset(
+    {"additionalProperties", "propertyNames", "if", "then", "else", "not", "contains", "items",
+     "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+)  # fmt: skip
+_SUBSCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+#: draft 2020-12's vocabularies (core, applicator, unevaluated, validation, meta-data,
+#: format, content), and draft 7's ``definitions`` that ``$ref`` still reaches
+SCHEMA_KEYWORDS = _SUBSCHEMA | _SUBSCHEMA_MAPS | _SUBSCHEMA_LISTS | frozenset(
+    {"$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary",
+     "$comment", "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+     "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+     "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+     "dependentRequired", "title", "description", "default", "deprecated", "readOnly",
+     "writeOnly", "examples", "format", "contentEncoding", "contentMediaType"}
+)  # fmt: skip
+
+
+def _subschemas(node: Mapping[str, Any]) -> Iterator[Any]:
+    """The schemas directly inside ``node``, by keyword: the names under ``properties`` and
+    the values of ``const`` or ``enum`` are data, not schemas."""
+    for key, value in node.items():
+        if key in _SUBSCHEMA:
+            yield from value if isinstance(value, list) else (value,)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            yield from value.values()
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            yield from value
+
+
+def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
+    """Every keyword at every level is draft 2020-12's (jsonschema ignores one it does not
+    know, so ``cosnt`` would disable its check silently; ``x-`` names are the project's own
+    annotations). A schema's ``pattern`` and ``patternProperties`` run on RE2
+    (``schema_validator``): one RE2 cannot run is an error at its line.
+    ``unevaluatedProperties`` would run them on Python's ``re`` (inside jsonschema), so it may
+    not meet ``patternProperties``."""
+    patterns: list[tuple[str, int | None]] = []
+    keyed, unevaluated = False, []
+    todo = [schema]
+    for node in todo:  # grows as it goes: every schema, outermost first
         if not isinstance(node, Mapping):
-            return
+            continue  # true and false are schemas too
+        for key in node:
+            if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
+                raise fail(
+                    f"json_schema: unknown keyword {key!r}{suggestion(key, SCHEMA_KEYWORDS)} "
+                    "(draft 2020-12; an unknown keyword checks nothing; name your own "
+                    "annotations x-...)",
+                    line_of(node, key),
+                )
         if isinstance(node.get("pattern"), str):
-            found["pattern"].append((node["pattern"], line_of(node, "pattern")))
+            patterns.append((node["pattern"], line_of(node, "pattern")))
         properties = node.get("patternProperties")
-        if isinstance(properties, Mapping):
-            found["keyed"] += [(str(k), line_of(properties, k)) for k in properties]
+        if isinstance(properties, Mapping) and properties:
+            patterns += [(str(k), line_of(properties, k)) for k in properties]
+            keyed = True
         if "unevaluatedProperties" in node:
-            found["unevaluated"].append(("", line_of(node, "unevaluatedProperties")))
-        for key, child in node.items():
-            if key not in _SCHEMA_DATA:
-                walk(child)
-
-    walk(schema)
-    for source, line in found["pattern"] + found["keyed"]:
+            unevaluated.append(line_of(node, "unevaluatedProperties"))
+        todo.extend(_subschemas(node))
+    for source, line in patterns:
         try:
             pattern(source)
         except PatternError as exc:
             raise fail(f"json_schema: pattern {source!r}: {exc}", line) from None
-    if found["keyed"] and found["unevaluated"]:
+    if keyed and unevaluated:
         raise fail(
             "json_schema: unevaluatedProperties cannot be used with patternProperties "
             "(patterns run on RE2; jsonschema would match these on Python's re)",
-            found["unevaluated"][0][1],
+            unevaluated[0],
         )
 
 
@@ -282,17 +509,23 @@ def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
         if seen.cost_usd is None:
             return Checked(kind, False, 0.0, assertion.weight, "cost unknown: model not priced")
         passed, reason = seen.cost_usd <= value, f"cost ${seen.cost_usd:.6f} <= ${value}"
-    elif kind in ("is_json", "json_schema"):
+    elif kind in JSON_TYPES:
+        field = value.name if kind == "json_field" else None
         try:
             document = parse_json(text)
         except ValueError as exc:
-            return Checked(kind, False, 0.0, assertion.weight, f"not JSON: {exc}")
+            return Checked(kind, False, 0.0, assertion.weight, f"not JSON: {exc}", field)
         if kind == "is_json":
             passed, reason = True, "is JSON"
         else:
-            errors = list(schema_validator()(dict(value)).iter_errors(document))
-            passed = not errors
-            reason = "matches the schema" if passed else f"schema: {errors[0].message}"
+            if kind == "json_field":
+                passed, reason = check_field(value, document)
+            else:
+                errors = list(schema_validator()(dict(value)).iter_errors(document))
+                passed = not errors
+                reason = "matches the schema" if passed else f"schema: {schema_failure(errors)}"
+            # the reason says what was expected and what came
+            return Checked(kind, passed, float(passed), assertion.weight, reason, field)
     else:
         return None
     return Checked(
@@ -331,7 +564,11 @@ def custom_score(name: str, result: Any) -> tuple[float, dict[str, float]]:
     return value, dims
 
 
-def combine(main: float, checks: Sequence[Checked]) -> float:
-    """The item's score: the main scorer (weight 1) and the assertions, by weight."""
-    total = 1.0 + sum(c.weight for c in checks)
-    return (main + sum(c.score * c.weight for c in checks)) / total
+def combine(main: float | None, checks: Sequence[Checked]) -> float:
+    """The item's score: the main scorer (weight 1; None: the item has none) and the
+    assertions, by weight; assertions all of weight 0 count alike."""
+    scores = [(c.score, c.weight) for c in checks] + ([] if main is None else [(main, 1.0)])
+    total = sum(w for _, w in scores)
+    if not total:
+        return statistics.fmean(s for s, _ in scores)
+    return sum(s * w for s, w in scores) / total
