@@ -28,7 +28,8 @@ def test_example_suite_replays_offline_without_a_key(
             "version * items * passed * pass rate * score * pass@1 * in tok * out tok * cost $*",
             "current * 5 * 5 * 100.0% *",
             "v1_baseline * 5 * 5 * 100.0% *",
-            "current: 5/5 calls replayed from recordings",
+            "current: cost: $0.0000 spent: all 5 calls replayed from recordings, which cost "
+            "$0.0036 to record",
         ]
     )
 
