@@ -35,7 +35,8 @@ def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
     return [
         dict(report.user_properties)["prompteval"]
         for report in reprec.getreports("pytest_runtest_logreport")
-        if report.when == "call" or (report.when == "setup" and report.failed)
+        if (report.when == "call" or (report.when == "setup" and report.failed))
+        and "prompteval" in dict(report.user_properties)  # not a case's min_pass verdict
     ]
 
 

@@ -200,11 +200,11 @@ def test_samples_give_pass_at_k(project: pytest.Pytester, xdist_args: list[str])
     # n=4, c=2: pass@1 = 0.5, pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass@4 = 1
     result.stdout.fnmatch_lines(
         [
-            "correct * 4 * 2 * 50.0% * 0.500 * 0.833 * 1.000 *",
+            "correct * 4 * 2 * 50.0% * 50.0% * 83.3% * 100.0% *",
             "*accuracy by category*",
-            "arithmetic * 2/4 50% p@1 0.50 p@2 0.83 p@4 1.00",
+            "arithmetic * 2/4 50.0% p@1 50.0% p@2 83.3% p@4 100.0%",
             "*accuracy by difficulty*",
-            "beginner * 2/4 50% p@1 0.50 p@2 0.83 p@4 1.00",
+            "beginner * 2/4 50.0% p@1 50.0% p@2 83.3% p@4 100.0%",
         ]
     )
 

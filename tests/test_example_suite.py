@@ -29,7 +29,8 @@ def test_example_suite_replays_offline_without_a_key(
             "version * items * passed * pass rate * score * pass@1 * in tok * out tok * cost $*",
             "current * 5 * 5 * 100.0% *",
             "v1_baseline * 5 * 5 * 100.0% *",
-            "current: 5/5 calls replayed from recordings",
+            "current: cost: $0.0000 spent: all 5 calls replayed from recordings, which cost "
+            "$0.0036 to record",
         ]
     )
 
@@ -120,19 +121,19 @@ def test_structured_output_example_replays_offline(
             "v1 * 14 * 9 * 5 * 0 * 0 * 64.3% * 0.839 *",
             "*accuracy by field*",
             "field * v2 * v1",
-            "priority * 12/13 92% * 10/13 77%",
-            "needs_human * 5/5 100% * 3/5 60%",
-            "category * 9/9 100% * 8/9 89%",
-            "summary * 2/2 100% * 2/2 100%",
-            "sentiment * 4/4 100% * 4/4 100%",
-            "confidence * 1/1 100% * 1/1 100%",
+            "priority * 12/13 92.3% * 10/13 76.9%",
+            "needs_human * 5/5 100.0% * 3/5 60.0%",
+            "category * 9/9 100.0% * 8/9 88.9%",
+            "summary * 2/2 100.0% * 2/2 100.0%",
+            "sentiment * 4/4 100.0% * 4/4 100.0%",
+            "confidence * 1/1 100.0% * 1/1 100.0%",
         ]
     )
     result.stdout.fnmatch_lines(
         [
-            "v2: 14/14 calls replayed from recordings",
+            "v2: cost: $0.0000 spent: all 14 calls replayed from recordings*",
             "v1: failed assertions: json_field 6, json_schema 1",
-            "v1: 14/14 calls replayed from recordings",
+            "v1: cost: $0.0000 spent: all 14 calls replayed from recordings*",
         ]
     )
     # JSON answers: no item is scored by the seed's explain dimensions
@@ -149,4 +150,4 @@ def test_structured_output_example_replays_offline(
         ]
     )
     markdown = pytester.path.joinpath("summary.md").read_text()
-    assert "| `needs_human` | 5/5 (100%) | 3/5 (60%) |" in markdown
+    assert "| `needs_human` | 5/5 100.0% | 3/5 60.0% |" in markdown

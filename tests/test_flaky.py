@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import combinations, product
+from xml.etree import ElementTree
 
 import pytest
 
@@ -87,33 +88,44 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_min_pass_decides_the_case_while_every_sample_stays_visible(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    result = project.runpytest("--prompt=v", PROVIDER, "--prompteval-min-pass=4", *xdist_args)
-    result.assert_outcomes(passed=11, xfailed=4)
+    result = project.runpytest(
+        "--prompt=v", PROVIDER, "--prompteval-min-pass=4", "--junitxml=junit.xml", *xdist_args
+    )
+    # the failing samples are xfail; the case below its min_pass is one failed test
+    result.assert_outcomes(passed=11, xfailed=4, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "*samples*",
-            "v: pass@1 0.733  pass^1 0.733; 2 flaky cases",
-            "  flaky c.yaml::mostly [v]: 4/5 passed, 95% CI [0.38, 0.96], min_pass 4: passes",
-            "  flaky c.yaml::rarely [v]: 2/5 passed, 95% CI [0.12, 0.77], min_pass 4: fails",
+            "v: pass@1 73.3%  pass^1 73.3%; 2 flaky cases",
+            "  flaky c.yaml::mostly [v]: 4/5 passed, 95% CI [37.6%, 96.4%], min_pass 4: passes",
+            "  flaky c.yaml::rarely [v]: 2/5 passed, 95% CI [11.8%, 76.9%], min_pass 4: fails",
             "prompteval gate failed: case c.yaml::rarely [v]: 2/5 samples passed, min_pass 4 "
             "needs 4",
+            "FAILED prompt_cases/c.yaml::rarely[[]v-min_pass] - 2/5 samples passed, min_pass*",
         ]
     )
+    # JUnit says so too (it said failures="0": every failing sample was a skip)
+    suite = ElementTree.parse(project.path / "junit.xml").getroot()[0]
+    assert (suite.get("failures"), suite.get("skipped"), suite.get("tests")) == ("1", "4", "16")
+    (failure,) = suite.iter("failure")
+    assert failure.get("message") == "2/5 samples passed, min_pass 4 needs 4"
+    (verdict,) = [t for t in suite.iter("testcase") if t.find("failure") is not None]
+    assert verdict.get("name") == "rarely[v-min_pass]"
 
 
 def test_a_case_min_pass_wins_over_the_option(project: pytest.Pytester) -> None:
     cases = project.path / "prompt_cases" / "c.yaml"
     cases.write_text(cases.read_text() + "  min_pass: 0.4\n")
     result = project.runpytest("--prompt=v", PROVIDER, "--prompteval-min-pass=4")
-    result.assert_outcomes(passed=11, xfailed=4)
+    result.assert_outcomes(passed=11, xfailed=4)  # no case below its min_pass: no failure
     assert result.ret == pytest.ExitCode.OK
 
 
 def test_without_min_pass_every_failed_sample_fails(project: pytest.Pytester) -> None:
     result = project.runpytest("--prompt=v", PROVIDER, "--prompteval-pass-k=1,5")
     result.assert_outcomes(passed=11, failed=4)
-    result.stdout.fnmatch_lines(["v: pass@1 0.733  pass^1 0.733; pass@5 1.000  pass^5 0.333; *"])
+    result.stdout.fnmatch_lines(["v: pass@1 73.3%  pass^1 73.3%; pass@5 100.0%  pass^5 33.3%; *"])
 
 
 def test_exit_gates_follows_the_gates_alone(project: pytest.Pytester) -> None:
@@ -182,13 +194,13 @@ def test_stopping_early_never_changes_a_verdict() -> None:
 def test_stop_early_saves_calls_with_the_same_verdicts(project: pytest.Pytester) -> None:
     args = ("--prompt=v", PROVIDER, "--prompteval-min-pass=3", "--prompteval-results=none")
     full = project.runpytest(*args, "--prompteval-record=all")
-    full.assert_outcomes(passed=11, xfailed=4)
+    full.assert_outcomes(passed=11, xfailed=4, failed=1)
     log = project.path / "calls.log"
     assert len(log.read_text().splitlines()) == 15
     log.unlink()
     early = project.runpytest(*args, "--prompteval-record=all", "--prompteval-stop-early")
     # steady and mostly pass their first 3 samples: decided; rarely (2 pass, 3 fail): all 5
-    early.assert_outcomes(passed=8, xfailed=3, skipped=4)
+    early.assert_outcomes(passed=8, xfailed=3, skipped=4, failed=1)
     early.stdout.fnmatch_lines(["--prompteval-stop-early: 4 samples not drawn (calls saved)"])
     assert len(log.read_text().splitlines()) == 11
     gate = "prompteval gate failed: case c.yaml::rarely ?v?: * min_pass 3 needs 3"

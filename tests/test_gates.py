@@ -74,9 +74,10 @@ def test_a_regression_whose_p_value_underflows_fails_the_gate(project: pytest.Py
     assert result.ret == GATE_FAILED
     result.stdout.fnmatch_lines(
         [
-            "prompteval gate failed: significant regression of b: a better than b on pass rate: "
-            "0 regressions, 1100 improvements; pass rate +100.0% [[]+1.000, +1.000[]] (95%), "
-            "McNemar exact p=1.5e-331; mean score +0.800 *"
+            "prompteval gate failed: significant regression of b against a: b worse than a on "
+            "pass rate: 1100 regressions, 0 improvements; pass rate -100.0% [[]-100.0%, -100.0%[]] "
+            "(95%), McNemar exact p=1.5e-331; mean score -0.800 *; newly failing: c.yaml::case000 "
+            "(prompt_cases/c.yaml:2) 1/1 → 0/1, *(+1080 more, in the summary)"
         ]
     )
 
@@ -92,9 +93,10 @@ def test_the_gate_blames_the_version_the_verdict_says_is_worse(
     assert worse.ret == GATE_FAILED
     worse.stdout.fnmatch_lines(
         [
-            "prompteval gate failed: significant regression of b: a better than b on pass rate: "
-            "0 regressions, 10 improvements; pass rate +50.0% *McNemar exact p=0.002; mean score "
-            "-0.015 *(secondary, not gating)"
+            "prompteval gate failed: significant regression of b against a: b worse than a on "
+            "pass rate: 10 regressions, 0 improvements; pass rate -50.0% *McNemar exact p=0.002; "
+            "mean score +0.015 * (secondary, not gating); newly failing: c.yaml::case000 "
+            "(prompt_cases/c.yaml:2) 1/1 → 0/1, *"
         ]
     )
     # the roles swapped: a is the better side, and its gate passes
@@ -113,9 +115,9 @@ def test_a_regression_is_never_hidden_as_mixed(
     assert result.ret == GATE_FAILED
     result.stdout.fnmatch_lines(
         [
-            "prompteval gate failed: significant regression of b: a better than b on pass rate: "
-            "0 regressions, 8 improvements; pass rate +40.0% *McNemar exact p=0.0078; mean score "
-            "-0.138 *",
+            "prompteval gate failed: significant regression of b against a: b worse than a on "
+            "pass rate: 8 regressions, 0 improvements; pass rate -40.0% *McNemar exact p=0.0078; "
+            "mean score +0.138 *(secondary, not gating)",
             # and the new-failures rule (default 0 in gates mode) lists each case with its line
             "prompteval gate failed: b newly fails 8 cases that pass under a (more than "
             "prompteval_max_new_failures 0): c.yaml::case000 (prompt_cases/c.yaml:2) 1/1 → 0/1, "
@@ -123,10 +125,10 @@ def test_a_regression_is_never_hidden_as_mixed(
         ]
     )
     markdown = project.path.joinpath("pr.md").read_text()
-    # the comparison is a against b (the --prompt version first): b's losses are a's gains
+    # the comparison is b (the --prompt version) against a: b's losses are its regressions
     assert (
-        "**Improvements**\n\n- [`case000`](prompt_cases/c.yaml#L2) "
-        "`prompt_cases/c.yaml:2` 0/1 → 1/1" in markdown
+        "**Regressions**\n\n- [`case000`](prompt_cases/c.yaml#L2) "
+        "`prompt_cases/c.yaml:2` 1/1 → 0/1" in markdown
     )
     assert "b newly fails 8 cases that pass under a" in markdown
 

@@ -62,23 +62,24 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
         [
             "*prompteval summary*",
             "version * items * passed * failed * errored * skipped * pass rate * score * pass@1 *",
-            "current * 5 * 5 * 0 * 0 * 0 * 100.0% * 0.908 * 1.000 *",
+            "current * 5 * 5 * 0 * 0 * 0 * 100.0% * 0.908 * 100.0% *",
             "*scores by dimension*",
             "accuracy * 1.000 * 0.767",
             "*accuracy by category*",
-            "loop_optimization * 1/1 100% * 1/1 100%",
+            "loop_optimization * 1/1 100.0% * 1/1 100.0%",
             "*accuracy by difficulty*",
-            "beginner * 3/3 100% * 3/3 100%",
+            "beginner * 3/3 100.0% * 3/3 100.0%",
             "*accuracy by quality*",
             "*comparison*",
-            "no verdict possible, v1_baseline vs current: 5 paired cases, and exact paired tests "
-            "need at least 6 to reach p < 0.05; pass rate +0.0% [[]-1.000, +1.000] (95%), "
-            "McNemar exact p=1; mean score -0.096 [[]-1.000, +1.000] (95%), p=0.25 (secondary, "
+            # the --prompt version against its reference: current scores higher
+            "no verdict possible, current vs v1_baseline: 5 paired cases, and exact paired tests "
+            "need at least 6 to reach p < 0.05; pass rate +0.0% [[]-100.0%, +100.0%] (95%), "
+            "McNemar exact p=1; mean score +0.096 [[]-1.000, +1.000] (95%), p=0.25 (secondary, "
             "not gating)",
             "  5 paired cases; too few for any verdict (at least 6 needed)",
             "  decided on pass rate (prompteval_gate_metric), McNemar exact, one comparison: no "
             "multiplicity correction",
-            "  pass@1: +0.000 [[]-1.000, +1.000] over the 5 cases with n >= 1 samples in both",
+            "  pass@1: +0.0% [[]-100.0%, +100.0%] over the 5 cases with n >= 1 samples in both",
             "  per case: each case counts the share of its samples that pass (k/n)*",
         ]
     )
@@ -213,7 +214,7 @@ def test_json_report_carries_metadata_and_summary(pytester: pytest.Pytester) -> 
         "total": 3,
     }
     (comparison,) = section["comparisons"]
-    assert comparison["paired"] == 5 and comparison["mean_diff"] == pytest.approx(-0.096, abs=1e-3)
+    assert comparison["paired"] == 5 and comparison["mean_diff"] == pytest.approx(0.096, abs=1e-3)
     assert all("prompteval" in t["metadata"] for t in report["tests"])
 
 
@@ -227,7 +228,7 @@ def test_html_report_is_self_contained(pytester: pytest.Pytester) -> None:
         assert external not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert page.count("<svg") == 3
     assert "sum_loop_001" in page and "Accuracy per category" in page
-    assert "no verdict possible, v1_baseline vs current" in page
+    assert "no verdict possible, current vs v1_baseline" in page
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

@@ -128,7 +128,10 @@ def test_replayed_and_live_count_calls_not_items() -> None:
         attempts=4, calls_replayed=1, calls_live=3,
     )  # fmt: skip
     s = summarize_version("v", [strategy_item], [1])
-    assert "v: 1/4 calls replayed from recordings, 3 live" in notes_block([s])
+    assert (
+        "v: cost: $0.0000 over 3 live and 1 replayed calls (a replay is free now; its figure "
+        "is what it cost to record)" in notes_block([s])
+    )
     old = ItemResult.from_json({"case_id": "c", "file": "c.yaml", "prompt": "v", "replayed": True})
     assert (old.calls_replayed, old.calls_live) == (1, 0)  # history before calls were counted
 

@@ -121,14 +121,14 @@ def test_per_field_accuracy_in_the_terminal_and_the_markdown(project: pytest.Pyt
         [
             "*accuracy by field*",
             "field * v2 * v1",
-            "priority * 3/4 75% * 3/4 75%",
-            "team * 3/4 75% * 3/4 75%",
+            "priority * 3/4 75.0% * 3/4 75.0%",
+            "team * 3/4 75.0% * 3/4 75.0%",
         ]
     )
     markdown = project.path.joinpath("summary.md").read_text()
     assert (
         "### Accuracy by field\n\n| field | `v2` | `v1` |\n| --- | ---: | ---: |\n"
-        "| `priority` | 3/4 (75%) | 3/4 (75%) |\n| `team` | 3/4 (75%) | 3/4 (75%) |\n"
+        "| `priority` | 3/4 75.0% | 3/4 75.0% |\n| `team` | 3/4 75.0% | 3/4 75.0% |\n"
     ) in markdown
 
 
@@ -142,7 +142,7 @@ def test_an_item_counts_once_per_field_and_fails_it_when_any_check_of_it_fails(
         + "  - {json_field: {path: /priority, in: [low]}}\n"
     )
     result = project.runpytest("--prompt=v1", "--prompteval-provider=python:myapp:answer")
-    result.stdout.fnmatch_lines(["field * v1", "priority * 0/1 0%", "team * 1/1 100%"])
+    result.stdout.fnmatch_lines(["field * v1", "priority * 0/1 0.0%", "team * 1/1 100.0%"])
 
 
 def test_schema_failure_names_the_field_the_expected_and_the_actual_value(

@@ -42,7 +42,7 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
         "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
-        "[-0.636, -0.167] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
+        "[-63.6%, -16.7%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
         "(95%), p=0.11 (secondary, not gating)"
     )
     assert block(c)[1].startswith("  regressions (8): c.yaml::c12 1/1 → 0/1, c.yaml::c13 1/1")
@@ -99,7 +99,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     assert c.outcome == "none" and not c.significant
     assert c.verdict == (
         "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
-        "[-0.455, +0.000] (95%), McNemar exact p=0.062; mean score +0.027 [+0.009, +0.050] "
+        "[-45.5%, +0.0%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.009, +0.050] "
         "(95%), p=0.012 (secondary, not gating)"
     )
     lines = block(c)
@@ -108,7 +108,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
         "0/1, c.yaml::c18 1/1 → 0/1, c.yaml::c19 1/1 → 0/1"
     )
     assert (
-        "  mean score significantly up (secondary, not gating): mean score +0.027 "
+        "  mean score significantly up (secondary, not gating): mean score +0.028 "
         "[+0.009, +0.050] (95%), p=0.012" in lines
     )
 
@@ -121,7 +121,7 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; pass rate +60.0% [-1.000, +1.000] (95%), McNemar exact p=0.25; "
+        "to reach p < 0.05; pass rate +60.0% [-100.0%, +100.0%] (95%), McNemar exact p=0.25; "
         "mean score +0.180 [-1.000, +1.000] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
@@ -131,7 +131,7 @@ def test_zero_difference_and_differences_under_the_minimum_effect_are_never_bett
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
     assert same.verdict.startswith(
         "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
-        "[+0.000, +0.000] (95%), McNemar exact p=1"
+        "[+0.0%, +0.0%] (95%), McNemar exact p=1"
     )
     a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
     tiny = compare(a, b, ("A", "B"), min_effect=0.02, primary="score")
@@ -212,7 +212,7 @@ def test_one_denominator_rule_in_every_table() -> None:
     assert s.groups["category"] == {"x": (8, 12)}
     assert s.groups["difficulty"] == {"easy": (8, 12)}  # "hard" never ran: no row
     assert table([s])[1].split()[:8] == ["v", "20", "8", "4", "2", "6", "66.7%", "0.675"]
-    assert group_block([s], "category")[1].split() == ["x", "8/12", "67%"]
+    assert group_block([s], "category")[1].split() == ["x", "8/12", "66.7%"]
     notes = notes_block([s])
     assert "v: 2 errored, not scored (in no denominator)" in notes
     assert "v: skipped 6 (cost budget spent), in no denominator" in notes
@@ -227,7 +227,7 @@ def test_pass_at_k_says_which_cases_it_covers() -> None:
     s = summarize_version("v", results, (1, 5))
     assert s.pass_at_k_cases == {1: (2, 2), 5: (1, 2)}
     assert s.case_pass_at_k["c.yaml::short"] == {1: 0.0, 5: None}
-    assert table([s])[1].split()[8:12] == ["0.200", "1.000", "(1/2", "cases)"]
+    assert table([s])[1].split()[8:12] == ["20.0%", "100.0%", "(1/2", "cases)"]
     assert "v: pass@5: 1 cases with n < 5 samples, not covered" in notes_block([s])
 
 

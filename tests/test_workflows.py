@@ -57,7 +57,7 @@ def test_analyze_reports_trends_best_version_and_partial_runs(
     current = next(line.split() for line in lines if line.startswith("current"))
     assert current[:2] == ["current", "3"]
     best = lines.index(next(x for x in lines if x.startswith("best version")))
-    assert lines[best].startswith("best version (latest run's mean score): current 0.908 [+0.")
+    assert lines[best].startswith("best version (latest run's mean score): current 0.908 95% [0.")
     # "best" beside the runner-up: five cases cannot tell them apart.
     assert lines[best + 1].startswith("  no verdict possible, current vs v1_baseline: 5 paired")
     assert any("29991231_235959_current.jsonl is partial" in line for line in lines)
@@ -199,7 +199,7 @@ def test_analyze_trend_is_a_test_over_comparable_complete_runs(tmp_path: Path) -
     assert data["windowed_pass_rate"] == pytest.approx(37 / 50)
     lines = render_text(report, 5)
     assert lines[1].split()[-3:] == ["no", "trend", "(p=0.74)"]
-    assert lines[3] == "best version (latest run's mean score): v 0.713 [+0.563, +0.828]"
+    assert lines[3] == "best version (latest run's mean score): v 0.713 95% [0.563, 0.828]"
     # A real decline is called one, with its p-value.
     _store(tmp_path, "4", _run(4, 20))
     assert trend_word(analyze(tmp_path, 5)["versions"]["v"]["trend"]).startswith("declining (p=")

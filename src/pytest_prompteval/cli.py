@@ -216,6 +216,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard results into one run per prompt version."""
     from pytest_prompteval.core.history import write_json_atomically
+    from pytest_prompteval.report.figures import share
     from pytest_prompteval.workflows.merge import load_runs, merge_runs, missing_shards
 
     runs = load_runs(args.files)
@@ -236,11 +237,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
         target = targets[version]
         write_json_atomically(target, document)
         s = document["summary"]
-        figures = ", ".join(f"{k} {v:.3f}" for k, v in s["pass_at_k"].items() if v is not None)
-        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
+        at_k = ", ".join(f"{k} {share(v)}" for k, v in s["pass_at_k"].items() if v is not None)
         print(
             f"{target}: {s['items']} items from {len(document['meta']['merged_from'])} "
-            f"files, pass rate {rate}, {figures}" + (" (partial)" if document["partial"] else "")
+            f"files, pass rate {share(s['pass_rate'])}, {at_k}"
+            + (" (partial)" if document["partial"] else "")
         )
     return 0
 
@@ -509,6 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a version as committed at a git ref that CI compares against (repeatable): its "
         "recordings are current too",
     )
+    recording.add_argument(
+        "--prompteval-samples",
+        dest="samples",
+        metavar="N",
+        help="the samples per case of the run whose recordings to keep, when its command line "
+        "gives them (as the CI recipe's does); default: the project's settings",
+    )
     recording.set_defaults(run=cmd_recordings)
     return parser
 
@@ -523,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 judge_provider=provider,
                 provider=provider,
                 record=getattr(args, "record", None),
+                samples=getattr(args, "samples", None),
             )
             _directories(args, args.settings)
         code: int = args.run(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from pytest_prompteval.pytest.adapters import junit_global_property
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import PromptevalRun
+from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import Comparison, compare, correct
 from pytest_prompteval.report.flaky import (
     CaseSamples,
@@ -43,8 +44,11 @@ from pytest_prompteval.report.markdown import (
     render_markdown,
 )
 from pytest_prompteval.report.promptdiff import prompt_changes
-from pytest_prompteval.report.summary import VersionSummary, summarize
+from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels, summarize
 from pytest_prompteval.report.terminal import render
+
+#: on the report of a case's min_pass verdict (no item: the case's samples are the items)
+MIN_PASS_KEY = "prompteval_min_pass"
 
 
 class RunReport:
@@ -94,7 +98,8 @@ class RunReport:
         # an item's result is on the report of its test phase, or of its setup when the
         # setup ended it (an error of the calls, a budget skip)
         if report.failed and not any(
-            key == RESULT_KEY and isinstance(value, dict) and not value.get("inline")
+            (key == RESULT_KEY and isinstance(value, dict) and not value.get("inline"))
+            or key == MIN_PASS_KEY
             for key, value in report.user_properties
         ):
             self.other_failures += 1  # an ordinary test (or the fixture's): not gated
@@ -164,7 +169,7 @@ class RunReport:
         if reporter is not None:
             reporter.write_line(
                 f"prompteval: {len(self.results)}/{total} items, {self.tokens} tokens, "
-                f"${self.cost:.4f}"
+                f"{figures.dollars(self.cost)}"
             )
 
     # -- finishing ----------------------------------------------------------------------
@@ -181,42 +186,20 @@ class RunReport:
         for r in self.results:
             by_version.setdefault(r.prompt, []).append(r)
         first = order[0]
-        min_effect, metric = self.settings.min_effect, self.settings.gate_metric
-        based = self.settings.baseline_version
-        for other in order[1:]:
-            if other == based:
-                continue
-            self.comparisons.append(
-                compare(
-                    by_version.get(first, []),
-                    by_version.get(other, []),
-                    (first, other),
-                    self.ks,
-                    min_effect,
-                    metric,
-                )
-            )
-        if based is not None and based != first:
-            self.comparisons.append(
-                compare(
-                    by_version.get(based, []),
-                    by_version.get(first, []),
-                    (based, first),
-                    self.ks,
-                    min_effect,
-                    metric,
-                )
-            )
+        # every comparison reads "<the --prompt version> vs <a reference>": its regressions
+        # are what the --prompt version newly fails, whichever option named the reference
+        references = [(v, by_version.get(v, [])) for v in order[1:]]
         if self.baseline is not None:
-            label = f"baseline {self.baseline.path.name}"
+            references.append((f"baseline {self.baseline.path.name}", self.baseline.results))
+        for reference, results in references:
             self.comparisons.append(
                 compare(
-                    self.baseline.results,
+                    results,
                     by_version.get(first, []),
-                    (label, first),
+                    (reference, first),
                     self.ks,
-                    min_effect,
-                    metric,
+                    self.settings.min_effect,
+                    self.settings.gate_metric,
                 )
             )
         correct(self.comparisons)  # Holm over every test of the run
@@ -226,6 +209,7 @@ class RunReport:
         # gates mode: the --prompt version is judged, compared versions are references
         judged = [c for c in self.cases if not gates_only or c.version == first]
         self.gate_failures += min_pass_failures(judged)
+        self._min_pass_reports(session)
         if gates_only:
             self.gate_failures += comparison_gates(
                 self.comparisons, first, self.settings.max_new_failures, self._where
@@ -240,38 +224,83 @@ class RunReport:
             )
         elif self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        # each output on its own: one that cannot be written loses none of the others
-        self._junit_suite_properties()
-        html = self.settings.html
-        if html is not None:
-            page = render_html(
-                self.results,
-                self.summaries,
-                self.comparisons,
-                f"prompteval report: {', '.join(order)}",
-            )
-            try:
-                html.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(html, page)
-                self.html_written = html
-            except OSError as exc:
-                self._output_failed("--prompteval-html", html, exc)
-        self._markdown()
-        if self.history is not None:
-            partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
-                pytest.ExitCode.INTERRUPTED,
-                pytest.ExitCode.INTERNAL_ERROR,
-            )
-            try:
-                self.written = self.history.finalize(
-                    {s.version: s.to_json() for s in self.summaries}, partial
-                )
-            except OSError as exc:
-                self._output_failed("--prompteval-results", self.history.directory, exc)
+        # each output on its own: one that cannot be written, or fails to render, loses
+        # none of the others (nor pytest's JUnit file, written after this hook)
+        self._output("--junitxml", self._junit_suite_properties)
+        self._output("--prompteval-html", self._html)
+        self._output("--prompteval-markdown", self._markdown)
+        partial = bool(session.shouldstop or session.shouldfail) or exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        self._output("--prompteval-results", lambda: self._history(partial))
         if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _markdown(self) -> None:
+    def _output(self, option: str, write: Callable[[], None]) -> None:
+        """One output: a file it cannot write (``_output_failed``) or a figure it cannot
+        render is named at the end, and the run goes on to the next output."""
+        try:
+            write()
+        except Exception as exc:  # an output's own bug must not lose the others
+            self.output_errors.append(f"{option}: {_internal(exc)}")
+
+    def _history(self, partial: bool) -> None:
+        if self.history is None:
+            return
+        try:
+            self.written = self.history.finalize(
+                {s.version: s.to_json() for s in self.summaries}, partial
+            )
+        except OSError as exc:
+            self._output_failed("--prompteval-results", self.history.directory, exc)
+
+    def _html(self) -> None:
+        html = self.settings.html
+        if html is None:
+            return
+        page = render_html(
+            self.results,
+            self.summaries,
+            self.comparisons,
+            f"prompteval report: {', '.join(s.version for s in self.summaries)}",
+        )
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(html, page)
+            self.html_written = html
+        except OSError as exc:
+            self._output_failed("--prompteval-html", html, exc)
+
+    def _min_pass_reports(self, session: pytest.Session) -> None:
+        """A case below its min_pass is one failed test, for every reporter (the terminal's
+        counts, JUnit, json-report): its failing samples were xfail while the verdict was
+        open, so without it JUnit would say failures="0" of a run that failed."""
+        plugins = session.config.pluginmanager
+        terminal = plugins.get_plugin("terminalreporter")
+        # not through the terminal's progress line, which ended with the last item: into its
+        # counts, its failures and its short summary
+        log = plugins.subset_hook_caller("pytest_runtest_logreport", [terminal] if terminal else [])
+        for c in [c for c in self.cases if c.verdict is False]:
+            path, line = self.locations.get(c.case, (c.case.split("::", 1)[0], 1))
+            case_id = c.case.split("::", 1)[-1]
+            reason = f"{c.passed}/{c.scored} samples passed, min_pass {c.min_pass} needs {c.needed}"
+            nodeid = f"{path}::{case_id}[{c.version}-min_pass]"  # a sibling of its samples
+            for when, outcome in (("call", "failed"), ("teardown", "passed")):
+                report = pytest.TestReport(
+                    nodeid,
+                    (path, line - 1, f"case {case_id} [{c.version}] min_pass"),
+                    {},
+                    outcome,  # type: ignore[arg-type]
+                    reason if outcome == "failed" else None,
+                    when,  # type: ignore[arg-type]
+                    user_properties=[(MIN_PASS_KEY, c.version)],
+                )
+                log(report=report)
+                if terminal is not None and outcome == "failed":
+                    terminal.stats.setdefault("failed", []).append(report)
+
+    def _markdown(self) -> None:  # --prompteval-markdown and GITHUB_STEP_SUMMARY
         targets = [p for p in (self.settings.markdown,) if p is not None]
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
@@ -312,24 +341,18 @@ class RunReport:
         summary = next((s for s in self.summaries if s.version == first), None)
         mean = summary.mean_score if summary else None
         if fail_under is not None and (mean is None or mean < fail_under):
-            shown = "no score" if mean is None else f"{mean:.3f}"
+            shown = "no score" if mean is None else figures.score(mean)
             self.gate_failures.append(
                 f"mean score of {first} is {shown}, under --prompteval-fail-under {fail_under}"
             )
         limit = self.settings.max_regression
         if limit is None:
             return
-        for c in self.comparisons:
-            if c.mean_diff is None:
-                continue
-            # first -> compared version: other minus first; baseline file -> first: the reverse
-            drop, reference = (
-                (-c.mean_diff, c.baseline) if c.other == first else (c.mean_diff, c.other)
-            )
-            if drop > limit:
+        for c in self.comparisons:  # each is "first vs a reference"
+            if c.mean_diff is not None and -c.mean_diff > limit:
                 self.gate_failures.append(
-                    f"{first} scores {drop:.3f} below {reference} on paired cases, more than "
-                    f"--prompteval-max-regression {limit}"
+                    f"{first} scores {figures.score(-c.mean_diff)} below {c.baseline} on paired "
+                    f"cases, more than --prompteval-max-regression {limit}"
                 )
 
     def _where(self, case: str) -> str:
@@ -343,19 +366,22 @@ class RunReport:
             return
         for s in self.summaries:
             prefix = f"prompteval.{s.version}"
-            add(f"{prefix}.pass_rate", _text(s.pass_rate))
+            add(f"{prefix}.pass_rate", figures.exact(s.pass_rate))
             for name in ("ran", "passed", "failed", "errored", "skipped"):
                 add(f"{prefix}.{name}", str(getattr(s, name)))
-            add(f"{prefix}.mean_score", _text(s.mean_score))
+            add(f"{prefix}.mean_score", figures.exact(s.mean_score))
             for k, value in s.pass_at_k.items():
-                add(f"{prefix}.pass@{k}", _text(value))
+                add(f"{prefix}.pass@{k}", figures.exact(value))
             for k in self.ks:
                 mine = [c for c in self.cases if c.version == s.version]
-                add(f"{prefix}.pass^{k}", _text(mean_pass_hat_k(mine, k)))
-            for group, labels in s.groups.items():
-                for label, (passed, total) in labels.items():
+                add(f"{prefix}.pass^{k}", figures.exact(mean_pass_hat_k(mine, k)))
+            for group in GROUPS:
+                for label in group_labels([s], group):
+                    if label == figures.NONE:
+                        continue  # items without a label: no property named "...quality.-"
+                    passed, total = s.groups[group][label]
                     name = safe_line(f"{prefix}.{group}.{label}")  # a case file's category
-                    add(name, f"{passed / total:.6f}" if total else "")
+                    add(name, figures.exact(passed / total))
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -393,18 +419,19 @@ class RunReport:
                 write(line)
         if not self.results:
             return
-        for title, lines in render(self.summaries, self.comparisons, self.details):
-            terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
-            for line in lines:
-                write(line)
-        samples = sample_lines(self.cases, self.ks)
+        try:
+            blocks = render(self.summaries, self.comparisons, self.details, self._where)
+            samples = sample_lines(self.cases, self.ks)
+        except Exception as exc:  # the gates, the files written and the exit status still show
+            blocks, samples = [("prompteval summary", [f"not shown: {_internal(exc)}"])], []
         if self.settings.stop_early:
             samples.append(
                 f"--prompteval-stop-early: {self.stopped_early} samples not drawn (calls saved)"
             )
-        if samples:
-            terminalreporter.write_sep("-", "samples")
-            for line in samples:
+        for title, lines in [*blocks, ("samples", samples)]:
+            if lines:
+                terminalreporter.write_sep("=" if title == "prompteval summary" else "-", title)
+            for line in lines:
                 write(line)
         if self.prompt_changes:
             terminalreporter.write_sep("-", "prompt changes")
@@ -424,6 +451,10 @@ class RunReport:
             write(f"prompteval report: {display(self.html_written)}")
         for shown in self.markdown_written:
             write(f"prompteval markdown: {shown}")
+
+
+def _internal(exc: Exception) -> str:
+    return f"internal error of prompteval, please report it: {type(exc).__name__}: {exc}"
 
 
 def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:
@@ -463,16 +494,12 @@ def inline_lines(results: list[ItemResult]) -> list[str]:
     """One line per inline run: the test, the version, the verdict, whether it replayed."""
     lines = []
     for r in results:
-        score = "no score" if r.score is None else f"score {r.score:.3f}"
+        score = "no score" if r.score is None else f"score {figures.score(r.score)}"
         verdict = "passed" if r.passed else (r.outcome or "failed")
         replayed = r.replayed
         source = "no call" if replayed is None else ("replayed" if replayed else "live")
         lines.append(f"{r.test} [{r.prompt}]: {verdict}, {score}, {source}")
     return lines
-
-
-def _text(value: float | None) -> str:
-    return "" if value is None else f"{value:.6f}"
 
 
 def _junit_value(value: object) -> object:

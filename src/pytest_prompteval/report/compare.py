@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +26,12 @@ from pytest_prompteval.core.stats import (
     ALPHA,
     MIN_PAIRS,
     SignFlipTest,
-    format_p,
     holm_log,
     minimum_detectable,
     pass_at_k,
     sign_flip_test,
 )
+from pytest_prompteval.report import figures
 from pytest_prompteval.report.flaky import MinPass, needed
 from pytest_prompteval.report.summary import (
     Result,
@@ -105,14 +105,21 @@ class Endpoint:
     def interval(self) -> tuple[float, float]:
         return self.test.interval(self.interval_alpha)
 
+    @property
+    def kind(self) -> str:
+        """How its figures are written: a pass rate as a share, a score as a score."""
+        return "share" if self.name == "pass_rate" else "score"
+
+    def write(self, value: float | None, signed: bool = True) -> str:
+        return (figures.share if self.kind == "share" else figures.score)(value, signed)
+
     def figures(self) -> str:
         level = f"{100 * (1 - self.interval_alpha):.3g}%"
-        diff = round(self.diff, 3) + 0.0  # a hair below 0 reads +0.0%, not -0.0%
-        value = f"{diff:+.1%}" if self.name == "pass_rate" else f"{diff:+.3f}"
         name = "McNemar exact p" if self.mcnemar else "p"
         return (
-            f"{self.label} {value} {interval_text(*self.interval)} ({level}), "
-            f"{name}={format_p(self.log_p_adjusted)}"
+            f"{self.label} {self.write(self.diff)} "
+            f"{figures.interval(self.interval, self.kind, signed=True)} ({level}), "
+            f"{name}={figures.p_value(self.log_p_adjusted)}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -272,7 +279,7 @@ class Comparison:
                 level = ALPHA / max(1, primary.family)
                 power = (
                     f"smallest {primary.label} difference they detect (80% power at the Holm "
-                    f"level {level:.3g}): {detectable:.3f}"
+                    f"level {level:.3g}): {primary.write(detectable, signed=False)}"
                 )
             lines.append(f"{self.paired} paired cases; {power}")
             lines.append(
@@ -315,8 +322,11 @@ class Comparison:
             )
         return lines
 
-    def change_lines(self, cases: Sequence[str]) -> list[str]:
-        return [f"{case} {' → '.join(self.changes[case])}" for case in cases]
+    def change_lines(
+        self, cases: Sequence[str], where: Callable[[str], str] = lambda case: case
+    ) -> list[str]:
+        """``case (file:line) 5/5 → 3/5``: passing samples before and after."""
+        return [f"{where(case)} {' → '.join(self.changes[case])}" for case in cases]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -462,8 +472,3 @@ def correct(comparisons: Sequence[Comparison]) -> None:
             tests[i].family = m
             tests[i].log_p_adjusted = adjusted[i]
             tests[i].interval_alpha = ALPHA / (m - min(j, stop))
-
-
-def interval_text(low: float, high: float) -> str:
-    # rounded first, so that an end a hair below 0 reads +0.000, not -0.000
-    return f"[{round(low, 3) + 0.0:+.3f}, {round(high, 3) + 0.0:+.3f}]"

@@ -11,8 +11,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_prompteval.core.result import ItemResult
-from pytest_prompteval.core.stats import pass_at_k
-from pytest_prompteval.report.summary import counts_in_denominators, outcome_of
+from pytest_prompteval.report import figures
+from pytest_prompteval.report.summary import counts_in_denominators, mean_pass_at_k, outcome_of
 
 #: error types of the infrastructure, not the prompt: such samples are not scored
 Z95 = 1.959963984540054
@@ -131,8 +131,10 @@ class CaseSamples:
         return need is not None and self.passed < need <= self.passed + self.errored
 
     @property
-    def interval(self) -> tuple[float, float]:
-        return wilson(self.passed, self.scored)
+    def interval(self) -> tuple[float, float] | None:
+        """The Wilson interval of its pass rate; None when no sample was scored (all
+        errored), which every table writes as ``-``."""
+        return wilson(self.passed, self.scored) if self.scored else None
 
 
 def case_samples(results: Iterable[ItemResult]) -> list[CaseSamples]:
@@ -170,17 +172,16 @@ def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
     lines = []
     for version in dict.fromkeys(c.version for c in cases):
         mine = [c for c in cases if c.version == version]
-        figures = []
+        shown = []
         for k in ks:
-            at = [pass_at_k(c.scored, c.passed, k) for c in mine if c.scored >= k]
+            at = mean_pass_at_k({c.case: (c.scored, c.passed) for c in mine}, k)
             hat = mean_pass_hat_k(mine, k)
-            if at and hat is not None:
-                figures.append(f"pass@{k} {sum(at) / len(at):.3f}  pass^{k} {hat:.3f}")
+            if at is not None and hat is not None:
+                shown.append(f"pass@{k} {figures.share(at)}  pass^{k} {figures.share(hat)}")
         flaky = sum(c.flaky for c in mine)
-        lines.append(f"{version}: {'; '.join(figures) or 'too few samples'}; {flaky} flaky cases")
+        lines.append(f"{version}: {'; '.join(shown) or 'too few samples'}; {flaky} flaky cases")
     for c in cases:
         if c.flaky or c.undecided:
-            low, high = c.interval
             verdict = (
                 f", min_pass {c.min_pass}: undecided, {c.errored} samples errored"
                 if c.undecided
@@ -190,7 +191,7 @@ def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
             )
             lines.append(
                 f"  flaky {c.case} [{c.version}]: {c.passed}/{c.scored} passed, "
-                f"95% CI [{low:.2f}, {high:.2f}]{verdict}"
+                f"95% CI {figures.interval(c.interval, 'share')}{verdict}"
             )
     return lines
 

@@ -47,22 +47,27 @@ def comparison_gates(
     """The gates of the judged (--prompt) version against each compared or baseline one: it
     is significantly worse on the primary endpoint (the verdict's own direction, never the
     sign of the other endpoint), or it newly fails more cases than allowed, whatever the
-    means do. ``where`` names a case with its file:line."""
+    means do. Each message names the cases the judged version newly fails, ``where`` with
+    their file:line."""
     failures = []
     for c in comparisons:
         if judged not in (c.baseline, c.other):
             continue
         reference = c.baseline if c.other == judged else c.other
-        if c.worse_side() == judged:
-            failures.append(f"significant regression of {judged}: {c.verdict}")
         new = c.new_failures(judged)
-        if len(new) > max_new_failures:
-            shown = ", ".join(
-                f"{where(case)} {before} → {after}" for case, before, after in new[:LISTED]
-            )
-            more = f" (+{len(new) - LISTED} more, in the summary)" if len(new) > LISTED else ""
+        shown = ", ".join(
+            f"{where(case)} {before} → {after}" for case, before, after in new[:LISTED]
+        )
+        shown += f" (+{len(new) - LISTED} more, in the summary)" if len(new) > LISTED else ""
+        too_many = len(new) > max_new_failures
+        if c.worse_side() == judged:
+            # the cases once, in the new-failures message when that gate fails too
+            cases = f"; newly failing: {shown}" if new and not too_many else ""
+            failures.append(f"significant regression of {judged} against {reference}: "
+                            f"{c.verdict}{cases}")  # fmt: skip
+        if too_many:
             failures.append(
                 f"{judged} newly fails {len(new)} cases that pass under {reference} (more than "
-                f"prompteval_max_new_failures {max_new_failures}): {shown}{more}"
+                f"prompteval_max_new_failures {max_new_failures}): {shown}"
             )
     return failures

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import html_text as escape
+from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.summary import (
     DENOMINATORS,
@@ -30,10 +31,6 @@ font-size:12px;background:#fafafa;padding:6px}.charts{display:flex;flex-wrap:wra
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:10px;
 height:10px;margin-right:4px}small{color:#666}
 """
-
-
-def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
-    return "-" if value is None else pattern.format(value)
 
 
 def _legend(versions: Sequence[str]) -> str:
@@ -84,7 +81,7 @@ def bar_chart(
                 f'<rect x="{x0 + v * bar_w:.1f}" y="{top + plot_h - h:.1f}" '
                 f'width="{bar_w - 1:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[v % len(PALETTE)]}"><title>{escape(versions[v])} '
-                f"{escape(label)}: {value:.3f}</title></rect>"
+                f"{escape(label)}: {figures.share(value)}</title></rect>"
             )
         short = label if len(label) <= 14 else label[:13] + "…"
         cx = left + g * group_w + group_w / 2
@@ -136,12 +133,13 @@ def render_html(
             f"<tr><td>{escape(s.version)}</td><td class=num>{s.items}</td>"
             f"<td class=num>{s.passed}</td><td class=num>{s.failed}</td>"
             f"<td class=num>{s.errored}</td><td class=num>{s.skipped}</td>"
-            f"<td class=num>{_fmt(s.pass_rate, '{:.1%}')}</td>"
-            f"<td class=num>{_fmt(s.mean_score)}</td>"
+            f"<td class=num>{figures.share(s.pass_rate)}</td>"
+            f"<td class=num>{figures.score(s.mean_score)}</td>"
             + "".join(f"<td class=num>{escape(pass_at_k_cell(s, k))}</td>" for k in ks)
             + f"<td class=num>{s.input_tokens} / {s.output_tokens}</td>"
-            f"<td class=num>{s.cost_usd:.4f}</td><td class=num>"
-            f"{_fmt(s.latency_p50_ms, '{:.0f}')} / {_fmt(s.latency_p95_ms, '{:.0f}')}</td></tr>"
+            f"<td class=num>{figures.money(s.cost_usd + s.judge_cost_usd)}</td><td class=num>"
+            f"{figures.milliseconds(s.latency_p50_ms)} / "
+            f"{figures.milliseconds(s.latency_p95_ms)}</td></tr>"
         )
     out.append(f"</table><p><small>{escape(DENOMINATORS)}</small></p>")
     for c in comparisons:
@@ -202,7 +200,7 @@ def _cell(r: ItemResult) -> str:
             else '<span class="fail">fail</span>'
             + (f" <small>{escape(r.error_type)}</small>" if r.error_type else "")
         )
-    parts = [f"{status} {_fmt(r.score)}"]
+    parts = [f"{status} {figures.score(r.score)}"]
     if r.sample:
         parts.append(f" <small>sample {r.sample}</small>")
     if r.missing_topics:

@@ -15,9 +15,10 @@ from urllib.parse import quote
 
 from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
 from pytest_prompteval.core.safetext import md_code, md_fence, md_text
+from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.flaky import CaseSamples, mean_pass_hat_k
-from pytest_prompteval.report.summary import VersionSummary
+from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels
 
 #: "file::case_id" -> (path relative to the repository, 1-based line)
 Locations = Mapping[str, tuple[str, int]]
@@ -51,6 +52,7 @@ def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
     parts = [
         _verdict(run),
         _versions(run),
+        *(_groups(run.summaries, group) for group in GROUPS),
         _fields(run.summaries),
         _changes(run.prompt_changes),
         _recordings(run.recordings),
@@ -67,10 +69,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], right: int =
     align = ["---" if i < right else "---:" for i in range(len(header))]
     lines = [header, align, *[[str(v) for v in row] for row in rows]]
     return "\n".join("| " + " | ".join(map(str, line)) + " |" for line in lines)
-
-
-def _figure(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _verdict(run: MarkdownRun) -> str:
@@ -105,15 +103,28 @@ def _versions(run: MarkdownRun) -> str:
                 md_code(s.version),
                 s.items,
                 s.passed,
-                f"{s.pass_rate:.1%}",
-                _figure(s.mean_score),
-                *(_figure(s.pass_at_k.get(k)) for k in run.ks),
-                *(_figure(mean_pass_hat_k(cases, k)) for k in run.ks),
+                figures.share(s.pass_rate),
+                figures.score(s.mean_score),
+                *(figures.share(s.pass_at_k.get(k)) for k in run.ks),
+                *(figures.share(mean_pass_hat_k(cases, k)) for k in run.ks),
                 sum(s.errors.values()),
-                f"{s.cost_usd + s.judge_cost_usd:.4f}",
+                figures.money(s.cost_usd + s.judge_cost_usd),
             ]
         )
     return "### Versions\n\n" + _table(header, rows)
+
+
+def _groups(summaries: Sequence[VersionSummary], group: str) -> str:
+    """Accuracy per category (difficulty, quality label) x version, as in the terminal."""
+    labels = group_labels(summaries, group)
+    if not labels:
+        return ""
+    rows = [
+        [md_text(label), *(figures.counts(*s.groups[group].get(label, (0, 0))) for s in summaries)]
+        for label in labels
+    ]
+    header = [group, *(md_code(s.version) for s in summaries)]
+    return f"### Accuracy by {group}\n\n" + _table(header, rows)
 
 
 def _fields(summaries: Sequence[VersionSummary]) -> str:
@@ -123,10 +134,7 @@ def _fields(summaries: Sequence[VersionSummary]) -> str:
         return ""
     rows = []
     for name in names:
-        cells = []
-        for s in summaries:
-            passed, total = s.json_fields.get(name, (0, 0))
-            cells.append(f"{passed}/{total} ({passed / total:.0%})" if total else "-")
+        cells = [figures.counts(*s.json_fields.get(name, (0, 0))) for s in summaries]
         rows.append([md_code(name), *cells])
     header = ["field", *(md_code(s.version) for s in summaries)]
     return "### Accuracy by field\n\n" + _table(header, rows)
@@ -172,14 +180,13 @@ def _flaky(run: MarkdownRun, link: Linker) -> str:
         return ""
     rows = []
     for c in flaky:
-        low, high = c.interval
         verdict = {True: "pass", False: "fail", None: "-"}[c.verdict]
         rows.append(
             [
                 _case_link(c.case, run.locations, link),
                 md_code(c.version),
                 f"{c.passed}/{c.scored}",
-                f"[{low:.2f}, {high:.2f}]",
+                figures.interval(c.interval, "share"),
                 "-" if c.min_pass is None else f"{c.needed} ({c.min_pass})",
                 verdict,
             ]
@@ -200,11 +207,11 @@ def _errors(summaries: Sequence[VersionSummary]) -> str:
 
 
 def _cost(summaries: Sequence[VersionSummary]) -> str:
-    total = sum(s.cost_usd + s.judge_cost_usd for s in summaries)
     tokens = sum(s.input_tokens + s.output_tokens for s in summaries)
-    calls = sum(s.replayed + s.live for s in summaries)
-    replayed = sum(s.replayed for s in summaries)
-    return (
-        f"### Cost\n\n${total:.4f} for {tokens} tokens; {replayed} of {calls} calls replayed "
-        "from recordings"
+    line = figures.cost_line(
+        sum(s.cost_usd for s in summaries),
+        sum(s.judge_cost_usd for s in summaries),
+        sum(s.live for s in summaries),
+        sum(s.replayed for s in summaries),
     )
+    return f"### Cost\n\n{line}; {tokens} tokens"

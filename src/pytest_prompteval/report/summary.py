@@ -155,6 +155,13 @@ class VersionSummary:
         return data
 
 
+def group_labels(summaries: Sequence[VersionSummary], group: str) -> list[str]:
+    """The labels of a group the versions' items have, sorted; none when no item has one
+    (every item is then under ``-``)."""
+    labels = sorted({label for s in summaries for label in s.groups.get(group, {})})
+    return [] if labels in ([], ["-"]) else labels
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 

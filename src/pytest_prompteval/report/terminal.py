@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_prompteval.core.safetext import safe_line
-from pytest_prompteval.report.compare import TIE_RULE, Comparison, interval_text
-from pytest_prompteval.report.summary import GROUPS, VersionSummary
-
-
-def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
-    return "-" if value is None else pattern.format(value)
+from pytest_prompteval.report import figures
+from pytest_prompteval.report.compare import TIE_RULE, Comparison
+from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -28,7 +25,7 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
 def pass_at_k_cell(s: VersionSummary, k: int) -> str:
     """pass@k, with how many of the cases that ran it covers when some had fewer than k
     samples (those are "n < k", not counted as failures)."""
-    value = _fmt(s.pass_at_k.get(k))
+    value = figures.share(s.pass_at_k.get(k))
     covered, total = s.pass_at_k_cases.get(k, (0, 0))
     return value if covered == total else f"{value} ({covered}/{total} cases)"
 
@@ -62,14 +59,14 @@ def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 str(s.failed),
                 str(s.errored),
                 str(s.skipped),
-                _fmt(s.pass_rate, "{:.1%}"),
-                _fmt(s.mean_score),
+                figures.share(s.pass_rate),
+                figures.score(s.mean_score),
                 *(pass_at_k_cell(s, k) for k in ks),
                 str(s.input_tokens),
                 str(s.output_tokens),
-                f"{s.cost_usd:.4f}" + ("*" if s.unpriced else ""),
-                _fmt(s.latency_p50_ms, "{:.0f}"),
-                _fmt(s.latency_p95_ms, "{:.0f}"),
+                figures.money(s.cost_usd + s.judge_cost_usd) + ("*" if s.unpriced else ""),
+                figures.milliseconds(s.latency_p50_ms),
+                figures.milliseconds(s.latency_p95_ms),
             ]
         )
     return table(rows)
@@ -80,23 +77,25 @@ def dimensions_block(summaries: Sequence[VersionSummary]) -> list[str]:
     if not dims:
         return []
     rows = [["dimension", *(s.version for s in summaries)]]
-    rows += [[d, *(_fmt(s.dimensions.get(d)) for s in summaries)] for d in dims]
+    rows += [[d, *(figures.score(s.dimensions.get(d)) for s in summaries)] for d in dims]
     return table(rows)
 
 
 def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
-    labels = sorted({label for s in summaries for label in s.groups.get(group, {})})
-    if not labels or labels == ["-"]:
+    labels = group_labels(summaries, group)
+    if not labels:
         return []
     rows = [[group, *(s.version for s in summaries)]]
     for label in labels:
         cells = []
         for s in summaries:
             passed, total = s.groups.get(group, {}).get(label, (0, 0))
-            cell = f"{passed}/{total} {passed / total:.0%}" if total else "-"
+            cell = figures.counts(passed, total)
             if total and s.max_samples > 1:  # with samples, pass@k says more than the rate
                 ks = s.group_pass_at_k.get(group, {}).get(label, {})
-                cell += "".join(f" p@{k} {v:.2f}" for k, v in ks.items() if v is not None)
+                cell += "".join(
+                    f" p@{k} {figures.share(v)}" for k, v in ks.items() if v is not None
+                )
             cells.append(cell)
         rows.append([label, *cells])
     return table(rows)
@@ -109,11 +108,7 @@ def fields_block(summaries: Sequence[VersionSummary]) -> list[str]:
         return []
     rows = [["field", *(s.version for s in summaries)]]
     for name in names:
-        cells = []
-        for s in summaries:
-            passed, total = s.json_fields.get(name, (0, 0))
-            cells.append(f"{passed}/{total} {passed / total:.0%}" if total else "-")
-        rows.append([name, *cells])
+        rows.append([name, *(figures.counts(*s.json_fields.get(name, (0, 0))) for s in summaries)])
     return table(rows)
 
 
@@ -129,7 +124,7 @@ def _per_solved(s: VersionSummary) -> str:
     tokens = (s.input_tokens + s.output_tokens) / s.passed
     return (
         f"per solved case: {s.attempts / s.passed:.1f} attempts, {tokens:.0f} tokens, "
-        f"${s.cost_usd / s.passed:.4f}"
+        f"{figures.dollars((s.cost_usd + s.judge_cost_usd) / s.passed)}"
     )
 
 
@@ -156,26 +151,23 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
         if s.judged:
             notes.append(
                 f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
-                f"{s.judge_output_tokens} out tokens, ${s.judge_cost_usd:.4f}"
+                f"{s.judge_output_tokens} out tokens, {figures.dollars(s.judge_cost_usd)}"
             )
         a = s.agreement
         if a is not None and a.pass_fail is not None:
             notes.append(
-                f"automatic vs judge on {a.n}: Spearman {_fmt(a.spearman, '{:.2f}')}, "
-                f"mean |diff| {_fmt(a.mean_abs_diff, '{:.3f}')}, "
+                f"automatic vs judge on {a.n}: Spearman {figures.score(a.spearman)}, "
+                f"mean |diff| {figures.score(a.mean_abs_diff)}, "
                 + a.pass_fail.describe("automatic", "judge")
             )
         if s.judge_spread is not None:
             notes.append(
-                f"judge spread: mean standard deviation {s.judge_spread:.3f} over "
+                f"judge spread: mean standard deviation {figures.score(s.judge_spread)} over "
                 f"{s.judge_repeats} repeats"
             )
         if s.unpriced:
             notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
-        notes.append(
-            f"{s.replayed}/{s.replayed + s.live} calls replayed from recordings"
-            + (f", {s.live} live" if s.live else "")
-        )
+        notes.append("cost: " + figures.cost_line(s.cost_usd, s.judge_cost_usd, s.live, s.replayed))
         lines.extend(f"{s.version}: {note}" for note in notes)
     return lines
 
@@ -192,20 +184,24 @@ def _listing(label: str, cases: Sequence[str], limit: int | None) -> list[str]:
     return [f"  {label} ({len(cases)}): {', '.join(shown)}{more}"]
 
 
-def comparison_block(comparison: Comparison, details: bool) -> list[str]:
-    """The verdict, then regressions first, then what the verdict cannot see."""
+def comparison_block(
+    comparison: Comparison, details: bool, where: Callable[[str], str] = lambda case: case
+) -> list[str]:
+    """The verdict, then regressions first (``where`` names a case with its file:line), then
+    what the verdict cannot see."""
     c = comparison
     limit = None if details else 10
     lines = [c.verdict]
-    lines += _listing("regressions", c.change_lines(c.regressions), limit)
-    lines += _listing("improvements", c.change_lines(c.improvements), limit)
+    lines += _listing("regressions", c.change_lines(c.regressions, where), limit)
+    lines += _listing("improvements", c.change_lines(c.improvements, where), limit)
     lines += [f"  {note}" for note in c.notes()]
     lines += _listing("left out, errored under one version", c.excluded, limit)
     lines += _listing(f"unpaired, run by {c.baseline} only", c.only_baseline, limit)
     lines += _listing(f"unpaired, run by {c.other} only", c.only_other, limit)
     for k, (test, covered) in c.pass_at_k.items():
         lines.append(
-            f"  pass@{k}: {test.mean:+.3f} {interval_text(*test.interval())} over the {covered} "
+            f"  pass@{k}: {figures.share(test.mean, signed=True)} "
+            f"{figures.interval(test.interval(), 'share', signed=True)} over the {covered} "
             f"cases with n >= {k} samples in both"
         )
     if c.paired:
@@ -214,7 +210,10 @@ def comparison_block(comparison: Comparison, details: bool) -> list[str]:
 
 
 def render(
-    summaries: Sequence[VersionSummary], comparisons: Sequence[Comparison], details: bool
+    summaries: Sequence[VersionSummary],
+    comparisons: Sequence[Comparison],
+    details: bool,
+    where: Callable[[str], str] = lambda case: case,
 ) -> list[tuple[str, list[str]]]:
     """(title, lines) blocks of the summary."""
     blocks = [
@@ -225,6 +224,6 @@ def render(
     blocks.append(("accuracy by field", fields_block(summaries)))
     blocks.append(("notes", notes_block(summaries)))
     for comparison in comparisons:
-        blocks.append(("comparison", comparison_block(comparison, details)))
+        blocks.append(("comparison", comparison_block(comparison, details, where)))
     # labels, error kinds and case ids come from files and answers: escaped for the terminal
     return [(title, [safe_line(line) for line in lines]) for title, lines in blocks if lines]

@@ -21,7 +21,8 @@ from pytest_prompteval.core.stats import (
     spearman,
     studentized_bootstrap,
 )
-from pytest_prompteval.report.compare import compare, interval_text
+from pytest_prompteval.report import figures
+from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.html import PALETTE
 from pytest_prompteval.report.summary import (
     case_key,
@@ -96,8 +97,9 @@ def trend_word(trend: dict[str, Any] | None) -> str:
     if p is None:
         return "no trend (no variation)"
     if p >= ALPHA:
-        return f"no trend (p={p:.2g})"
-    return f"{'improving' if trend['slope_per_run'] > 0 else 'declining'} (p={p:.2g})"
+        return f"no trend (p={figures.probability(p)})"
+    word = "improving" if trend["slope_per_run"] > 0 else "declining"
+    return f"{word} (p={figures.probability(p)})"
 
 
 def _pooled(rows: Sequence[dict[str, Any]]) -> float | None:
@@ -208,16 +210,12 @@ def _table_json(human: list[bool], other: list[bool]) -> dict[str, Any] | None:
 
 
 def _agreement_text(table: dict[str, Any], other: str) -> str:
-    kappa = "-" if table["kappa"] is None else f"{table['kappa']:.2f}"
     return (
-        f"pass/fail agree {table['percent_agreement']:.0%}, Cohen's kappa {kappa} (both pass "
+        f"pass/fail agree {figures.share(table['percent_agreement'])}, Cohen's kappa "
+        f"{figures.score(table['kappa'])} (both pass "
         f"{table['both_pass']}, human only {table['human_only']}, {other} only "
         f"{table['other_only']}, both fail {table['both_fail']})"
     )
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
 
 
 def render_text(report: dict[str, Any], window: int) -> list[str]:
@@ -231,9 +229,9 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
             [
                 version,
                 str(len(data["runs"])),
-                "-" if last["mean_score"] is None else f"{last['mean_score']:.3f}",
-                _rate(last["pass_rate"]),
-                _rate(data["windowed_pass_rate"]),
+                figures.score(last["mean_score"]),
+                figures.share(last["pass_rate"]),
+                figures.share(data["windowed_pass_rate"]),
                 trend_word(data["trend"]),
             ]
         )
@@ -244,10 +242,7 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
     )
     best = report["best"]
     if best:
-        lines.append(
-            f"best version (latest run's mean score): {best['version']} "
-            f"{best['mean_score']:.3f} {interval_text(*best['ci95'])}"
-        )
+        lines.append(f"best version (latest run's mean score): {_best_text(best, False)}")
         if "versus_runner_up" in best:
             lines.append(f"  {best['versus_runner_up']}")
     for version, data in report["versions"].items():
@@ -264,17 +259,17 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
             rho = a["human_vs_automatic_spearman"]
             parts = [
                 f"{version}: {a['reviewed']} human reviews; human vs automatic Spearman "
-                f"{'-' if rho is None else f'{rho:.2f}'}"
+                f"{figures.score(rho)}"
             ]
             if a["human_vs_automatic_mean_abs_diff"] is not None:
-                parts.append(f"mean |diff| {a['human_vs_automatic_mean_abs_diff']:.3f}")
+                parts.append(f"mean |diff| {figures.score(a['human_vs_automatic_mean_abs_diff'])}")
             if a["human_vs_automatic_pass_fail"]:
                 parts.append(_agreement_text(a["human_vs_automatic_pass_fail"], "automatic"))
             lines.append(", ".join(parts))
             if a["human_vs_judge_pass_fail"]:
                 rho_j = a["human_vs_judge_spearman"]
                 lines.append(
-                    f"{version}: human vs judge Spearman {'-' if rho_j is None else f'{rho_j:.2f}'}"
+                    f"{version}: human vs judge Spearman {figures.score(rho_j)}"
                     f", {_agreement_text(a['human_vs_judge_pass_fail'], 'judge')}"
                 )
     return lines
@@ -310,7 +305,7 @@ def render_html(report: dict[str, Any]) -> str:
         )
     parts.append("</svg>")
     rows = "".join(
-        f"<tr><td>{escape(v)}</td><td>{len(d['runs'])}</td><td>{_rate(d['windowed_pass_rate'])}"
+        f"<tr><td>{escape(v)}</td><td>{len(d['runs'])}</td><td>{figures.share(d['windowed_pass_rate'])}"
         f"</td><td>{escape(trend_word(d['trend']))}</td></tr>"
         for v, d in series
     )
@@ -325,8 +320,11 @@ def render_html(report: dict[str, Any]) -> str:
     )
 
 
-def _best_text(best: dict[str, Any] | None) -> str:
+def _best_text(best: dict[str, Any] | None, versus: bool = True) -> str:
+    """The best version's mean score, a level: its interval is unsigned."""
     if best is None:
-        return "-"
-    text = f"{best['version']} {best['mean_score']:.3f} {interval_text(*best['ci95'])}"
-    return text + (f"; {best['versus_runner_up']}" if "versus_runner_up" in best else "")
+        return figures.NONE
+    text = f"{best['version']} {figures.score(best['mean_score'])} 95% " + figures.interval(
+        tuple(best["ci95"])
+    )
+    return text + (f"; {best['versus_runner_up']}" if versus and "versus_runner_up" in best else "")
