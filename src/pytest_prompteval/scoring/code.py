@@ -615,11 +615,7 @@ class CodeScorer:
             "timeout_s": limits.timeout,
             "run_seconds": round(run.seconds, 4),
         }
-        return Score(
-            value=round(m.partial, 6),
-            dimensions=dimensions,
-            details={"missing_topics": [], "incorrect_claims": []},
-        ), m
+        return Score(value=round(m.partial, 6), dimensions=dimensions), m
 
     def stop(self) -> None:
         """``-x`` or a stop: nothing more runs ahead."""
