@@ -64,7 +64,7 @@ def parse_strategy(prompt: PromptVersion) -> Strategy | None:
 
 
 def _visible(spec: CodeSpec) -> CodeSpec:
-    basic = tuple(t for t in spec.tests if t["tag"] == "basic")
+    basic = tuple(t for t in spec.tests if t.tag == "basic")
     return dataclasses.replace(spec, tests=basic or spec.tests, properties=None)
 
 
