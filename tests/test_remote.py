@@ -17,7 +17,7 @@ import pytest
 
 from pytest_prompteval.sandbox.client import Limits, Sandbox
 from pytest_prompteval.sandbox.remote import Channel, Remote, WireError
-from pytest_prompteval.scoring.code import CodeSpec, measure
+from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure
 
 
 def crossed(value: Any) -> Any:
@@ -122,7 +122,7 @@ def verdicts(sandbox: Sandbox, code: str, *checks: str) -> list[Any]:
     """Each check's event: passed, or the failure's message."""
     spec = CodeSpec(
         entry_point="f",
-        tests=tuple({"check": check, "tag": "basic"} for check in checks),
+        tests=tuple(CodeTest("check", check) for check in checks),
     )
     run = sandbox.run(spec.job(code), Limits(timeout=2.0))
     assert measure(spec, code, run).tests_total == len(checks)
@@ -177,7 +177,7 @@ def test_what_tests_usually_do_works_across_the_processes(sandbox: Sandbox) -> N
 
 def test_a_candidate_that_dies_mid_test_ends_the_sample_as_before(sandbox: Sandbox) -> None:
     code = "import os\ndef f():\n    os._exit(3)\n"
-    spec = CodeSpec(entry_point="f", tests=({"assert": "f() == 1", "tag": "basic"},))
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("assert", "f() == 1"),))
     run = sandbox.run(spec.job(code), Limits(timeout=2.0))
     assert run.exit_code == 3 and run.tests == {} and run.done is None
     assert measure(spec, code, run).error_class == "runtime"
@@ -215,9 +215,9 @@ def test_tests_that_finished_before_a_timeout_are_kept(sandbox: Sandbox) -> None
     spec = CodeSpec(
         entry_point="f",
         tests=(
-            {"assert": "f(1) == 1", "tag": "basic"},
-            {"assert": "f(2) == 2", "tag": "basic"},
-            {"assert": "f(-1) == -1", "tag": "edge"},
+            CodeTest("assert", "f(1) == 1"),
+            CodeTest("assert", "f(2) == 2"),
+            CodeTest("assert", "f(-1) == -1", "edge"),
         ),
     )
     run = sandbox.run(spec.job(code), Limits(timeout=0.5))
@@ -297,8 +297,6 @@ def test_cpu_spent_in_children_it_waited_for_counts(sandbox: Sandbox) -> None:
         "    os.waitpid(child, 0)\n"
         "    return 1\n"
     )
-    spec = CodeSpec(
-        entry_point="f", tests=tuple({"assert": "f() == 1", "tag": "basic"} for _ in range(8))
-    )
+    spec = CodeSpec(entry_point="f", tests=tuple(CodeTest("assert", "f() == 1") for _ in range(8)))
     run = sandbox.run(spec.job(code), Limits(timeout=0.25))
     assert run.timed_out and measure(spec, code, run).error_class == "timeout"

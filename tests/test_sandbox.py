@@ -23,12 +23,12 @@ from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
 from pytest_prompteval.sandbox.server import parse_events, readiness
-from pytest_prompteval.scoring.code import CodeSpec, measure, parse_code_spec
+from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure, parse_code_spec
 
 from .conftest import generated_project, item_results
 
 RETURNS_NONE = "def f():\n    return None\n"
-SPEC = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+SPEC = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_the_result_channel_ignores_garbage() -> None:
 def test_an_io_tests_verdict_is_made_outside_the_sample(sandbox: Sandbox) -> None:
     """The sample reports its output and never holds the expected value, so a forged
     'passed' event does not pass it."""
-    spec = CodeSpec(entry_point="f", tests=({"args": [], "expected": 1729, "tag": "basic"},))
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("args", [], expected=1729),))
     looks = (
         "import gc\n"
         "def f():\n"
@@ -133,7 +133,7 @@ def test_a_server_takes_the_next_job_while_it_runs_one(sandbox: Sandbox) -> None
     """Jobs sent behind one another are answered in order: the server reads the next one as
     soon as it answers, without a round trip to pytest."""
     jobs = [
-        CodeSpec(entry_point="f", tests=({"args": [], "expected": n, "tag": "basic"},)).job(
+        CodeSpec(entry_point="f", tests=(CodeTest("args", [], expected=n),)).job(
             f"def f():\n    return {n}\n"
         )
         for n in range(3)

@@ -340,7 +340,7 @@ def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
     """Run every hostile sample in one sandbox; report what each did and left behind. The
     process runs in ``project``, which is on its import path, as under pytest."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec, measure
+    from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure
 
     os.chdir(project)
     sys.path.insert(0, str(project))
@@ -355,7 +355,7 @@ def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
     box = Sandbox()
     report: dict[str, Any] = {"samples": {}}
     try:
-        idle = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+        idle = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
         box.run(idle.job("def f():\n    return None\n"), Limits(timeout=1.0))
         assert box._process is not None
         server = box._process.pid
@@ -365,9 +365,7 @@ def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
         port = listener.getsockname()[1]
         samples = hostile(os.getpid(), port, targets, str(project), sockets)
         for name, (code, args) in samples.items():
-            spec = CodeSpec(
-                entry_point="f", tests=({"args": args, "expected": 42, "tag": "basic"},)
-            )
+            spec = CodeSpec(entry_point="f", tests=(CodeTest("args", args, expected=42),))
             run = box.run(spec.job(code), Limits(timeout=1.0, memory_mb=256))
             metrics = measure(spec, code, run)
             event = run.tests.get(0, {})
@@ -382,12 +380,12 @@ def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
         verdicts = CodeSpec(
             entry_point="f",
             tests=(
-                {"assert": "f() == 42", "tag": "basic"},
-                {"check": "def check(candidate):\n    assert candidate() == 42\n", "tag": "basic"},
+                CodeTest("assert", "f() == 42"),
+                CodeTest("check", "def check(candidate):\n    assert candidate() == 42\n"),
             ),
         )
         report["shm_left"] = _shm_sizes().count(SHM_SIZE) - shm_before
-        hog = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+        hog = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
         run = box.run(hog.job(MEMORY_HOG), Limits(timeout=5.0, memory_mb=64))
         report["memory_hog"] = run.tests.get(0, {}).get("output")
         limits = Limits(timeout=1.0)
@@ -608,11 +606,11 @@ def endless_sample() -> None:
     import signal
 
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec
+    from pytest_prompteval.scoring.code import CodeSpec, CodeTest
 
     box = Sandbox()
     box.start()
-    spec = CodeSpec(entry_point="f", tests=({"args": [], "expected": None, "tag": "basic"},))
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
     box.send(spec.job("def f():\n    while True:\n        pass\n"), Limits(timeout=1e6))
     assert box._process is not None
     print(json.dumps({"server": box._process.pid}), flush=True)

@@ -61,9 +61,9 @@ def importable(python: str, env: dict[str, str], user: int | None) -> list[str]:
 def sample_imports(names: list[str]) -> list[str]:
     """In a sandbox: the modules a sample failed to import, with why."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec
+    from pytest_prompteval.scoring.code import CodeSpec, CodeTest
 
-    spec = CodeSpec(entry_point="f", tests=({"args": [names], "expected": [], "tag": "basic"},))
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("args", [names], expected=[]),))
     box = Sandbox()
     try:
         run = box.run(spec.job(IMPORT_ALL), Limits(timeout=20.0, memory_mb=2048, processes=4))

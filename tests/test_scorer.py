@@ -41,7 +41,7 @@ def test_topics_patterns_and_keyword_fallback(scorer: AutomaticScorer) -> None:
         ),
         GOOD,
     )
-    assert result.details["missing_topics"] == ["register_pressure"]
+    assert result.missing_topics == ["register_pressure"]
     assert result.dimensions["accuracy"] == 0.75
     assert scorer.covers("register_pressure", "high pressure on every register")
 
@@ -49,7 +49,7 @@ def test_topics_patterns_and_keyword_fallback(scorer: AutomaticScorer) -> None:
 def test_incorrect_claims_cost_technical_accuracy(scorer: AutomaticScorer) -> None:
     text = "The branch predictor will always guess right and the compiler always does this."
     result = scorer.score(case(), text)
-    assert len(result.details["incorrect_claims"]) == 2
+    assert len(result.incorrect_claims) == 2
     assert result.dimensions["technical_accuracy"] == pytest.approx(0.6)
 
 
@@ -116,4 +116,4 @@ def test_topics_by_audience_from_the_compat_format(scorer: AutomaticScorer) -> N
         audience="beginner",
         expected_topics_by_audience={"beginner": ["recursion"], "expert": ["pgo"]},
     )
-    assert scorer.score(c, "A recursive call.").details["missing_topics"] == []
+    assert scorer.score(c, "A recursive call.").missing_topics == []

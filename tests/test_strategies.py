@@ -92,6 +92,19 @@ def test_strategies_beside_a_plain_version(project: pytest.Pytester) -> None:
     )
 
 
+def test_every_calls_cache_tokens_are_counted(project: pytest.Pytester) -> None:
+    """A strategy's later calls count their cache tokens too, as they count the rest."""
+    project.makepyfile(
+        cached=APP.replace("output_tokens=50", "output_tokens=50, cache_read_tokens=7, "
+                           "cache_write_tokens=3")
+    )  # fmt: skip
+    reprec = project.inline_run("--prompt=verify", "--prompteval-provider=python:cached:answer")
+    (result,) = item_results(reprec)
+    assert result["attempts"] == 2
+    assert (result["cache_read_tokens"], result["cache_write_tokens"]) == (14, 6)
+    assert (result["calls_live"], result["calls_replayed"]) == (2, 0)
+
+
 def test_bad_strategy_is_a_collection_error(project: pytest.Pytester) -> None:
     project.path.joinpath("prompts", "verify.yaml").write_text(
         "user_prompt: x\nstrategy: {name: vote, attempts: 3}\n"
@@ -151,9 +164,11 @@ def test_best_of_n_runs_its_candidates_side_by_side(tmp_path: Path) -> None:
         Response(f"```python\ndef clamp(x, low, high):\n    return {body}\n```", "claude")
         for body in ("x", "max(low, min(x, high))")
     )
+    strategy = parse_strategy(prompt)
+    assert strategy is not None
     try:
         walk = course(
-            parse_strategy(prompt) or {},
+            strategy,
             scorer,
             case,
             parse_code_spec(case),

@@ -289,16 +289,14 @@ def cmd_improve(args: argparse.Namespace) -> int:
     # the same engine as the tests: provider, recordings, price table and budget settings
     engine = Engine(args.settings)
     try:
-        answer, patterns, usage = improve.suggest(
+        answer, patterns, ledger = improve.suggest(
             prompt, run, engine.judge_store, engine.prices, args.model or args.settings.judge_model
         )
     finally:
         engine.close()
     print("\n".join(improve.render(answer, patterns)))
-    print(
-        f"({usage.input_tokens} in / {usage.output_tokens} out tokens, "
-        f"${usage.cost_usd:.4f}, from {run.path.name})"
-    )
+    tokens_in, tokens_out, cost = ledger.judge_totals()
+    print(f"({tokens_in} in / {tokens_out} out tokens, ${cost:.4f}, from {run.path.name})")
     if args.create_improved:
         if not args.output:
             raise PromptevalError("--create-improved needs --output NAME")

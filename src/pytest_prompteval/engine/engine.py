@@ -35,7 +35,7 @@ from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
-from pytest_prompteval.scoring.strategies import parse_strategy
+from pytest_prompteval.scoring.strategies import Strategy, parse_strategy
 
 ScorerFunction = Callable[..., Any]
 
@@ -136,7 +136,7 @@ class Engine:
             )
         self._scorers = scorers
         self._found_scorers: Mapping[str, ScorerFunction] | None = None
-        self._prompt_assertions: dict[str, tuple[Assertion, ...]] = {}
+        self._prompt_assertions: dict[str, tuple[tuple[Assertion, ...], Strategy | None]] = {}
         self.budget: Budget | None = None
         self.gate: RateGate | None = None
         if run_dir is not None:
@@ -213,12 +213,20 @@ class Engine:
         return self._found_scorers
 
     def prompt_assertions(self, prompt: PromptVersion) -> tuple[Assertion, ...]:
-        """A prompt version's own ``assert:`` entries, which apply to every case, checked
-        once (a bad ``strategy:`` is reported here too, as an error naming the prompt file)."""
+        """A prompt version's own ``assert:`` entries, which apply to every case."""
+        return self._prompt_parts(prompt)[0]
+
+    def prompt_strategy(self, prompt: PromptVersion) -> Strategy | None:
+        """A prompt version's ``strategy:`` for code cases."""
+        return self._prompt_parts(prompt)[1]
+
+    def _prompt_parts(self, prompt: PromptVersion) -> tuple[tuple[Assertion, ...], Strategy | None]:
+        """A prompt version's assertions and strategy, checked once (a bad ``strategy:`` is
+        reported for every case, as an error naming the prompt file)."""
         found = self._prompt_assertions.get(prompt.version)
         if found is None:
-            parse_strategy(prompt)
-            found = tuple(
+            strategy = parse_strategy(prompt)
+            assertions = tuple(
                 parse_assertions(
                     prompt.raw.get("assert"),
                     (prompt.path, prompt.line_of("assert")),
@@ -226,7 +234,7 @@ class Engine:
                     self.scorers(),
                 )
             )
-            self._prompt_assertions[prompt.version] = found
+            found = self._prompt_assertions[prompt.version] = (assertions, strategy)
         return found
 
     def judge(self) -> Judge:
@@ -235,7 +243,6 @@ class Engine:
             s = self.settings
             self._judge = Judge(
                 self.judge_store,
-                self.prices,
                 s.judge_model,
                 self.review_templates,
                 s.review_template,

@@ -1,14 +1,16 @@
 """One item's work: render the request, get the response through the store, score it.
 
-The ItemResult is filled in as the work goes, so whatever was computed before a failure
-(request, model, response, usage) stays on the report.
+Every call goes on the item's ledger, whose figures (tokens, cost, calls) are the result's;
+scoring returns parts (scores, the judge's verdict, the code's run, the checks) that
+``assemble`` makes the result's verdict from. Whatever was computed before a failure
+(request, model, response, calls) stays on the report.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pluggy
 
@@ -21,6 +23,7 @@ from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResu
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import MissingRecording, Outcome
 from pytest_prompteval.scoring.assertions import (
     Assertion,
@@ -34,9 +37,9 @@ from pytest_prompteval.scoring.assertions import (
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
-from pytest_prompteval.scoring.judge import JudgeUsage
+from pytest_prompteval.scoring.judge import Verdict
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.scoring.strategies import apply, parse_strategy
+from pytest_prompteval.scoring.strategies import Strategy, apply
 
 
 class CaseFailed(AssertionError):
@@ -116,52 +119,57 @@ class ItemSpec:
     samples: int
     assertions: tuple[Assertion, ...] = ()
     code: CodeSpec | None = None
+    #: the prompt version's strategy, for a code case
+    strategy: Strategy | None = None
+    #: the scorer that decides the item: ``EXECUTION`` for code, ``ASSERTIONS_ONLY``, or the
+    #: setting's (``scorer_for``)
+    scorer: str = "automatic"
 
 
+#: ``ItemResult.scorer`` of a code case, scored by running its tests
+EXECUTION = "execution"
 #: ``ItemResult.scorer`` of an item scored by its assertions alone
 ASSERTIONS_ONLY = "assertions"
 
 
-def seed_scorer_applies(engine: Engine, spec: ItemSpec) -> bool:
-    """The seed's scorer (topics, clarity by sentence length, length by difficulty; or the
-    judge's rubric) fits an answer that explains: it scores a case that gives expected topics,
-    a case with nothing else to score it (no ``assert:``), and every case when the project
-    names the scorer (``--prompteval-scorer`` or ini ``prompteval_scorer``). Any other case,
-    a JSON answer checked by its assertions say, is scored by its assertions alone: sentence
-    length of a JSON document is no measure of it."""
-    return engine.settings.scorer_named or not spec.assertions or bool(expected_topics(spec.case))
+def scorer_for(
+    engine: Engine, case: Case, assertions: tuple[Assertion, ...], code: CodeSpec | None
+) -> str:
+    """Code is scored by its tests. Otherwise the seed's scorer (topics, clarity by sentence
+    length, length by difficulty; or the judge's rubric) fits an answer that explains: it
+    scores a case that gives expected topics, a case with nothing else to score it (no
+    ``assert:``), and every case when the project names the scorer (``--prompteval-scorer``
+    or ini ``prompteval_scorer``). Any other case, a JSON answer checked by its assertions
+    say, is scored by its assertions alone: sentence length of a JSON document is no measure
+    of it."""
+    if code is not None:
+        return EXECUTION
+    if engine.settings.scorer_named or not assertions or bool(expected_topics(case)):
+        return engine.settings.scorer
+    return ASSERTIONS_ONLY
 
 
-def _main_score(
-    engine: Engine,
-    spec: ItemSpec,
-    text: str,
-    automatic: Score,
-    usage: JudgeUsage,
-    result: ItemResult,
-) -> Score:
-    """The score that decides pass/fail: automatic, the judge's, or (hybrid) automatic with
-    the judge's verdict recorded beside it on the sampled cases."""
+@dataclass
+class Parts:
+    """What scoring an answer found, for ``assemble``."""
+
+    main: Score | None = None
+    automatic: Score | None = None
+    verdict: Verdict | None = None
+    execution: ExecutionResult | None = None
+    checks: list[Checked] = field(default_factory=list)
+
+
+def _verdict(engine: Engine, spec: ItemSpec, text: str, ledger: Ledger) -> Verdict | None:
+    """The judge's verdict: with the claude scorer, and with hybrid on the sampled cases."""
     if engine.settings.scorer == "automatic":
-        return automatic
+        return None
     judge = engine.judge()
     if engine.settings.scorer == "hybrid" and not judged(
         spec.case.id, engine.settings.seed, engine.settings.judge_rate
     ):
-        result.judged = False
-        return automatic
-    verdict = judge.verdict(spec.case, spec.prompt, text, usage)
-    result.judged = True
-    result.judge = JudgeResult(
-        score=verdict.score.value,
-        dimensions=verdict.score.dimensions,
-        notes=verdict.score.details["notes"],
-        repeats=verdict.repeats,
-        spread=round(verdict.spread, 6),
-        model=verdict.model,
-        template=verdict.template,
-    )
-    return verdict.score if engine.settings.scorer == "claude" else automatic
+        return None
+    return judge.verdict(spec.case, spec.prompt, text, ledger)
 
 
 def run_check(
@@ -171,7 +179,7 @@ def run_check(
     request: Request,
     response: Response,
     result: ItemResult,
-    usage: JudgeUsage,
+    ledger: Ledger,
 ) -> Checked:
     seen = Observed(
         response.text,
@@ -192,7 +200,7 @@ def run_check(
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
     if assertion.type == "judge":
-        score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, usage)
+        score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, ledger)
         return scored(assertion, score, result.threshold, f"judge: {reason}")
     function = engine.scorers()[assertion.type]
     try:
@@ -206,45 +214,117 @@ def run_check(
     return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
 
 
-def _code_score(
+def _code_parts(
     engine: Engine,
+    spec: ItemSpec,
     code: CodeSpec,
-    case: Case,
-    text: str,
-    prefill: str,
-    result: ItemResult,
-) -> Score:
-    score, metrics = engine.code_scorer().score(case, code, text, prefill)
-    result.scorer = "execution"
-    result.execution = ExecutionResult(
+    request: Request,
+    ctx: CallContext,
+    response: Response,
+    ledger: Ledger,
+    parts: Parts,
+) -> str:
+    """Run the code (after the strategy's calls, if any); the final answer's text."""
+    text, prefill = response.text, request.prefill
+    if spec.strategy is not None:
+        text, prefill = apply(
+            spec.strategy,
+            engine.store,
+            ledger,
+            engine.code_scorer(),
+            spec.case,
+            code,
+            request,
+            ctx,
+            response,
+        )
+    parts.main, metrics = engine.code_scorer().score(spec.case, code, text, prefill)
+    parts.execution = ExecutionResult(
         error_class=metrics.error_class,
         first_failure=metrics.first_failure,
         tests_passed=metrics.tests_passed,
         tests_total=metrics.tests_total,
         **metrics.details,
     )
-    return score
+    return text
 
 
-def _add_attempts(
-    engine: Engine, result: ItemResult, responses: list[Response], model: str, final: str
+def _score_parts(
+    engine: Engine,
+    spec: ItemSpec,
+    request: Request,
+    ctx: CallContext,
+    outcome: Outcome,
+    ledger: Ledger,
+    result: ItemResult,
+    parts: Parts,
 ) -> None:
-    """A strategy's item costs every attempt it made."""
-    costs = [engine.prices.cost(r, model) for r in responses]
-    result.attempts = len(responses)
-    result.response = final
-    result.input_tokens = sum(r.input_tokens for r in responses)
-    result.output_tokens = sum(r.output_tokens for r in responses)
-    result.cost_usd = None if None in costs else round(sum(c or 0.0 for c in costs), 8)
-    result.latency_ms = round(sum(r.latency_ms for r in responses), 1)
+    """Score the answer into ``parts``; the checks see the answer's figures so far."""
+    response = outcome.response
+    if spec.code is not None:
+        result.response = _code_parts(
+            engine, spec, spec.code, request, ctx, response, ledger, parts
+        )
+        result.scorer = spec.scorer
+    elif spec.scorer != ASSERTIONS_ONLY:
+        texts = (
+            _sample_texts(engine, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
+        )
+        parts.automatic = engine.scorer.score(spec.case, response.text, texts)
+        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger)
+        # hybrid records the verdict beside the automatic score, which decides
+        claude = engine.settings.scorer == "claude"
+        parts.main = verdict.score if verdict is not None and claude else parts.automatic
+    else:
+        result.scorer = spec.scorer
+    ledger.settle(result)
+    parts.checks = [
+        run_check(engine, spec, a, request, response, result, ledger) for a in spec.assertions
+    ]
 
 
-def _main_passes(engine: Engine, main: Score, result: ItemResult) -> bool:
+def _main_passes(engine: Engine, spec: ItemSpec, main: Score, result: ItemResult) -> bool:
     """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
     reaches the threshold); anything else: the score reaches the threshold."""
-    if result.scorer == "execution" and engine.settings.code_pass == "all":
+    if spec.scorer == EXECUTION and engine.settings.code_pass == "all":
         return bool(main.dimensions["functional_correctness"] == 1.0)
     return bool(main.value >= result.threshold)
+
+
+def _found(result: ItemResult, parts: Parts) -> None:
+    """What scoring found so far (kept on the report of an item that then errs)."""
+    if parts.automatic is not None:
+        result.automatic_score = parts.automatic.value
+    if parts.verdict is not None:
+        result.judge = JudgeResult(
+            score=parts.verdict.score.value,
+            dimensions=parts.verdict.score.dimensions,
+            notes=parts.verdict.score.notes,
+            repeats=parts.verdict.repeats,
+            spread=round(parts.verdict.spread, 6),
+            model=parts.verdict.model,
+            template=parts.verdict.template,
+        )
+    result.judged = parts.verdict is not None
+    result.execution = parts.execution
+
+
+def assemble(engine: Engine, spec: ItemSpec, result: ItemResult, parts: Parts) -> None:
+    """The result's score and verdict from the parts scoring found."""
+    checks, main = parts.checks, parts.main
+    result.assertions = [c.result() for c in checks]
+    if main is None:  # scored by its assertions alone
+        result.score = result.main_score = round(combine(None, checks), 6)
+        main_passes = result.score >= result.threshold
+    else:
+        result.score = round(combine(main.value, checks), 6) if checks else main.value
+        result.dimensions = main.dimensions
+        result.missing_topics = main.missing_topics
+        result.incorrect_claims = main.incorrect_claims
+        result.main_score = main.value
+        main_passes = _main_passes(engine, spec, main, result)
+    result.passed = main_passes and all(c.passed for c in checks)
+    result.outcome = "passed" if result.passed else "failed"
 
 
 def evaluate(
@@ -257,62 +337,23 @@ def evaluate(
     """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
     what went wrong, keeping in ``result`` what was computed before. ``request``: the one
     already built for this item, if any."""
-    case, prompt = spec.case, spec.prompt
-    usage = JudgeUsage()
-    main: Score | None
+    ledger = Ledger(engine.prices)
+    parts = Parts()
     try:
         if request is None:
-            request = make_request(hook, engine, case, prompt)
+            request = make_request(hook, engine, spec.case, spec.prompt)
         result.model = request.model
-        ctx = CallContext(case, prompt, spec.sample)
-        outcome = engine.store.get(request, ctx)
+        ctx = CallContext(spec.case, spec.prompt, spec.sample)
+        outcome = ledger.get(engine.store, request, ctx, "generation")
         response = outcome.response
         result.response = response.text
         result.prefill = request.prefill
         result.replayed = outcome.replayed
         result.recording = display(outcome.recording)
         result.unverified = outcome.unverified
-        result.input_tokens = response.input_tokens
-        result.output_tokens = response.output_tokens
-        result.cache_read_tokens = response.cache_read_tokens
-        result.cache_write_tokens = response.cache_write_tokens
-        result.latency_ms = response.latency_ms
-        result.cost_usd = engine.prices.cost(response, request.model)
         result.stop_reason = response.stop_reason
         result.request_id = response.request_id
-        result.calls_replayed, result.calls_live = (1, 0) if outcome.replayed else (0, 1)
-        if spec.code is not None:
-            text, prefill = response.text, request.prefill
-            strategy = parse_strategy(prompt)
-            if strategy is not None:
-                text, prefill, responses, replays = apply(
-                    strategy,
-                    engine.store,
-                    engine.code_scorer(),
-                    case,
-                    spec.code,
-                    request,
-                    ctx,
-                    response,
-                )
-                _add_attempts(engine, result, responses, request.model, text)
-                result.calls_replayed += replays
-                result.calls_live += len(responses) - 1 - replays
-            main = _code_score(engine, spec.code, case, text, prefill, result)
-        elif seed_scorer_applies(engine, spec):
-            texts = (
-                _sample_texts(engine, request, ctx, outcome, spec.samples)
-                if spec.samples > 1
-                else []
-            )
-            automatic = engine.scorer.score(case, response.text, texts)
-            result.automatic_score = automatic.value
-            main = _main_score(engine, spec, response.text, automatic, usage, result)
-        else:
-            main, result.scorer = None, ASSERTIONS_ONLY
-        checks = [
-            run_check(engine, spec, a, request, response, result, usage) for a in spec.assertions
-        ]
+        _score_parts(engine, spec, request, ctx, outcome, ledger, result, parts)
     except PromptevalError as exc:
         result.error_type, result.error = exc.kind, str(exc)
         if isinstance(exc, ApiError):  # which call failed, for the provider's support
@@ -320,20 +361,9 @@ def evaluate(
             result.request_id = exc.request_id
         raise
     finally:
-        usage.add_to(result)
-    result.assertions = [c.result() for c in checks]
-    if main is None:  # scored by its assertions alone
-        result.score = result.main_score = round(combine(None, checks), 6)
-        main_passes = result.score >= result.threshold
-    else:
-        result.score = round(combine(main.value, checks), 6) if checks else main.value
-        result.dimensions = main.dimensions
-        result.missing_topics = main.details["missing_topics"]
-        result.incorrect_claims = main.details["incorrect_claims"]
-        result.main_score = main.value
-        main_passes = _main_passes(engine, main, result)
-    result.passed = main_passes and all(c.passed for c in checks)
-    result.outcome = "passed" if result.passed else "failed"
+        ledger.settle(result)
+        _found(result, parts)
+    assemble(engine, spec, result, parts)
     return request, response
 
 

@@ -355,7 +355,7 @@ class Settings:
     record_note: str | None
     scorer: str
     #: the project named the scorer (option or ini), so it scores every case; by default it
-    #: scores only the cases it fits (``evaluate.seed_scorer_applies``)
+    #: scores only the cases it fits (``evaluate.scorer_for``)
     scorer_named: bool
     judge_model: str
     review_template: str | None

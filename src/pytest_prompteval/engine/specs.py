@@ -1,5 +1,6 @@
 """An item's spec, built one way for case files and the ``prompteval`` fixture: the prompt
-version's assertions, the case's own, and a code case's spec."""
+version's assertions, the case's own, a code case's spec and strategy, and the scorer
+that decides the item."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
-from pytest_prompteval.engine.evaluate import ItemSpec
+from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
+from pytest_prompteval.scoring.strategies import Strategy
 
 #: (prompt version, sample, samples) -> the item's spec
 SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]
@@ -40,11 +42,16 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
         f"case {case.id!r}",
         scorers,
     )
-    by_version: dict[str, tuple[Assertion, ...]] = {}
+    by_version: dict[str, tuple[tuple[Assertion, ...], Strategy | None, str]] = {}
 
     def spec(prompt: PromptVersion, sample: int, samples: int) -> ItemSpec:
-        if prompt.version not in by_version:
-            by_version[prompt.version] = (*engine.prompt_assertions(prompt), *own)
-        return ItemSpec(case, prompt, sample, samples, by_version[prompt.version], code)
+        found = by_version.get(prompt.version)
+        if found is None:
+            assertions = (*engine.prompt_assertions(prompt), *own)
+            strategy = engine.prompt_strategy(prompt) if code is not None else None
+            found = (assertions, strategy, scorer_for(engine, case, assertions, code))
+            by_version[prompt.version] = found
+        assertions, strategy, scorer = found
+        return ItemSpec(case, prompt, sample, samples, assertions, code, strategy, scorer)
 
     return spec

@@ -26,7 +26,7 @@ from pytest_prompteval.providers.anthropic import AnthropicProvider, response_fr
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.items import CaseItem
-from pytest_prompteval.scoring.strategies import Call, parse_strategy, pending
+from pytest_prompteval.scoring.strategies import Call, pending
 
 Progress = Callable[[str], None]
 #: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered.
@@ -96,8 +96,7 @@ def next_calls(engine: Engine, item: CaseItem, request: Request) -> list[Call]:
     next round given the answers recorded so far."""
     store = engine.store
     context = CallContext(item.case, item.prompt, item.spec.sample)
-    code = item.spec.code
-    strategy = parse_strategy(item.prompt) if code is not None else None
+    code, strategy = item.spec.code, item.spec.strategy
     if strategy is None or code is None:
         return [(request, context)] if store.needs_call(request, context.sample) else []
 

@@ -18,8 +18,8 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
 from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
+from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.scoring.assertions import parse_assertions
-from pytest_prompteval.scoring.judge import JudgeUsage
 
 
 @dataclass(frozen=True)
@@ -109,16 +109,16 @@ class Prompteval:
         """Score ``run`` with ``scorer`` (automatic, claude, an assertion type or a custom
         scorer); fail the test when below ``min_score`` (default: the case's threshold)."""
         threshold = run.result.threshold if min_score is None else min_score
-        usage = JudgeUsage()
+        # the check's judge calls are not added to the item's figures
+        ledger = Ledger(self.engine.prices)
         if scorer == "automatic":
             automatic = run.result.automatic_score
             if automatic is None:  # a case scored by its assertions alone: asked for now
                 automatic = self.engine.scorer.score(run.case, run.text).value
             score, reason = automatic, "automatic score"
         elif scorer == "claude":
-            verdict = self.engine.judge().verdict(run.case, run.prompt, run.text, usage)
-            notes = verdict.score.details["notes"]
-            score, reason = verdict.score.value, f"judge: {notes}"
+            verdict = self.engine.judge().verdict(run.case, run.prompt, run.text, ledger)
+            score, reason = verdict.score.value, f"judge: {verdict.score.notes}"
         else:
             entry = {"type": scorer, "value": value, "threshold": threshold}
             (assertion,) = parse_assertions(
@@ -126,7 +126,7 @@ class Prompteval:
             )
             spec = ItemSpec(run.case, run.prompt, 0, 1, (assertion,))
             checked = run_check(
-                self.engine, spec, assertion, run.request, run.response, run.result, usage
+                self.engine, spec, assertion, run.request, run.response, run.result, ledger
             )
             if not checked.passed:
                 pytest.fail(f"{scorer}: {checked.reason}", pytrace=False)

@@ -18,7 +18,6 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.pytest.adapters import xdist_upcoming
 from pytest_prompteval.pytest.items import CaseItem
-from pytest_prompteval.scoring.strategies import parse_strategy
 
 
 class Lookahead:
@@ -56,7 +55,7 @@ class Lookahead:
                 continue
             try:
                 request = other.prepare()
-                ahead_code = other.spec.code is not None and parse_strategy(other.prompt) is None
+                ahead_code = other.spec.code is not None and other.spec.strategy is None
             except PromptevalError:
                 continue  # the item reports it when it runs
             context = CallContext(other.case, other.prompt, other.spec.sample)

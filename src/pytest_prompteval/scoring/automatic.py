@@ -160,10 +160,10 @@ class AutomaticScorer:
         return Score(
             value=round(value, 6),
             dimensions={k: round(v, 6) for k, v in dimensions.items()},
+            missing_topics=[t for t in topics if t not in covered],
+            incorrect_claims=claims,
             details={
                 "covered_topics": covered,
-                "missing_topics": [t for t in topics if t not in covered],
-                "incorrect_claims": claims,
                 "missing_terms": [t for t in terms if t not in mentioned],
             },
         )

@@ -57,9 +57,26 @@ CALIBRATION = (10.0, 0.25)  # CPU timeout = factor x reference CPU time, at leas
 
 
 @dataclass(frozen=True)
+class CodeTest:
+    """One entry of a code case's ``tests:``, its kind decided once."""
+
+    #: one of TEST_KINDS
+    kind: str
+    #: assert and check: Python source text; args: the list of arguments
+    body: Any
+    tag: str = "basic"
+    #: an args test's expected return value (compared here, never sent to the sandbox)
+    expected: Any = None
+
+    def wire(self) -> dict[str, Any]:
+        """The test as the sandbox's harness reads it."""
+        return {self.kind: self.body, "tag": self.tag}
+
+
+@dataclass(frozen=True)
 class CodeSpec:
     entry_point: str
-    tests: tuple[dict[str, Any], ...]
+    tests: tuple[CodeTest, ...]
     prompt: str = ""
     reference: str | None = None
     properties: dict[str, Any] | None = None
@@ -78,7 +95,7 @@ class CodeSpec:
         return {
             "code": code,
             "entry_point": self.entry_point,
-            "tests": [{k: v for k, v in t.items() if k != "expected"} for t in self.tests],
+            "tests": [t.wire() for t in self.tests],
             "reference": self.reference if self.properties else None,
             "properties": self.properties,
         }
@@ -134,7 +151,7 @@ def parse_code_spec(case: Case) -> CodeSpec:
         tag = test.get("tag", "basic")
         if tag not in TAGS:
             raise fail(f"tests[{i}].tag", "basic or edge", line)
-        parsed.append({**dict(test), "tag": tag})
+        parsed.append(CodeTest(kind, test[kind], tag, test.get("expected")))
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise fail("reference", "the source of a correct solution")
@@ -301,12 +318,12 @@ def _canonical_expected(text: str) -> str:
     return canonical(json.loads(text))
 
 
-def _expected(test: Mapping[str, Any]) -> str:
-    return _canonical_expected(json.dumps(test["expected"], default=repr))
+def _expected(test: CodeTest) -> str:
+    return _canonical_expected(json.dumps(test.expected, default=repr))
 
 
 def _io_event(
-    entry_point: str, test: Mapping[str, Any], event: dict[str, Any] | None
+    entry_point: str, test: CodeTest, event: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """An io test's event turned into a verdict: the output compared here, with the
     expected value the sample never saw."""
@@ -319,8 +336,8 @@ def _io_event(
         **event,
         "passed": False,
         "kind": "assert",
-        "message": f"AssertionError: {entry_point}(*{test['args']!r}) returned {shown!r}"[:300]
-        + f", expected {test['expected']!r}"[:200],
+        "message": f"AssertionError: {entry_point}(*{test.body!r}) returned {shown!r}"[:300]
+        + f", expected {test.expected!r}"[:200],
     }
 
 
@@ -328,7 +345,7 @@ def reference_outputs(spec: CodeSpec, run: SampleRun) -> dict[int, str]:
     """The reference's outputs on the io tests, as canonical text by test index."""
     found = {}
     for index, event in run.tests.items():
-        if index < len(spec.tests) and "args" in spec.tests[index] and "output" in event:
+        if index < len(spec.tests) and spec.tests[index].kind == "args" and "output" in event:
             try:
                 found[index] = canonical(event["output"])
             except (TypeError, ValueError, RecursionError):
@@ -351,19 +368,19 @@ def measure(
     compared = []
     for i, test in enumerate(spec.tests):
         event = results.get(i)
-        if "args" in test:
+        if test.kind == "args":
             if reference is not None and i in reference:
                 compared.append(event is not None and _output_matches(event, reference[i]))
             event = _io_event(spec.entry_point, test, event)
         passed = bool(event and event.get("passed") is True)
-        tally[test["tag"]][0] += passed
-        tally[test["tag"]][1] += 1
+        tally[test.tag][0] += passed
+        tally[test.tag][1] += 1
         m.tests_passed += passed
         if event and not passed:
-            failure = (event.get("kind"), f"test {i} ({test['tag']}): {event.get('message')}")
-            if test["tag"] == "basic" and first_basic is None:
+            failure = (event.get("kind"), f"test {i} ({test.tag}): {event.get('message')}")
+            if test.tag == "basic" and first_basic is None:
                 first_basic = failure
-            elif test["tag"] == "edge" and first_edge is None:
+            elif test.tag == "edge" and first_edge is None:
                 first_edge = failure
     prop = run.property_check
     if spec.properties is not None:
@@ -615,11 +632,7 @@ class CodeScorer:
             "timeout_s": limits.timeout,
             "run_seconds": round(run.seconds, 4),
         }
-        return Score(
-            value=round(m.partial, 6),
-            dimensions=dimensions,
-            details={"missing_topics": [], "incorrect_claims": []},
-        ), m
+        return Score(value=round(m.partial, 6), dimensions=dimensions), m
 
     def stop(self) -> None:
         """``-x`` or a stop: nothing more runs ahead."""

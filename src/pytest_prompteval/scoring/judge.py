@@ -17,15 +17,14 @@ from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
-from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Check, Store
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.score import Score
@@ -126,23 +125,6 @@ QUESTION_SCHEMA: dict[str, Any] = {
 
 
 @dataclass
-class JudgeUsage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    calls: int = 0
-    replayed: int = 0
-
-    def add_to(self, result: ItemResult) -> None:
-        result.judge_input_tokens = self.input_tokens
-        result.judge_output_tokens = self.output_tokens
-        result.judge_cost_usd = round(self.cost_usd, 8)
-        result.judge_calls = self.calls
-        result.calls_replayed += self.replayed
-        result.calls_live += self.calls - self.replayed
-
-
-@dataclass
 class Verdict:
     score: Score
     template: str
@@ -180,13 +162,12 @@ def _tool_request(
 
 def structured_call(
     store: Store,
-    prices: PriceTable,
+    ledger: Ledger,
     model: str,
     context: CallContext,
     system: str,
     user: str,
     schema: dict[str, Any],
-    usage: JudgeUsage,
 ) -> dict[str, Any]:
     """A forced tool call whose input must match ``schema``: the first answer, or one retry
     told what was wrong, or JudgeError with the raw answer shown. Only a valid answer is
@@ -197,13 +178,8 @@ def structured_call(
     rejection = ""
     for _attempt in range(2):
         request = _tool_request(model, system, user, schema, rejection)
-        outcome = store.get(request, context, check, answers=first)
+        outcome = ledger.get(store, request, context, "judge", check, answers=first)
         response = outcome.response
-        usage.calls += 1
-        usage.replayed += outcome.replayed
-        usage.input_tokens += response.input_tokens + response.cache_read_tokens
-        usage.output_tokens += response.output_tokens
-        usage.cost_usd += prices.cost(response, request.model) or 0.0
         verdict = response.tool_input
         if outcome.rejected is None and verdict is not None:
             return verdict
@@ -243,14 +219,12 @@ class Judge:
     def __init__(
         self,
         store: Store,
-        prices: PriceTable,
         model: str,
         templates: Mapping[str, ReviewTemplate],
         template: str | None,
         repeats: int = 1,
     ):
         self.store = store
-        self.prices = prices
         self.model = model
         self.templates = templates
         self.default = template or (
@@ -282,7 +256,7 @@ class Judge:
             f"<expected_topics>{topics}</expected_topics>\n<answer>\n{text}\n</answer>"
         )
 
-    def verdict(self, case: Case, prompt: PromptVersion, text: str, usage: JudgeUsage) -> Verdict:
+    def verdict(self, case: Case, prompt: PromptVersion, text: str, ledger: Ledger) -> Verdict:
         template = self.template_for(case)
         dims = "\n".join(
             f"- {name} (weight {weight:g}): {description}"
@@ -298,13 +272,12 @@ class Judge:
         runs = [
             structured_call(
                 self.store,
-                self.prices,
+                ledger,
                 self.model,
                 CallContext(case, prompt, n, "judge"),
                 system,
                 user,
                 schema,
-                usage,
             )
             for n in range(self.repeats)
         ]
@@ -321,11 +294,9 @@ class Judge:
             score=Score(
                 value=round(sum(overalls) / len(overalls), 6),
                 dimensions={k: round(v, 6) for k, v in dimensions.items()},
-                details={
-                    "missing_topics": list(first["missing_topics"]),
-                    "incorrect_claims": list(first["incorrect_claims"]),
-                    "notes": first["notes"],
-                },
+                missing_topics=list(first["missing_topics"]),
+                incorrect_claims=list(first["incorrect_claims"]),
+                notes=first["notes"],
             ),
             template=template.name,
             model=self.model,
@@ -333,7 +304,7 @@ class Judge:
         )
 
     def ask(
-        self, case: Case, prompt: PromptVersion, text: str, question: str, usage: JudgeUsage
+        self, case: Case, prompt: PromptVersion, text: str, question: str, ledger: Ledger
     ) -> tuple[float, str]:
         """A one-off rubric question about the answer: score in [0, 1] and the reason."""
         system = (
@@ -344,12 +315,11 @@ class Judge:
         context = CallContext(case, prompt, 0, "judge")
         verdict = structured_call(
             self.store,
-            self.prices,
+            ledger,
             self.model,
             context,
             system,
             self._materials(case, text),
             QUESTION_SCHEMA,
-            usage,
         )
         return verdict["score"] / 100, verdict["reason"]

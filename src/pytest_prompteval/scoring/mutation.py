@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox.client import Limits
-from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, measure
+from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, CodeTest, measure
 
 BINARY = {
     ast.Add: ast.Sub,
@@ -177,12 +177,12 @@ def _test_inputs(spec: CodeSpec) -> list[list[Any]]:
     """The argument lists the case's tests call the function with, of every kind of test."""
     vectors = []
     for test in spec.tests:
-        if "args" in test:
-            vectors.append(list(test["args"]))
-        elif "assert" in test:
-            vectors += _literal_calls(test["assert"], {spec.entry_point})
-        elif "check" in test:
-            vectors += _literal_calls(test["check"], {"candidate", spec.entry_point})
+        if test.kind == "args":
+            vectors.append(list(test.body))
+        elif test.kind == "assert":
+            vectors += _literal_calls(test.body, {spec.entry_point})
+        else:
+            vectors += _literal_calls(test.body, {"candidate", spec.entry_point})
     return vectors
 
 
@@ -229,7 +229,7 @@ def _probe(spec: CodeSpec, probes: list[list[Any]]) -> CodeSpec:
         f"        expected = _outcome(reference[{spec.entry_point!r}], args)\n"
         "        assert _outcome(candidate, args) == expected, args\n"
     )
-    return dataclasses.replace(spec, tests=({"check": check, "tag": "basic"},), properties=None)
+    return dataclasses.replace(spec, tests=(CodeTest("check", check),), properties=None)
 
 
 def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:

@@ -8,7 +8,8 @@ any version so their accuracy and cost sit beside the plain ones in the summary:
 - ``strategy: {name: best_of_n, n: 5}``: n independent answers, keep the one that passes
   the most visible tests.
 
-Every attempt is its own recorded call; the item's tokens and cost are the sum of them.
+Every attempt is its own recorded call, on the item's ledger: the item's tokens and cost
+are the sum of them.
 The final answer is scored against all the tests, edge ones included.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
@@ -26,6 +27,7 @@ from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.sandbox.client import Limits, SampleRun
 from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, Metrics, extract_code, measure
@@ -34,7 +36,15 @@ NAMES = ("self_verify", "refine", "best_of_n")
 EXTRA_SAMPLES = 10_000  # best_of_n's extra draws use sample keys far from the items' own
 
 
-def parse_strategy(prompt: PromptVersion) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Strategy:
+    #: one of NAMES
+    name: str
+    #: attempts, or best_of_n's n
+    count: int
+
+
+def parse_strategy(prompt: PromptVersion) -> Strategy | None:
     spec = prompt.raw.get("strategy")
     if spec is None:
         return None
@@ -50,11 +60,11 @@ def parse_strategy(prompt: PromptVersion) -> dict[str, Any] | None:
     count = spec.get(count_field, 3)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 20:
         raise PromptevalError("field 'strategy': expected a count from 1 to 20", prompt.path, line)
-    return {"name": spec["name"], "count": count}
+    return Strategy(spec["name"], count)
 
 
 def _visible(spec: CodeSpec) -> CodeSpec:
-    basic = tuple(t for t in spec.tests if t["tag"] == "basic")
+    basic = tuple(t for t in spec.tests if t.tag == "basic")
     return dataclasses.replace(spec, tests=basic or spec.tests, properties=None)
 
 
@@ -104,7 +114,7 @@ Course = Generator[list[Call], list[Response], tuple[str, str]]
 
 
 def course(
-    strategy: Mapping[str, Any],
+    strategy: Strategy,
     scorer: CodeScorer,
     case: Case,
     spec: CodeSpec,
@@ -115,12 +125,10 @@ def course(
     same course whether it is walked call by call (``apply``) or round by round in message
     batches (``pending``)."""
     visible = _visible(spec)
-    if strategy["name"] == "best_of_n":
+    if strategy.name == "best_of_n":
         draws = [
-            dataclasses.replace(
-                context, sample=EXTRA_SAMPLES + context.sample * strategy["count"] + j
-            )
-            for j in range(1, strategy["count"])
+            dataclasses.replace(context, sample=EXTRA_SAMPLES + context.sample * strategy.count + j)
+            for j in range(1, strategy.count)
         ]
         responses = yield [(request, context), *((request, d) for d in draws)]
         # every candidate handed to the pool at once: its servers run them side by side
@@ -130,11 +138,11 @@ def course(
         return best.text, request.prefill
     (first,) = yield [(request, context)]
     text, prefill = first.text, request.prefill
-    for _attempt in range(1, strategy["count"]):
+    for _attempt in range(1, strategy.count):
         code, metrics = _check(scorer, case, visible, text, prefill)
         if metrics.functional:
             break
-        if strategy["name"] == "self_verify":
+        if strategy.name == "self_verify":
             turns = list(request.messages)
             if turns and turns[-1].role == "assistant":
                 turns = turns[:-1]
@@ -157,20 +165,18 @@ def course(
 
 
 def apply(
-    strategy: Mapping[str, Any],
+    strategy: Strategy,
     store: Store,
+    ledger: Ledger,
     scorer: CodeScorer,
     case: Case,
     spec: CodeSpec,
     request: Request,
     context: CallContext,
     first: Response,
-) -> tuple[str, str, list[Response], int]:
-    """(final answer, its prefill, every response the strategy got, how many of the calls
-    after the first were replayed from recordings)."""
+) -> tuple[str, str]:
+    """(final answer, its prefill); the calls after the first go on ``ledger``."""
     walk = course(strategy, scorer, case, spec, request, context)
-    responses: list[Response] = []
-    replayed = 0
     calls = next(walk)
     while True:
         for call in calls:  # a round's calls go out together (when calls are sent ahead)
@@ -181,19 +187,16 @@ def apply(
             if call == (request, context):
                 got.append(first)
                 continue
-            outcome = store.get(*call)
-            replayed += outcome.replayed
-            got.append(outcome.response)
-        responses += got
+            got.append(ledger.get(store, *call, "strategy").response)
         try:
             calls = walk.send(got)
         except StopIteration as done:
             text, prefill = done.value
-            return text, prefill, responses, replayed
+            return text, prefill
 
 
 def pending(
-    strategy: Mapping[str, Any],
+    strategy: Strategy,
     scorer: CodeScorer,
     case: Case,
     spec: CodeSpec,

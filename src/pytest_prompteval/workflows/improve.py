@@ -24,8 +24,9 @@ from pytest_prompteval.core.paths import check_name, output_inside, read_bounded
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, load_prompt
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.scoring.judge import JudgeUsage, structured_call
+from pytest_prompteval.scoring.judge import structured_call
 
 PRIORITIES = ("high", "medium", "low")
 SCHEMA: dict[str, Any] = {
@@ -112,7 +113,7 @@ def failure_patterns(run: StoredRun) -> dict[str, Any]:
 
 def suggest(
     prompt: PromptVersion, run: StoredRun, store: Store, prices: PriceTable, model: str
-) -> tuple[dict[str, Any], dict[str, Any], JudgeUsage]:
+) -> tuple[dict[str, Any], dict[str, Any], Ledger]:
     patterns = failure_patterns(run)
     text = read_bounded(prompt.path).decode()
     user = (
@@ -125,10 +126,10 @@ def suggest(
         0,
         "improve",
     )
-    usage = JudgeUsage()
-    answer = structured_call(store, prices, model, context, SYSTEM, user, SCHEMA, usage)
+    ledger = Ledger(prices)
+    answer = structured_call(store, ledger, model, context, SYSTEM, user, SCHEMA)
     answer["suggestions"].sort(key=lambda s: PRIORITIES.index(s["priority"]))
-    return answer, patterns, usage
+    return answer, patterns, ledger
 
 
 def render(answer: dict[str, Any], patterns: dict[str, Any]) -> list[str]:
