@@ -68,3 +68,21 @@ def test_estimate_with_xdist_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("--prompt=v", "--prompteval-estimate", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --prompteval-estimate runs no items: use it without -n*"])
+
+
+def test_a_model_no_table_knows_is_estimated_at_the_highest_known_price(
+    project: pytest.Pytester, anthropic_server: Any
+) -> None:
+    # a branch naming a model no table prices cannot slip under --prompteval-max-cost
+    project.path.joinpath("prompts", "v.yaml").write_text(
+        "user_prompt: Explain.\nmodel_config: {model: claude-unknown-9, max_tokens: 200}\n"
+    )
+    result = project.runpytest("--prompt=v", "--prompteval-estimate", "--prompteval-max-cost=0.001")
+    assert result.ret == GATE_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "3 new calls to models missing from the price table: priced at the highest known "
+            "prices",
+            "*prompteval estimate $0.0* exceeds --prompteval-max-cost 0.001: the run would not *",
+        ]
+    )

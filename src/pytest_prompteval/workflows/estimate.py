@@ -59,13 +59,13 @@ def estimate(
         figures.new += 1
         figures.new_input_tokens += input_tokens
         figures.new_output_tokens += output_tokens
-        cost = prices.cost(
-            Response("", item.request.model, input_tokens=input_tokens, output_tokens=output_tokens)
+        planned_answer = Response(
+            "", item.request.model, input_tokens=input_tokens, output_tokens=output_tokens
         )
-        if cost is None:
-            figures.unpriced += 1
-        else:
-            figures.cost_usd += cost
+        # as the budget counts it: a model no table knows at the highest known prices, so a
+        # model a pull request names cannot pass --prompteval-max-cost for free
+        figures.unpriced += prices.cost(planned_answer) is None
+        figures.cost_usd += prices.budget_cost(planned_answer)
     return list(by_version.values())
 
 
@@ -95,5 +95,8 @@ def estimate_lines(estimates: Sequence[VersionEstimate], counting_calls: int) ->
     if bounded:
         lines.append(f"{bounded} new calls priced at max_tokens output: an upper bound")
     if unpriced:
-        lines.append(f"{unpriced} new calls to models missing from the price table: not priced")
+        lines.append(
+            f"{unpriced} new calls to models missing from the price table: priced at the "
+            "highest known prices"
+        )
     return lines
