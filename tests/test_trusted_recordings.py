@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.providers.trusted import Changes
 from pytest_prompteval.report.gates import NO_VERDICT
 from pytest_prompteval.testing import AnthropicServer
 
@@ -166,3 +167,10 @@ def test_gates_mode_refuses_what_evaluates_nothing(
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --prompteval-exit=gates decides on evaluated cases: *"])
+
+
+def test_the_recordings_block_names_at_most_twenty_files_a_line() -> None:
+    added = tuple(f"prompt_recordings/{i:02d}.json" for i in range(23))
+    (line,) = Changes("main", added, ()).lines()
+    assert line.startswith("unverified recordings (not at main): 23: prompt_recordings/00.json")
+    assert line.endswith("prompt_recordings/19.json, +3 more")

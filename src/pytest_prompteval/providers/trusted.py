@@ -40,16 +40,22 @@ class Changes:
             return [f"recordings: every one used is as committed at {self.ref}"]
         shown: list[str] = []
         if self.added:
-            shown.append(
-                f"unverified recordings (not at {self.ref}): {len(self.added)}: "
-                + ", ".join(self.added)
-            )
+            shown.append(f"unverified recordings (not at {self.ref}): {_listed(self.added)}")
         if self.changed:
             shown.append(
                 f"recordings changed since {self.ref}, read as at {self.ref}: "
-                f"{len(self.changed)}: " + ", ".join(self.changed)
+                + _listed(self.changed)
             )
         return shown
+
+
+#: file names a line lists at most; a branch that records a whole suite adds thousands
+LISTED = 20
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    more = len(names) - LISTED
+    return f"{len(names)}: " + ", ".join(names[:LISTED]) + (f", +{more} more" if more > 0 else "")
 
 
 def blob_id(content: bytes) -> str:
