@@ -64,6 +64,17 @@ def generated_project(
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
 
 
+def git(root: Path, *args: str) -> str:
+    """A git command in ``root`` as a test's author commits; its output."""
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def copy_compat(pytester: pytest.Pytester, edition: str) -> Path:
     source = COMPAT / edition
     if not source.is_dir():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -18,7 +17,7 @@ from markdown_it import MarkdownIt
 from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT, PASSED
 from pytest_prompteval.testing import AnthropicServer
 
-from .conftest import ROOT, item_results, prompteval
+from .conftest import ROOT, git, item_results, prompteval
 
 RECIPE = ROOT / "examples" / "ci" / "github-actions.yml"
 STEP = "current against current@origin/main"
@@ -40,15 +39,6 @@ def answer(request: dict[str, Any]) -> str:
     text = json.dumps(request)
     broken = "Briefly" in text and ("explain 1." in text or "explain 2." in text)
     return "nothing useful" if broken else "a loop"
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    )
 
 
 def commit(root: Path, message: str) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pytest_prompteval.core.gitversions import repository
 
-from .conftest import item_results
+from .conftest import git, item_results
 
 APP = """
 from pathlib import Path
@@ -22,17 +21,6 @@ def answer(request, **context):
 """
 CASES = "cases:\n- id: c1\n  input: {n: 1}\n- id: c2\n  input: {n: 2}\n"
 PROVIDER = "--prompteval-provider=python:myapp:answer"
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 def commit(root: Path, message: str) -> None:

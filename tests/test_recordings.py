@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from pytest_prompteval.providers.store import Recording
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows.recordings import Current, stale_reason
 
-from .conftest import copy_example_suite, generated_project, item_results, prompteval
+from .conftest import copy_example_suite, generated_project, git, item_results, prompteval
 
 GOOD_VERDICT = {
     "scores": {"correctness": 90, "completeness": 90, "clarity": 90, "usefulness": 90},
@@ -315,15 +314,6 @@ NOW = Current(
 )
 def test_which_labelled_recordings_are_stale(key: str, label: dict[str, str], stale: str) -> None:
     assert stale_reason(_recording(key, **label), NOW) == stale
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_prune_keeps_the_samples_addopts_draw_and_the_versions_ci_compares_against(

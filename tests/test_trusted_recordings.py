@@ -5,7 +5,6 @@ as unverified, asked for again with a key, and errors in gates mode without one.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from pytest_prompteval.providers.trusted import Changes
 from pytest_prompteval.report.gates import NO_VERDICT
 from pytest_prompteval.testing import AnthropicServer
 
-from .conftest import generated_project, item_results
+from .conftest import generated_project, git, item_results
 
 FORGED = "The loop optimization, forged."
 TRUSTED = ("--prompt=v", "--prompteval-trusted-recordings=main")
@@ -24,16 +23,6 @@ TRUSTED = ("--prompt=v", "--prompteval-trusted-recordings=main")
 def answer(request: dict[str, Any]) -> str:
     # c01 fails: its answer misses the expected topic
     return "Nothing relevant." if "Explain 1." in json.dumps(request) else "The loop optimization."
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def recording_of(root: Path, case: str) -> Path:
