@@ -25,7 +25,7 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.pytest.work import Work, WorkList
 from pytest_prompteval.scoring.strategies import Call, pending
 
 Progress = Callable[[str], None]
@@ -91,12 +91,12 @@ def run_batch(
     return str(batch.id)
 
 
-def next_calls(engine: Engine, item: CaseItem, request: Request) -> list[Call]:
+def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
     """The item's calls not answered yet that can be sent now: its own, or its strategy's
     next round given the answers recorded so far."""
     store = engine.store
-    context = CallContext(item.case, item.prompt, item.spec.sample)
-    code, strategy = item.spec.code, item.spec.strategy
+    context = work.context
+    code, strategy = work.spec.code, work.spec.strategy
     if strategy is None or code is None:
         return [(request, context)] if store.needs_call(request, context.sample) else []
 
@@ -105,22 +105,24 @@ def next_calls(engine: Engine, item: CaseItem, request: Request) -> list[Call]:
             return None
         return store.get(request, context).response
 
-    calls = pending(strategy, engine.code_scorer(), item.case, code, request, context, known)
+    calls = pending(strategy, engine.code_scorer(), work.spec.case, code, request, context, known)
     return [(r, c) for r, c in calls if r.key(c.sample) not in store.batch_failures]
 
 
-def send_session_batch(session: pytest.Session, engine: Engine, poll: float) -> None:
+def send_session_batch(
+    session: pytest.Session, work: WorkList, engine: Engine, poll: float
+) -> None:
     """Batch the calls of every item the session will run whose answer is not recorded, in
     rounds while strategies need more."""
     provider = engine.store.provider
     if not isinstance(provider, AnthropicProvider):
         raise pytest.UsageError("--prompteval-batch needs the anthropic provider")
     waiting = []
-    for item in session.items:
-        if not isinstance(item, CaseItem):
+    for item in work:
+        if item is None:
             continue
         try:
-            waiting.append((item, item.prepare()))
+            waiting.append((item, item.request()))
         except PromptevalError:
             continue  # the item reports it when it runs
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -7,25 +7,24 @@ import pytest
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.tokencount import TokenCounter
-from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.pytest.work import WorkList
 from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT
 from pytest_prompteval.workflows.estimate import Planned, estimate, estimate_lines
 
 
-def run_estimate(session: pytest.Session, engine: Engine) -> None:
+def run_estimate(session: pytest.Session, work: WorkList, engine: Engine) -> None:
     """Print the estimate; a budget it exceeds, or a failed count, ends the session."""
     settings = engine.settings
     planned, unrenderable = [], 0
-    for item in session.items:
-        if isinstance(item, CaseItem):
+    for item in work:
+        if item is not None:
             try:
-                request = item.prepare()
+                request = item.request()
             except PromptevalError:
                 unrenderable += 1  # the run would fail it without a call
                 continue
-            planned.append(
-                Planned(item.prompt.version, request, item.spec.sample, item.spec.samples)
-            )
+            spec = item.spec
+            planned.append(Planned(spec.prompt.version, request, spec.sample, spec.samples))
     counter = TokenCounter(settings.recordings_dir, engine.store.provider)
     try:
         estimates = estimate(planned, engine.store, counter, engine.prices)

@@ -78,7 +78,7 @@ class _Collector:
         for item in session.items if self.requests else ():
             if isinstance(item, CaseItem):
                 try:
-                    request = item.prepare()
+                    request = item.work.request()
                 except PromptevalError:
                     continue  # a template error: the item makes no call
                 self.inventory.requests.append((item.case, item.prompt, item.spec.sample, request))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 from _pytest._code.code import TerminalRepr
@@ -18,6 +18,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
 from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
     ItemSpec,
@@ -26,13 +27,27 @@ from pytest_prompteval.engine.evaluate import (
     make_request,
     new_result,
 )
+from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.pytest.adapters import marker_expression
-from pytest_prompteval.report.flaky import MinPass, parse_min_pass
+from pytest_prompteval.pytest.work import Work
+from pytest_prompteval.report.flaky import MinPass, SampleTally, parse_min_pass
 
-if TYPE_CHECKING:
-    from pytest_prompteval.pytest.run import PromptevalRun
+
+class ItemContext(Protocol):
+    """What collectors and items need of the run, and all they may use of it."""
+
+    settings: Settings
+    tally: SampleTally | None
+    case_ids: dict[str, str]  # case id -> where it was first defined
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def register_marker(self, marker: str) -> None: ...
+
+    def ahead(self, session: pytest.Session, work: Work) -> None: ...
 
 
 def _short(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
@@ -48,26 +63,26 @@ def _shown(error: BaseException) -> str:
 
 
 class CaseFile(pytest.File):
-    def __init__(self, *, run: PromptevalRun, **kwargs: Any):
+    def __init__(self, *, context: ItemContext, **kwargs: Any):
         super().__init__(**kwargs)
-        self.run = run
+        self.context = context
 
     loaded: LoadedCaseFile | None = None  # the validated file, for `prompteval list`
 
     @classmethod
-    def make(cls, parent: pytest.Collector, path: Path, run: PromptevalRun) -> CaseFile:
+    def make(cls, parent: pytest.Collector, path: Path, context: ItemContext) -> CaseFile:
         """The file's collector. Its node id, and its items' (made from it), has the path
         escaped: a file name is the PR's to choose, and pytest prints node ids as they are
         (a collection error's header, -v, the short summary, JUnit)."""
-        node = cls.from_parent(parent, path=path, run=run)
+        node = cls.from_parent(parent, path=path, context=context)
         shown = safe_line(node.nodeid)
         if shown == node.nodeid:
             return node
-        return cls.from_parent(parent, path=path, run=run, nodeid=shown)
+        return cls.from_parent(parent, path=path, context=context, nodeid=shown)
 
     def collect(self) -> Iterator[CaseItem]:
-        run = self.run
-        engine = run.engine
+        context = self.context
+        engine = context.engine
         store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
         cache = store.mkdir("prompteval-cases") if store is not None else None
         fields = engine.declared.case_fields
@@ -80,18 +95,18 @@ class CaseFile(pytest.File):
         decorators: dict[str, pytest.MarkDecorator] = {}  # one per label, not per item
         for case in case_file.cases:
             where = f"{shown}:{case.line}"
-            first = run.case_ids.setdefault(case.id, where)
+            first = context.case_ids.setdefault(case.id, where)
             if first != where:
                 raise PromptevalError(
                     f"duplicate case id {case.id!r}: also defined at {first}", case.path, case.line
                 )
             markers = case.markers
             for marker in markers:
-                run.register_marker(marker)
+                context.register_marker(marker)
                 if marker not in decorators:
                     decorators[marker] = getattr(pytest.mark, marker)
-            samples = case.samples or run.settings.samples
-            min_pass = case_min_pass(case, run.settings.min_pass)
+            samples = case.samples or context.settings.samples
+            min_pass = case_min_pass(case, context.settings.min_pass)
             spec = item_specs(engine, case)
             for prompt in engine.versions:
                 if not scopes[prompt.version](case):
@@ -101,7 +116,7 @@ class CaseFile(pytest.File):
                     params = f"{prompt.version}{suffix}"
                     item = CaseItem.from_parent(
                         self,
-                        run=run,
+                        context=context,
                         name=f"{case.id}[{params}]",
                         # given whole, so pytest 9 parses ``[params]`` as parameters, as
                         # --lf, --ff, --sw and --nf read them back from the cache
@@ -163,32 +178,28 @@ def case_min_pass(case: Case, default: MinPass | None) -> MinPass | None:
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, spec: ItemSpec, run: PromptevalRun, **kwargs: Any):
+    def __init__(self, *, spec: ItemSpec, context: ItemContext, **kwargs: Any):
         super().__init__(**kwargs)
         self.spec = spec
-        self.run = run
+        self.context = context
         self.case: Case = spec.case
         self.prompt: PromptVersion = spec.prompt
-        settings = run.settings
+        settings = context.settings
         threshold = spec.case.threshold if spec.case.threshold is not None else settings.threshold
         self.result = new_result(
             spec.case, spec.prompt, spec.sample, threshold, settings.scorer, spec.samples
         )
-        self.prepared: Request | None = None
+        self.work = Work(spec, self._request)
 
-    def prepare(self) -> Request:
-        """The item's request, built once: calls sent ahead and batches need it before the
-        item runs (a template error raises here and again when the item runs)."""
-        if self.prepared is None:
-            self.prepared = make_request(self.ihook, self.run.engine, self.case, self.prompt)
-        return self.prepared
+    def _request(self) -> Request:
+        return make_request(self.ihook, self.context.engine, self.case, self.prompt)
 
     def setup(self) -> None:
         """The item's calls and scoring, before the test phase: a call that fails for good
         (an API error after retries, a missing recording, an invalid judge verdict) raises
         here, so pytest reports an *error*, never a failure of the prompt. What the prompt
         itself causes (a template error) is kept and fails the item in ``runtest``."""
-        tally, min_pass = self.run.tally, self.result.min_pass
+        tally, min_pass = self.context.tally, self.result.min_pass
         case = (self.prompt.version, str(self.path), self.case.id)
         if (
             tally is not None
@@ -198,9 +209,9 @@ class CaseItem(pytest.Item):
             self.user_properties.append((STOPPED_EARLY_KEY, self.prompt.version))
             pytest.skip("--prompteval-stop-early: the case's verdict is already decided")
         self.failure: PromptevalError | None = None
-        request, self.prepared = self.prepared, None
+        request = self.work.take()
         try:
-            self.run.ahead(self.session, self)
+            self.context.ahead(self.session, self.work)
             self._evaluate(request)
         finally:
             # the result as it stands once the calls are done (or failed): user_properties
@@ -211,7 +222,7 @@ class CaseItem(pytest.Item):
 
     def _evaluate(self, request: Request | None) -> None:
         try:
-            evaluate(self.ihook, self.run.engine, self.spec, self.result, request)
+            evaluate(self.ihook, self.context.engine, self.spec, self.result, request)
         except BudgetSpent as exc:
             self.result.outcome = "skipped"
             # reported at the case, not at this line

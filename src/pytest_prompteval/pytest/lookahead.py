@@ -3,8 +3,9 @@ process keeps up to ``--prompteval-concurrency`` of them in flight while items s
 one by one, in pytest's order. Code items' samples are queued on the sandbox pool as soon as
 their answers are there.
 
-Which items come next: the rest of ``session.items`` without xdist; under xdist, the
-indices waiting in this worker's queue (xdist hands each worker its share in advance).
+Which items come next: the rest of the work list (in ``session.items``' order) without
+xdist; under xdist, the indices waiting in this worker's queue (xdist hands each worker its
+share in advance).
 """
 
 from __future__ import annotations
@@ -17,52 +18,52 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.pytest.adapters import xdist_upcoming
-from pytest_prompteval.pytest.items import CaseItem
+from pytest_prompteval.pytest.work import Work, WorkList
 
 
 class Lookahead:
-    def __init__(self, session: pytest.Session, engine: Engine, concurrency: int):
+    def __init__(self, session: pytest.Session, work: WorkList, engine: Engine, concurrency: int):
         self.session = session
+        self.work = work
         self.engine = engine
         # Far enough ahead that the calls go on while an item waits on a slow one (a stall,
         # a retry): the calls in flight are held to the concurrency by the pool and the gate.
         self.window = 16 * concurrency
         self.submitted: set[int] = set()  # under xdist: indices of items already sent ahead
         self.horizon = 0  # without xdist: every item before this index was sent ahead
-        self.positions = {id(item): i for i, item in enumerate(session.items)}
+        self.positions = {id(w): i for i, w in enumerate(work) if w is not None}
         self.queued = xdist_upcoming(session.config, self.window)
         engine.store.start_pool(concurrency)
 
-    def _upcoming(self, item: pytest.Item) -> range | list[int]:
-        """Indices of the items after ``item`` not sent ahead yet: each is looked at once."""
+    def _upcoming(self, work: Work) -> range | list[int]:
+        """Indices of the items after ``work``'s not sent ahead yet: each is looked at once."""
         if self.queued is not None:
             fresh = [i for i in self.queued() if i not in self.submitted]
             self.submitted.update(fresh)
             return fresh
-        start = self.positions.get(id(item), -1) + 1
-        stop = min(start + self.window, len(self.session.items))
+        start = self.positions.get(id(work), -1) + 1
+        stop = min(start + self.window, len(self.work))
         upcoming = range(max(start, self.horizon), stop)
         self.horizon = max(self.horizon, stop)
         return upcoming
 
-    def ahead(self, item: CaseItem) -> None:
+    def ahead(self, work: Work) -> None:
         if self.session.shouldstop or self.session.shouldfail:
             self.engine.stop()  # -x or a stop: no new calls
             return
-        for index in self._upcoming(item):
-            other = self.session.items[index]
-            if not isinstance(other, CaseItem):
+        for index in self._upcoming(work):
+            other = self.work[index]
+            if other is None:
                 continue
             try:
-                request = other.prepare()
-                ahead_code = other.spec.code is not None and other.spec.strategy is None
+                request = other.request()
             except PromptevalError:
                 continue  # the item reports it when it runs
-            context = CallContext(other.case, other.prompt, other.spec.sample)
+            spec, context = other.spec, other.context
             waits = self.engine.store.prefetch(request, context)
-            if ahead_code and other.spec.code is not None:
+            if spec.code is not None and spec.strategy is None:
                 self.engine.code_scorer().ahead(
-                    other.case, other.spec.code, self._answer(request, context), index, waits
+                    spec.case, spec.code, self._answer(request, context), index, waits
                 )
 
     def _answer(self, request: Any, context: CallContext) -> Any:

@@ -27,6 +27,7 @@ from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
+from pytest_prompteval.pytest.work import Work, WorkList, work_list
 from pytest_prompteval.report.flaky import SampleTally
 from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
@@ -126,6 +127,7 @@ class PromptevalRun:
         self.run_dir = Path(inherited or tempfile.mkdtemp(prefix="prompteval-run-"))
         self._engine: Engine | None = None
         self.lookahead: Lookahead | None = None
+        self.work: WorkList = ()  # made once the items are collected
         # collection state: markers registered so far, and where each case id was defined
         self.registered_markers: set[str] = set()
         #: a -m expression's labels that no case has, said at the end of the run
@@ -285,10 +287,11 @@ class PromptevalRun:
         """Start the sandbox servers while pytest reports the collection (and, under xdist,
         while the worker waits for its first items), so that the first code item finds them
         ready; not when no code item is left to run."""
+        self.work = work_list(session.items)
         option = self.config.option
         if self.checking or self.settings.estimate or option.collectonly:
             return
-        code = [i.spec.code for i in session.items if isinstance(i, CaseItem) and i.spec.code]
+        code = [w.spec.code for w in self.work if w is not None and w.spec.code]
         if code:  # with hypothesis if the first code item, the first to run, needs it
             self.engine.code_scorer().sandbox.warm(code[0].properties is not None)
 
@@ -298,19 +301,19 @@ class PromptevalRun:
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         if self.settings.estimate and self.collecting:
             if not session.config.option.collectonly:
-                run_estimate(session, self.engine)
+                run_estimate(session, self.work, self.engine)
             return True  # no item runs
         if self.settings.batch and not session.config.option.collectonly and session.items:
-            send_session_batch(session, self.engine, self.settings.batch_poll)
+            send_session_batch(session, self.work, self.engine, self.settings.batch_poll)
         return None
 
-    def ahead(self, session: pytest.Session, item: Any) -> None:
-        """Calls for the items after ``item`` sent ahead of them (not with concurrency 1)."""
+    def ahead(self, session: pytest.Session, work: Work) -> None:
+        """Calls for the items after ``work``'s sent ahead of them (not with concurrency 1)."""
         if self.settings.concurrency <= 1 or self.tally is not None:
             return  # stop-early: a sample's call waits for the verdict of those before it
         if self.lookahead is None:
-            self.lookahead = Lookahead(session, self.engine, self.settings.concurrency)
-        self.lookahead.ahead(item)
+            self.lookahead = Lookahead(session, self.work, self.engine, self.settings.concurrency)
+        self.lookahead.ahead(work)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
