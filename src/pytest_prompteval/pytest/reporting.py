@@ -178,8 +178,15 @@ class RunReport:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.settings.prompt is None or self.settings.estimate:
             return  # nothing ran, or only inline runs of the fixture (their own block)
-        order = [v.version for v in self.run.engine.versions]
-        self.prompt_changes = _git_version_changes(self.run.engine.versions)
+        first = self._analyse()
+        self._decide(session, first)
+        self._write_outputs(session, exitstatus)
+
+    def _analyse(self) -> str:
+        """Summaries, comparisons and per-case samples of the results; the --prompt version."""
+        versions = self.run.engine.versions
+        order = [v.version for v in versions]
+        self.prompt_changes = _git_version_changes(versions)
         self.recordings = _recording_lines(self.run.engine.trusted, self.results)
         self.summaries = summarize(self.results, order, self.ks)
         by_version: dict[str, list[ItemResult]] = {}
@@ -191,19 +198,24 @@ class RunReport:
         references = [(v, by_version.get(v, [])) for v in order[1:]]
         if self.baseline is not None:
             references.append((f"baseline {self.baseline.path.name}", self.baseline.results))
-        for reference, results in references:
-            self.comparisons.append(
-                compare(
-                    results,
-                    by_version.get(first, []),
-                    (reference, first),
-                    self.ks,
-                    self.settings.min_effect,
-                    self.settings.gate_metric,
-                )
+        settings = self.settings
+        self.comparisons += [
+            compare(
+                results,
+                by_version.get(first, []),
+                (reference, first),
+                self.ks,
+                settings.min_effect,
+                settings.gate_metric,
             )
+            for reference, results in references
+        ]
         correct(self.comparisons)  # Holm over every test of the run
         self.cases = case_samples(self.results)
+        return first
+
+    def _decide(self, session: pytest.Session, first: str) -> None:
+        """The gates and min_pass verdicts, and the exit status they give."""
         self._gates(first)
         gates_only = self.settings.exit == "gates"
         # gates mode: the --prompt version is judged, compared versions are references
@@ -224,8 +236,10 @@ class RunReport:
             )
         elif self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        # each output on its own: one that cannot be written, or fails to render, loses
-        # none of the others (nor pytest's JUnit file, written after this hook)
+
+    def _write_outputs(self, session: pytest.Session, exitstatus: int) -> None:
+        """Each output on its own: one that cannot be written, or fails to render, loses none
+        of the others (nor pytest's JUnit file, written after this hook)."""
         self._output("--junitxml", self._junit_suite_properties)
         self._output("--prompteval-html", self._html)
         self._output("--prompteval-markdown", self._markdown)
