@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# The type ``Item.repr_failure`` returns (pytest 8-9 keep it in ``_pytest._code``): named
+# here so that the one private import of a type stays with the other internals.
+from _pytest._code.code import TerminalRepr as TerminalRepr
+
 _warned: set[str] = set()
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from _pytest._code.code import TerminalRepr
 
 from pytest_prompteval.core.cases import Case, load_case_file_cached
 from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
@@ -30,7 +29,7 @@ from pytest_prompteval.engine.evaluate import (
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
-from pytest_prompteval.pytest.adapters import marker_expression
+from pytest_prompteval.pytest.adapters import TerminalRepr, marker_expression
 from pytest_prompteval.pytest.work import Work
 from pytest_prompteval.report.flaky import MinPass, SampleTally, parse_min_pass
 
