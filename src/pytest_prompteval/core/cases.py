@@ -75,6 +75,13 @@ CASE_FIELDS = frozenset(
         "reference",
         "properties",
         "timeout",
+        # repository cases (core/repocases.py)
+        "repo",
+        "fail_to_pass",
+        "pass_to_pass",
+        "reference_patch",
+        "test_patch",
+        "test_command",
     }
 )
 _DECLARE = (

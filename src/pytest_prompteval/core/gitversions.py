@@ -64,7 +64,7 @@ def _environment(**pinned: str) -> dict[str, str]:
 
 
 def _run(
-    cwd: Path, env: dict[str, str], args: tuple[str, ...]
+    cwd: Path, env: dict[str, str], args: tuple[str, ...], data: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     command = ["git"]
     for setting in _PINNED_CONFIG:
@@ -74,7 +74,8 @@ def _run(
             [*command, *args],
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=data,
+            stdin=None if data is not None else subprocess.DEVNULL,
             capture_output=True,
             check=False,
         )
@@ -93,13 +94,13 @@ class Repository:
     rootdir: Path
     rootdir_in_tree: PurePosixPath
 
-    def git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+    def git(self, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         env = _environment(
             GIT_DIR=str(self.git_dir),
             GIT_WORK_TREE=str(self.top),
             GIT_CEILING_DIRECTORIES=str(self.top.parent),
         )
-        return _run(self.top, env, args)
+        return _run(self.top, env, args, data)
 
     def commit(self, ref: str) -> str:
         """The commit a ref names; an unknown one is a GitRefError."""

@@ -200,6 +200,9 @@ class View:
     shown: tuple[str, ...]
     hidden: tuple[str, ...] = ()
     links: tuple[str, ...] = ()
+    #: (host folder, path in the sandbox, writable): folders shown under another name
+    #: (a repository task's copy at /repo); only the writable ones stay writable.
+    placed: tuple[tuple[str, str, bool], ...] = ()
 
     def plan(self) -> list[tuple[str, str]]:
         """(kind, path) mounts, parents first: "tmpfs" (writable), "hide" or "bind"; a
@@ -244,6 +247,9 @@ def _build_root(view: View, root: str) -> None:
     and a fresh /proc. The sources are held open first: ``root`` may hide some of them."""
     plan = view.plan()
     held = {path: os.open(path, os.O_PATH) for kind, path in plan if kind == "bind"}
+    placed = [
+        (os.open(source, os.O_PATH | os.O_DIRECTORY), target) for source, target, _ in view.placed
+    ]
     devices = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES}
     try:
         _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
@@ -264,6 +270,9 @@ def _build_root(view: View, root: str) -> None:
                 _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
         for path in view.links:
             _link_the_way(path, root)
+        for handle, target in placed:
+            os.makedirs(root + target, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{handle}", root + target, None, MS_BIND | MS_REC, "")
         for name, handle in devices.items():
             open(f"{root}/dev/{name}", "a").close()
             _mount(f"/proc/self/fd/{handle}", f"{root}/dev/{name}", None, MS_BIND, "")
@@ -274,7 +283,7 @@ def _build_root(view: View, root: str) -> None:
         # while the host's /proc is still in this namespace: the kernel wants one in full
         _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")
     finally:
-        for handle in (*held.values(), *devices.values()):
+        for handle in (*held.values(), *devices.values(), *(h for h, _ in placed)):
             os.close(handle)
 
 
@@ -311,7 +320,7 @@ def isolate(root: bool, view: View) -> Isolation:
         _build_root(view, STAGE)
         _enter_root(STAGE)
         found.fresh_proc = found.fs_private = True
-        writable = _real_dirs(WRITABLE)
+        writable = _real_dirs(WRITABLE) + [target for _, target, w in view.placed if w]
         refused = _readonly(writable)
         found.fs_readonly = not refused
         if refused:

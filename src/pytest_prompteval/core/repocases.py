@@ -1,0 +1,136 @@
+"""Repository cases (``kind: repo``): a repository snapshot, an issue, and the tests that
+decide whether the agent fixed it (SWE-bench's ``FAIL_TO_PASS`` and ``PASS_TO_PASS``).
+
+```yaml
+- id: slug_double_space
+  kind: repo
+  repo: repos/slugify            # a folder of the project, or {git: PATH, ref: REF}
+  input: {issue: "..."}
+  fail_to_pass: [tests/test_slug.py::test_double_space]
+  pass_to_pass: [tests/test_slug.py::test_basic]
+  reference_patch: patches/slug.diff   # optional: the known fix
+  test_patch: patches/slug_tests.diff  # optional: applied before the verdict, never shown
+  timeout: 60                          # seconds per command (default 60, at most 300)
+  test_command: "python -m pytest -q"  # optional; default pytest on the listed ids
+```
+
+Files are named relative to the case file and must stay inside the project (core/paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import read_inside, resolve_inside
+from pytest_prompteval.core.schema import check_keys
+from pytest_prompteval.core.yamlload import line_of
+
+DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 300.0
+REPO_KEYS = frozenset({"git", "ref"})
+
+
+@dataclass(frozen=True)
+class RepoCase:
+    """A parsed repository case: ``folder`` or ``git``+``ref`` name the snapshot."""
+
+    id: str
+    folder: Path | None
+    git: Path | None
+    ref: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    reference_patch: str | None
+    test_patch: str | None
+    timeout: float
+    test_command: str | None
+    #: whether the lists were given (check-cases derives the missing ones)
+    listed: bool
+
+
+def is_repo_case(case: Case) -> bool:
+    return case.raw.get("kind") == "repo" or "repo" in case.raw
+
+
+def _fail(case: Case, key: str, message: str) -> PromptevalError:
+    return PromptevalError(f"case {case.id!r}: {key}: {message}", case.path, line_of(case.raw, key))
+
+
+def _tests(case: Case, key: str) -> tuple[str, ...]:
+    value = case.raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise _fail(case, key, "expected a list of test ids (tests/test_x.py::test_name)")
+    return tuple(value)
+
+
+def _file(case: Case, key: str) -> str | None:
+    name = case.raw.get(key)
+    if name is None:
+        return None
+    root = case.root or case.path.parent
+    try:
+        return read_inside(root, name, case.path.parent)
+    except PromptevalError as exc:
+        raise _fail(case, key, exc.message) from None
+
+
+def _folder(case: Case, key: str, name: Any) -> Path:
+    root = case.root or case.path.parent
+    try:
+        folder = resolve_inside(root, name, case.path.parent)
+    except PromptevalError as exc:
+        raise _fail(case, key, exc.message) from None
+    if not folder.is_dir():
+        raise _fail(case, key, f"{name!r} is not a folder")
+    return folder
+
+
+def parse_repo_case(case: Case) -> RepoCase:
+    """The case's repository fields, checked; a mistake names the file and line."""
+    raw = case.raw
+    repo = raw.get("repo")
+    folder = git = None
+    ref = "HEAD"
+    if isinstance(repo, str):
+        folder = _folder(case, "repo", repo)
+    elif isinstance(repo, Mapping):
+        check_keys(repo, REPO_KEYS, case.path, f"case {case.id!r}: repo: ")
+        if not isinstance(repo.get("git"), str):
+            raise _fail(case, "repo", "{git: PATH, ref: REF} needs git: the clone's folder")
+        git = _folder(case, "repo", repo["git"])
+        ref = repo.get("ref", "HEAD")
+        if not isinstance(ref, str) or not ref or ref.startswith("-"):
+            raise _fail(case, "repo", f"ref {ref!r}: expected a branch, tag or commit")
+    else:
+        raise _fail(case, "repo", "expected a folder of the project or {git: PATH, ref: REF}")
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise _fail(
+            case, "timeout", f"seconds per command, more than 0 and at most {MAX_TIMEOUT:g}"
+        )
+    command = raw.get("test_command")
+    if command is not None and (not isinstance(command, str) or not command.strip()):
+        raise _fail(case, "test_command", "expected a shell command")
+    fail_to_pass, pass_to_pass = _tests(case, "fail_to_pass"), _tests(case, "pass_to_pass")
+    return RepoCase(
+        id=case.id,
+        folder=folder,
+        git=git,
+        ref=ref,
+        fail_to_pass=fail_to_pass,
+        pass_to_pass=pass_to_pass,
+        reference_patch=_file(case, "reference_patch"),
+        test_patch=_file(case, "test_patch"),
+        timeout=float(timeout),
+        test_command=command,
+        listed="fail_to_pass" in raw,
+    )

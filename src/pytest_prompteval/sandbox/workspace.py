@@ -1,0 +1,345 @@
+"""A repository task's private copy and the sandbox that works on it, seen from pytest.
+
+``Snapshot`` is what a case names: a folder of the project, or a git repository at a ref,
+read from its objects (``git ls-tree``/``cat-file`` through core/gitversions' pinned git:
+no hook, filter, fsmonitor or transport of the repository's runs). ``Workspace`` copies it
+into a private temporary folder (the snapshot is only ever read), starts
+``workspace_server`` on it and removes the copy when closed. ``Executor`` is the seam to
+the tool loop: ``executor(name, input) -> ToolResult``, for Anthropic's client tools
+``text_editor_20250728`` and ``bash_20250124`` as a prompt version declares them.
+
+The copy is a real copy: hard links would let ``echo >> file`` write through to the
+snapshot, and overlayfs in a user namespace fails to copy up a file whose owner or group
+the namespace cannot map (a checkout with a root-group file). As root the copy belongs to
+``nobody``, the user commands run as.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, NamedTuple
+
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.gitversions import GitRefError, Repository
+from pytest_prompteval.sandbox.client import (
+    PACKAGES,
+    SAFE_ENV,
+    SandboxUnavailable,
+    _hold_non_dumpable,
+    _import_path,
+)
+from pytest_prompteval.sandbox.isolation import NOBODY
+
+#: Anthropic's client tools this module runs, by their ``type``.
+TEXT_EDITOR = "text_editor_20250728"
+BASH = "bash_20250124"
+TOOL_TYPES = (TEXT_EDITOR, BASH)
+#: How long the server may take beyond a command's own timeout to answer.
+SLACK = 30.0
+BOOT = """
+import json, sys, types
+sys.path[:] = json.loads(sys.argv[1])
+for name, path in json.loads(sys.argv[2]).items():
+    sys.modules[name] = module = types.ModuleType(name)
+    module.__path__ = [path]
+from pytest_prompteval.sandbox.workspace_server import main
+main()
+"""
+
+
+class ToolResult(NamedTuple):
+    """What one tool call gives back to the model: the ``tool_result``'s text, and whether
+    it is an error (``is_error``: a refused path, an unknown command, a timeout)."""
+
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A repository as a case names it: ``folder`` (a project folder), or ``git`` (a
+    repository's top folder) at ``ref``."""
+
+    folder: Path | None = None
+    git: Path | None = None
+    ref: str = "HEAD"
+
+    def describe(self) -> str:
+        return str(self.folder) if self.folder is not None else f"{self.git}@{self.ref}"
+
+
+def _special(folder: str, names: list[str]) -> list[str]:
+    """Names copytree leaves out: devices, FIFOs and sockets (a FIFO would block it)."""
+    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+    return [n for n in names if not any(k(os.lstat(os.path.join(folder, n)).st_mode) for k in kept)]
+
+
+def _safe_name(name: str) -> bool:
+    parts = PurePosixPath(name).parts
+    return (
+        bool(parts)
+        and not name.startswith("/")
+        and all(p not in ("", ".", "..", ".git") for p in parts)
+    )
+
+
+def _git_tree(source: Path, ref: str, into: Path) -> None:
+    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
+    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
+    git_dir = source / ".git"
+    if not git_dir.is_dir() or git_dir.is_symlink():
+        raise GitRefError(f"{source} is not a git clone (no .git folder)")
+    repo = Repository(source, git_dir, source, PurePosixPath("."))
+    commit = repo.commit(ref)
+    listed = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
+    if listed.returncode != 0:
+        raise GitRefError(
+            f"cannot list {source} at {ref}: {listed.stderr.decode(errors='replace')}"
+        )
+    entries = []
+    for record in listed.stdout.split(b"\0"):
+        if record:
+            info, _, name = record.partition(b"\t")
+            mode, kind, sha = info.decode().split()
+            path = name.decode(errors="surrogateescape")
+            if kind == "blob" and _safe_name(path):
+                entries.append((mode, sha, path))
+    wanted = "".join(f"{sha}\n" for _, sha, _ in entries).encode()
+    done = _blobs(repo, wanted)
+    links = []
+    for (mode, _, path), data in zip(entries, done, strict=True):
+        target = into / path
+        if mode == "120000":
+            links.append((target, data.decode(errors="surrogateescape")))
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o755 if mode == "100755" else 0o644)
+    for target, points_to in links:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.parent.is_symlink() and not os.path.lexists(target):
+            os.symlink(points_to, target)
+
+
+def _blobs(repo: Repository, wanted: bytes) -> list[bytes]:
+    """Blob contents for the ``sha\n`` lines of ``wanted``, in order (``cat-file --batch``)."""
+    done = repo.git("cat-file", "--batch", data=wanted)
+    if done.returncode != 0:
+        raise GitRefError(f"cannot read the objects of {repo.top}")
+    out, blobs, at = done.stdout, [], 0
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        _, _, size = out[at:header_end].split()
+        start = header_end + 1
+        blobs.append(out[start : start + int(size)])
+        at = start + int(size) + 1
+    return blobs
+
+
+def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
+    """``into`` (not there yet) becomes a copy of the snapshot; the snapshot is only read."""
+    if snapshot.folder is not None:
+        shutil.copytree(snapshot.folder, into, symlinks=True, ignore=_special)
+    else:
+        assert snapshot.git is not None
+        into.mkdir()
+        _git_tree(snapshot.git, snapshot.ref, into)
+
+
+def _give_to_nobody(top: Path) -> None:
+    """As root, commands run as ``nobody``: the copy must be theirs to change."""
+    for folder, dirs, names in os.walk(top):
+        os.lchown(folder, NOBODY, NOBODY)
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
+
+
+def _remove(top: str) -> None:
+    """Remove the temporary folder, whatever modes the agent left on its folders."""
+    os.chmod(top, 0o700)
+    for folder, dirs, _ in os.walk(top):  # top-down: a folder opens before it is listed
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                os.chmod(path, 0o700)
+    shutil.rmtree(top)
+
+
+class Workspace:
+    """One sandbox over one copy (``copy``); ``base`` shows a snapshot read-only at
+    ``/base`` (the verdict's diff). Jobs run one at a time; ``close`` ends the sandbox and
+    removes its temporary folder unless ``keep_copy`` (the verdict runs on it next)."""
+
+    def __init__(
+        self, copy: Path, base: Path | None = None, hidden: Sequence[os.PathLike[str] | str] = ()
+    ):
+        self.copy = copy
+        self.base = base
+        self.hidden = [os.getcwd(), *(os.fspath(h) for h in hidden)]
+        self._lock = threading.Lock()
+        self._buffer = bytearray()
+        self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
+        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
+        env["PROMPTEVAL_WORKSPACE"] = json.dumps(
+            {"repo": str(copy), "base": str(base) if base else None, "hidden": self.hidden}
+        )
+        self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-c", BOOT, json.dumps(_import_path()), json.dumps(PACKAGES)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            cwd=self._home,
+            env=env,
+            start_new_session=True,
+        )
+        _hold_non_dumpable(+1)
+        ready = self._receive(60.0)
+        if not ready or not ready.get("ready"):
+            self._stderr.seek(0)
+            tail = " | ".join(self._stderr.read().strip().splitlines()[-3:])
+            missing = "; ".join(ready.get("missing", [])) if ready else tail or "no answer"
+            self.close()
+            raise SandboxUnavailable(
+                f"the repository sandbox cannot isolate its commands here: {missing}"
+            )
+        self.info = ready
+
+    def _receive(self, timeout: float) -> dict[str, Any] | None:
+        import select
+        import time
+
+        stream = self._process.stdout
+        assert stream is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                return None
+            chunk = os.read(stream.fileno(), 1 << 20)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def job(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        """One job and its answer; a sandbox that does not answer is an error."""
+        with self._lock:
+            stdin = self._process.stdin
+            assert stdin is not None
+            try:
+                stdin.write(json.dumps({**job, "timeout": timeout}).encode() + b"\n")
+                stdin.flush()
+            except BrokenPipeError:
+                raise PromptevalError("the repository sandbox ended unexpectedly") from None
+            answer = self._receive(timeout + SLACK)
+        if answer is None:
+            raise PromptevalError("the repository sandbox did not answer")
+        return answer
+
+    def bash(self, command: str, timeout: float) -> dict[str, Any]:
+        return self.job({"op": "bash", "command": command}, timeout)
+
+    def restart(self, timeout: float) -> dict[str, Any]:
+        return self.job({"op": "restart"}, timeout)
+
+    def edit(self, command: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        return self.job({"op": "edit", "input": dict(command)}, timeout)
+
+    def run(self, script: str, timeout: float) -> dict[str, Any]:
+        return self.job({"op": "run", "script": script}, timeout)
+
+    def diff(self, timeout: float = 60.0) -> str:
+        return str(self.job({"op": "diff"}, timeout).get("diff", ""))
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
+        self._stderr.close()
+        _hold_non_dumpable(-1)
+        shutil.rmtree(self._home, ignore_errors=True)
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class Copy:
+    """An item's private copy of a snapshot in a temporary folder of its own; removed by
+    ``remove`` (or on leaving a ``with``)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.folder = Path(tempfile.mkdtemp(prefix="prompteval-repo-"))
+        self.path = self.folder / "repo"
+        copy_snapshot(snapshot, self.path)
+        if os.geteuid() == 0:
+            _give_to_nobody(self.path)
+
+    def base(self) -> Path:
+        """A pristine snapshot folder to diff against: the folder itself, or for a git
+        snapshot a second tree from the objects."""
+        if self.snapshot.folder is not None:
+            return self.snapshot.folder
+        base = self.folder / "base"
+        if not base.exists():
+            copy_snapshot(self.snapshot, base)
+        return base
+
+    def remove(self) -> None:
+        _remove(str(self.folder))
+
+    def __enter__(self) -> Copy:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.remove()
+
+
+class Executor:
+    """The tool loop's executor for one item: ``executor(name, input) -> ToolResult``.
+    ``tools`` maps each tool's ``name`` to its ``type`` (one of ``TOOL_TYPES``);
+    ``timeout`` is the case's, per command."""
+
+    def __init__(self, workspace: Workspace, tools: Mapping[str, str], timeout: float) -> None:
+        self.workspace = workspace
+        self.tools = dict(tools)
+        self.timeout = timeout
+
+    def __call__(self, name: str, command: Mapping[str, Any]) -> ToolResult:
+        kind = self.tools.get(name)
+        if kind == TEXT_EDITOR:
+            answer = self.workspace.edit(command, self.timeout)
+            if "error" in answer:
+                return ToolResult(f"Error: {answer['error']}", True)
+            return ToolResult(str(answer["text"]), bool(answer["is_error"]))
+        if kind == BASH:
+            if command.get("restart"):
+                answer = self.workspace.restart(self.timeout)
+            elif isinstance(command.get("command"), str):
+                answer = self.workspace.bash(command["command"], self.timeout)
+            else:
+                return ToolResult(
+                    "Error: the bash tool needs a `command` (or `restart: true`)", True
+                )
+            return ToolResult(str(answer["output"]), bool(answer["timed_out"]))
+        return ToolResult(f"Error: no tool named {name!r}", True)

@@ -1,0 +1,425 @@
+"""The sandbox of a repository task: a copy of the repository at ``/repo``, a shell and the
+text editor, behind the same isolation as code samples.
+
+Started by ``workspace.Workspace`` with nothing of pytest's environment but ``PATH`` and
+the locale, it isolates itself (``isolation.isolate``: own user, PID, network, IPC and mount
+namespaces, a root of its own where only the system, the interpreter and the copy are
+shown; the copy is the only writable folder besides the private tmpfs), then answers one
+JSON job per line:
+
+- ``bash`` runs a command in the persistent shell (``cd`` and variables carry over);
+- ``restart`` starts a new shell;
+- ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
+- ``run`` runs a script in a fresh shell (the verdict's patches and tests);
+- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``.
+
+Every process that touches the copy runs without privileges (``nobody`` as root, no
+capabilities in a user namespace) and with rlimits; a command past its timeout is killed
+with everything it started, and its result says so. The server watches pytest (a pidfd)
+and ends with it; every process of the sandbox ends with the server, PID 1 of its namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import functools
+import json
+import os
+import resource
+import secrets
+import select
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pytest_prompteval.sandbox import editor
+from pytest_prompteval.sandbox.isolation import drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.server import view, watch_parent
+
+ROOT = os.geteuid() == 0
+#: What a command's result holds of its output (the rest is dropped and counted).
+MAX_OUTPUT = 100_000
+#: Past this much output a command is ended: ``yes`` must not run until its timeout.
+OUTPUT_STOP = 8 * MAX_OUTPUT
+#: How long a shell may take to come back after its command was killed before it is
+#: replaced (a builtin loop leaves no child to kill).
+GRACE = 2.0
+LIMITS = (
+    (resource.RLIMIT_AS, 4 << 30),
+    (resource.RLIMIT_FSIZE, 64 << 20),
+    (resource.RLIMIT_NPROC, 512),
+    (resource.RLIMIT_NOFILE, 1024),
+    (resource.RLIMIT_CORE, 0),
+)
+
+
+def environment() -> dict[str, str]:
+    """All a command sees: no key, no token, nothing of pytest's environment."""
+    folder = os.path.dirname(sys.executable)
+    return {
+        "PATH": f"{folder}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # the plugins installed beside pytest are ours, not the repository's
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
+def _unprivileged() -> None:
+    """In a child, before it touches the copy."""
+    os.setsid()
+    for limit, value in LIMITS:
+        resource.setrlimit(limit, (value, value))
+    drop_privileges(ROOT)
+    os.chdir(editor.REPO)
+
+
+def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(stdin, 0)
+            os.dup2(stdout, 1)
+            os.dup2(stdout, 2)
+            os.closerange(3, 1 << 16)
+            _unprivileged()
+            os.execve(argv[0], argv, environment())
+        finally:
+            os._exit(127)
+    return pid
+
+
+def _descendants(top: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as file:
+                    parent = int(file.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(name))
+    found, todo = [], [top]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _reap() -> None:
+    """PID 1 inherits every orphan: collect them."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+@dataclasses.dataclass
+class Output:
+    """What a command wrote, bounded."""
+
+    kept: bytearray = dataclasses.field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.kept += chunk[: max(0, MAX_OUTPUT - len(self.kept))]
+
+    def text(self) -> str:
+        shown = self.kept.decode(errors="replace")
+        if self.total > len(self.kept):
+            shown += (
+                f"\n[output truncated: {self.total:,} bytes, the first {len(self.kept):,} shown]"
+            )
+        return shown
+
+
+def _wait(fd: int, deadline: float) -> bool:
+    watched = [fd] if _parent is None else [fd, _parent]
+    ready = select.select(watched, [], [], max(0.0, deadline - _now()))[0]
+    if _parent is not None and _parent in ready:
+        os._exit(1)  # pytest ended: so do we, and the namespace with us
+    return fd in ready
+
+
+def _now() -> float:
+    return os.times().elapsed
+
+
+class Shell:
+    """One bash, kept across commands; each command ends with a line only we can know."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.fd = -1
+        self.pending = bytearray()
+        self.start()
+
+    def start(self) -> None:
+        to_shell, feed = os.pipe()
+        out, into = os.pipe()
+        self.pid = _spawn(["/bin/bash", "--noprofile", "--norc"], to_shell, into)
+        for fd in (to_shell, into):
+            os.close(fd)
+        self.feed, self.fd = feed, out
+        self.pending.clear()
+
+    def stop(self) -> None:
+        _kill([*_descendants(self.pid), self.pid])
+        for fd in (self.feed, self.fd):
+            os.close(fd)
+        _reap()
+
+    def run(self, command: str, timeout: float) -> dict[str, Any]:
+        marker = secrets.token_hex(16).encode()
+        end = f"printf '\\n%s %s\\n' {marker.decode()} $?"
+        script = f"eval {shlex.quote(command)} </dev/null 2>&1\n{end}\n"
+        output = Output()
+        try:
+            os.write(self.feed, script.encode())
+        except BrokenPipeError:
+            return self._restarted(output, "the shell had exited")
+        deadline = _now() + timeout
+        status: int | None = None
+        ended: str | None = None
+        while status is None:
+            if not _wait(self.fd, deadline):
+                ended = f"timed out after {timeout:g} s: the command was killed"
+            else:
+                chunk = os.read(self.fd, 1 << 16)
+                if not chunk:
+                    return self._restarted(output, "the shell exited")
+                self.pending += chunk
+                status = self._status(marker, output)
+                if status is None and output.total + len(self.pending) > OUTPUT_STOP:
+                    ended = f"wrote more than {OUTPUT_STOP:,} bytes: the command was killed"
+            if ended is not None and status is None:
+                _kill(_descendants(self.pid))
+                status = self._finish(marker, output)
+                if status is None:
+                    return self._restarted(output, ended)
+                break
+        if ended is None:
+            _reap()
+        text = output.text() + (f"\n[{ended}; the shell goes on]" if ended else "")
+        return {"output": text, "status": status, "timed_out": ended is not None}
+
+    def _status(self, marker: bytes, output: Output) -> int | None:
+        """The command's exit status once its end line came; output before it is kept."""
+        head, found, tail = self.pending.partition(b"\n" + marker + b" ")
+        if not found or b"\n" not in tail:
+            keep = len(marker) + 16  # what may be the start of the end line
+            if len(self.pending) > keep:
+                output.add(bytes(self.pending[:-keep]))
+                del self.pending[:-keep]
+            return None
+        output.add(bytes(head))
+        number, _, rest = tail.partition(b"\n")
+        self.pending = bytearray(rest)
+        return int(number) if number.strip().isdigit() else -1
+
+    def _finish(self, marker: bytes, output: Output) -> int | None:
+        deadline = _now() + GRACE
+        while _wait(self.fd, deadline):
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self.pending += chunk
+            status = self._status(marker, output)
+            if status is not None:
+                _reap()
+                return status
+        return None
+
+    def _restarted(self, output: Output, why: str) -> dict[str, Any]:
+        output.add(bytes(self.pending))
+        self.stop()
+        self.start()
+        text = f"{output.text()}\n[{why}; a new shell was started: cd and variables are reset]"
+        return {"output": text, "status": None, "timed_out": "timed out" in why}
+
+
+def in_child(work: Callable[[], Any], timeout: float) -> Any:
+    """``work()`` in an unprivileged child; its JSON result, or an error dict."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            _unprivileged()
+            data = json.dumps(work()).encode()
+        except BaseException as exc:  # the child reports, never raises
+            data = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+        os.write(write, data)
+        os._exit(0)
+    os.close(write)
+    buffer = bytearray()
+    deadline = _now() + timeout
+    while _wait(read, deadline):
+        chunk = os.read(read, 1 << 16)
+        if not chunk:
+            break
+        buffer += chunk
+        if len(buffer) > 4 * OUTPUT_STOP:
+            break
+    os.close(read)
+    _kill([*_descendants(pid), pid])
+    _reap()
+    try:
+        return json.loads(buffer)
+    except ValueError:
+        return {"error": f"no answer within {timeout:g} s"}
+
+
+def edit(command: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"text": editor.run(command), "is_error": False}
+    except editor.EditError as exc:
+        return {"text": str(exc), "is_error": True}
+
+
+def _files(top: str) -> dict[str, str]:
+    """Relative path -> kind ("file", "link", other) below ``top``, never following links."""
+    found = {}
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, top)] = "link" if os.path.islink(path) else "file"
+    return found
+
+
+def _lines(path: str) -> list[str] | None:
+    """A text file's lines; None for a binary or unreadable one."""
+    if os.path.islink(path):
+        return [f"-> {os.readlink(path)}\n"]
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
+            data = file.read(editor.MAX_FILE + 1)
+    except OSError:
+        return None
+    if b"\0" in data or len(data) > editor.MAX_FILE:
+        return None
+    return data.decode(errors="replace").splitlines(keepends=True)
+
+
+def diff(base: str = "/base", top: str = editor.REPO) -> str:
+    """The unified diff a patch tool applies (``a/``, ``b/`` prefixes), files in order."""
+    before, after = _files(base), _files(top)
+    parts: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        old = _lines(os.path.join(base, name)) if name in before else []
+        new = _lines(os.path.join(top, name)) if name in after else []
+        if old == new:
+            continue
+        if old is None or new is None:
+            parts.append(f"Binary files a/{name} and b/{name} differ\n")
+            continue
+        lines = difflib.unified_diff(
+            old,
+            new,
+            f"a/{name}" if name in before else "/dev/null",
+            f"b/{name}" if name in after else "/dev/null",
+        )
+        for line in lines:
+            parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(parts)
+
+
+def run_script(script: str, timeout: float) -> dict[str, Any]:
+    """A script in a fresh shell: the verdict's own, away from the agent's shell."""
+    read, write = os.pipe()
+    pid = _spawn(
+        ["/bin/bash", "--noprofile", "--norc", "-c", script],
+        os.open("/dev/null", os.O_RDONLY),
+        write,
+    )
+    os.close(write)
+    output = Output()
+    deadline = _now() + timeout
+    timed_out = False
+    while True:
+        if not _wait(read, deadline):
+            timed_out = True
+            break
+        chunk = os.read(read, 1 << 16)
+        if not chunk:
+            break
+        output.add(chunk)
+        if output.total > OUTPUT_STOP * 8:
+            break
+    _kill([*_descendants(pid), pid])
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    _reap()
+    code = None if timed_out else os.waitstatus_to_exitcode(status)
+    return {"output": output.text(), "status": code, "timed_out": timed_out}
+
+
+def _jobs() -> Iterator[dict[str, Any]]:
+    buffer = bytearray()
+    while True:
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            yield json.loads(line)
+        _wait(0, _now() + 3600.0)
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+
+
+_parent: int | None = None
+
+
+def main() -> None:
+    global _parent
+    _parent = watch_parent()
+    setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
+    shown, _ = view(setup["hidden"])
+    placed = [(setup["repo"], editor.REPO, True)]
+    if setup.get("base"):
+        placed.append((setup["base"], "/base", False))
+    isolation = isolate(ROOT, dataclasses.replace(shown, placed=tuple(placed)))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_dumpable(False)
+    ready = {"ready": isolation.complete, "root": ROOT, **isolation.to_json()}
+    print(json.dumps(ready), flush=True)
+    if not isolation.complete:
+        return
+    os.chdir("/tmp")
+    shell: Shell | None = None
+    for job in _jobs():
+        op, timeout = job.get("op"), float(job.get("timeout", 60.0))
+        answer: Any
+        if op == "bash":
+            shell = shell or Shell()
+            answer = shell.run(str(job["command"]), timeout)
+        elif op == "restart":
+            if shell is not None:
+                shell.stop()
+            shell = Shell()
+            answer = {"output": "tool has been restarted.", "status": 0, "timed_out": False}
+        elif op == "edit":
+            answer = in_child(functools.partial(edit, job["input"]), timeout)
+        elif op == "diff":
+            answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
+        elif op == "run":
+            answer = run_script(str(job["script"]), timeout)
+        else:
+            answer = {"error": f"unknown job {op!r}"}
+        print(json.dumps(answer), flush=True)

@@ -1,0 +1,178 @@
+"""A repository task's copy, shell and editor: a hostile agent is contained, as root and as
+an unprivileged user, and the snapshot it worked on is never changed.
+
+The agent's commands go through the executor the tool loop calls, in a separate process
+(``python this_file.py PROJECT OUTSIDE PORT``) started with an API key in its environment,
+the way pytest would be; it reports what every tool call answered and what it left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.sandbox import editor
+
+TOOLS = {"bash": "bash_20250124", "str_replace_based_edit_tool": "text_editor_20250728"}
+
+
+def digest(top: Path) -> dict[str, str]:
+    """Every entry below ``top`` with its content (a link: its target), byte for byte."""
+    found = {}
+    for folder, dirs, names in os.walk(top):
+        for name in (*dirs, *names):
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                found[path] = "-> " + os.readlink(path)
+            elif os.path.isfile(path):
+                found[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            else:
+                found[path] = "dir"
+    return found
+
+
+def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    before = digest(project)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("bash", {"command": "cat /proc/1/environ; cat /proc/*/environ; env"}),
+        ("bash", {"command": "cat /etc/shadow"}),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "/proc/1/environ"}),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "/etc/shadow"}),
+        ("bash", {"command": f"echo pwned > /tmp/pwned; echo pwned > {outside}/pwned"}),
+        ("bash", {"command": "echo pwned > ../../pwned; echo pwned > ../pwned"}),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "create", "path": "../../pwned", "file_text": "pwned"},
+        ),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "create", "path": f"{outside}/pwned", "file_text": "pwned"},
+        ),
+        ("bash", {"command": "ln -s /etc link_out && ln -s / root_link"}),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "link_out/passwd"}),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "create", "path": "root_link/tmp/pwned", "file_text": "x"},
+        ),
+        ("bash", {"command": "echo appended >> src/m.py; rm -f README; chmod 000 src"}),
+        (
+            "bash",
+            {
+                "command": "python -c 'import socket; "
+                f'socket.create_connection(("127.0.0.1", {port}), timeout=2)\' '
+                "|| echo NO-CONNECTION"
+            },
+        ),
+        ("bash", {"command": "sleep 300"}),
+        ("bash", {"command": "echo still here"}),
+    ]
+    answers = []
+    with Copy(Snapshot(folder=project)) as copy:
+        with Workspace(copy.path) as workspace:
+            run = Executor(workspace, TOOLS, timeout=3.0)
+            for name, command in calls:
+                result = run(name, command)
+                answers.append({"text": result.text, "is_error": result.is_error})
+        copy_folder = copy.folder
+    return {
+        "answers": answers,
+        "same_snapshot": digest(project) == before,
+        "copy_removed": not copy_folder.exists(),
+        "host_files": [str(p) for p in (outside / "pwned", Path("/tmp/pwned")) if p.exists()],
+    }
+
+
+def make_project(top: Path) -> Path:
+    (top / "src").mkdir()
+    (top / "src" / "m.py").write_text("def f():\n    return 1\n")
+    (top / "README").write_text("the snapshot\n")
+    (top / "link").symlink_to("src/m.py")
+    return top
+
+
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "unprivileged"])
+def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: bool) -> None:
+    # the script imports this file: the helpers only where pytest runs it
+    from tests.test_sandbox_hostile import KEY, interpreter_for, outside_tmp, run_script
+
+    if not unprivileged and os.geteuid() != 0:
+        pytest.skip("the root mode needs root")
+    project = make_project(Path(tempfile.mkdtemp(prefix="prompteval-snapshot-")))
+    outside = Path(tempfile.mkdtemp(prefix="prompteval-outside-", dir=outside_tmp()))
+    for folder in (project, project / "src", outside):
+        folder.chmod(0o777)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
+    python, user = interpreter_for(env, unprivileged)
+    try:
+        port = str(listener.getsockname()[1])
+        report = run_script([python, __file__, str(project), str(outside), port], env, user)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    answers = report["answers"]
+    assert all(KEY not in a["text"] for a in answers)
+    assert "sk-ant" not in json.dumps(answers)
+    assert "Permission denied" in answers[0]["text"]
+    assert "Permission denied" in answers[1]["text"]
+    for index in (2, 3, 6, 7, 9, 10):  # the editor refuses paths out of /repo
+        assert answers[index]["is_error"], answers[index]
+        assert "outside /repo" in answers[index]["text"]
+    assert "Read-only file system" in answers[5]["text"] or "Permission" in answers[5]["text"]
+    assert "NO-CONNECTION" in answers[12]["text"]
+    assert answers[13]["is_error"] and "timed out" in answers[13]["text"]
+    assert answers[14] == {"text": "still here\n", "is_error": False}
+    assert report["host_files"] == []
+    assert report["same_snapshot"]
+    assert report["copy_removed"]
+
+
+def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
+    top = str(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1\ny = 1\nz = 2\n")
+    run = editor.run
+    assert run({"command": "view", "path": "a.py", "view_range": [2, 3]}, top).endswith(
+        "     2\ty = 1\n     3\tz = 2"
+    )
+    with pytest.raises(editor.EditError, match=r"^Error: Found 2 matches for replacement text"):
+        run({"command": "str_replace", "path": "a.py", "old_str": "= 1", "new_str": "= 3"}, top)
+    with pytest.raises(editor.EditError, match=r"^Error: No match found for replacement"):
+        run({"command": "str_replace", "path": "a.py", "old_str": "w", "new_str": "v"}, top)
+    run({"command": "str_replace", "path": "a.py", "old_str": "z = 2", "new_str": "z = 3"}, top)
+    run({"command": "insert", "path": "a.py", "insert_line": 1, "insert_text": "w = 0"}, top)
+    run({"command": "insert", "path": "a.py", "insert_line": 4, "new_str": "end = 1\n"}, top)
+    assert (tmp_path / "a.py").read_text() == "x = 1\nw = 0\ny = 1\nz = 3\nend = 1\n"
+    with pytest.raises(editor.EditError, match="insert_line"):
+        run({"command": "insert", "path": "a.py", "insert_line": 9, "insert_text": "q"}, top)
+    run({"command": "create", "path": "pkg/../b.txt", "file_text": "b"}, top)
+    assert (tmp_path / "b.txt").read_text() == "b"
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "d" / "e" / "deep.txt").write_text("")
+    listing = run({"command": "view", "path": top}, top)
+    assert f"{top}/d/e/" in listing and "deep.txt" not in listing
+    with pytest.raises(editor.EditError, match="Unrecognized command"):
+        run({"command": "undo_edit", "path": "a.py"}, top)
+
+
+if __name__ == "__main__":
+    from pytest_prompteval.sandbox.client import SandboxUnavailable
+
+    try:
+        print(json.dumps(hostile(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))))
+    except SandboxUnavailable as exc:
+        print(exc)
+        sys.exit(3)
