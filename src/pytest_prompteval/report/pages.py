@@ -23,7 +23,7 @@ from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.flaky import CaseSamples, case_samples
-from pytest_prompteval.report.summary import outcome_of
+from pytest_prompteval.report.summary import counts_in_denominators, outcome_of, scored_value
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,11 @@ class CaseRow:
     def kn(self) -> str:
         c = self.counts
         return figures.counts(c.passed, c.scored) if c else "-"
+
+    @property
+    def mean_score(self) -> float | None:
+        scored = [scored_value(r) for r in self.samples if counts_in_denominators(r)]
+        return sum(scored) / len(scored) if scored else None
 
     @property
     def flaky(self) -> bool:
