@@ -39,19 +39,23 @@
     const answer = await response.json();
     status.textContent = response.ok ? "saved: human score " + answer.human_score : answer.error;
     status.className = response.ok ? "saved" : "warn";
+    if (response.ok) {  // a reload, and the next/previous links, show this reviewer's rating
+      const url = new URL(window.location.href);
+      url.searchParams.set("reviewer", body.reviewer);
+      history.replaceState(null, "", url.toString());
+    }
   }
   form.addEventListener("submit", save);
   const who = form.querySelector("input[name=reviewer]");
   if (!who.value) { try { who.value = localStorage.getItem("prompteval-reviewer") || ""; } catch (e) { /* */ } }
-  who.addEventListener("change", () => {
-    const url = new URL(window.location.href);
-    url.searchParams.set("reviewer", who.value);
-    window.location.assign(url.toString());
-  });
-  // 1-5 rates the current dimension and moves on; j/k move; Enter saves; n/p next/previous case
+  // 1-5 rates the current dimension and moves on; j/k move; Enter saves; n/p next/previous
+  // case; Escape leaves the name or notes field
   document.addEventListener("keydown", (event) => {
     const t = event.target;
-    if (t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type === "text")) return;
+    if (t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type === "text")) {
+      if (event.key === "Escape") t.blur();  // back to the rating keys
+      return;
+    }
     if (event.key >= "1" && event.key <= "5") {
       const input = dims[current].querySelector('input[value="' + event.key + '"]');
       input.checked = true;
