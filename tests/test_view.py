@@ -281,3 +281,72 @@ def test_review_in_headless_chromium(served: Served, tmp_path: Path) -> None:
             browser.close()
     (review,) = load_reviews(served.results / v2).values()
     assert review["ratings"]["correctness"] == 2 and review["comment"] == "confident and wrong"
+
+
+def test_the_comparison_page_names_what_got_worse_with_scores(served: Served) -> None:
+    v1, v2 = _run_name(served.results, "v1"), _run_name(served.results, "v2")
+    status, page = served.get(f"/compare?a={v1}&b={v2}")
+    assert status == 200
+    assert 'id="verdict"' in page and "v1 vs v2" in page
+    worse = page.split("<h2>Worse (1)</h2>")[1].split("<h2>Better")[0]
+    assert "cases.yaml::loop_001" in worse and "0.900" in worse and "0.300" in worse
+    assert f'href="/run/{v1}/item/' in worse and f"?vs={v2}" in worse
+    # the same case's two answers side by side, with their diff
+    status, page = served.get(f"/run/{v1}/item/1?vs={v2}")
+    assert status == 200 and '<span class="del">-The loop is unrolled.</span>' in page
+    assert '<span class="add">+Beware &lt;script&gt;' in page
+
+
+def test_the_calibration_page_sets_ratings_beside_the_judge(served: Served) -> None:
+    name = _run_name(served.results, "v2")
+    for number, value in ((0, 4), (1, 1), (2, 5)):
+        rating = {"rubric": "seed", "ratings": {d: value for d, _ in SEED_DIMENSIONS}}
+        assert served.post(f"/run/{name}/item/{number}/review", rating, TOKEN)[0] == 200
+    status, page = served.get("/calibration")
+    assert status == 200 and "Judge j" in page and "quadratic weights" in page
+    row = page.split("<td>correctness</td>")[1].split("</tr>")[0]
+    assert '<td class="num">3</td>' in row  # three answers rated by both
+
+
+def _many_cases(count: int, failing: int) -> list[ItemResult]:
+    results = []
+    for i in range(count):
+        for sample in range(3):
+            passed = i >= failing or sample == 0
+            results.append(
+                ItemResult(
+                    case_id=f"case_{i:04d}", file="cases.yaml", prompt="v", sample=sample,
+                    samples=3, outcome="passed" if passed else "failed", passed=passed,
+                    score=0.9 if passed else 0.2, response=f"answer {i}.{sample}\n" * 3,
+                    min_pass=2,
+                )
+            )  # fmt: skip
+    return results
+
+
+def test_the_static_report_puts_failures_first_and_folds_the_passes(tmp_path: Path) -> None:
+    from pytest_prompteval.report.html import render_html
+
+    results = _many_cases(1000, 5)
+    page = render_html(results, summarize(results, ["v"]), [], "big suite")
+    assert page.index("case_0004") < page.index("case_0005")
+    assert "<h2>Cases not passing (5)</h2>" in page and "<h2>Passing cases (995)</h2>" in page
+    failing = page.split("<h2>Cases not passing")[1].split("<h2>Passing cases")[0]
+    assert failing.count('<details class="case" open>') == 5
+    assert "k/n 1/3" in failing and "min_pass 2: not met" in failing
+    passing = page.split("<h2>Passing cases")[1]
+    assert "<details open" not in passing and "min_pass 2: met" in passing
+    executable = chromium()
+    (tmp_path / "report.html").write_text(page)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            view = browser.new_page(viewport={"width": 1280, "height": 900})
+            view.goto((tmp_path / "report.html").as_uri())
+            height = view.evaluate("document.documentElement.scrollHeight")
+        finally:
+            browser.close()
+    # 1,000 cases of 3 samples: the five failing ones open, the rest one folded line
+    assert height < 6000, height
