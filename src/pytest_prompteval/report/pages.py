@@ -75,11 +75,10 @@ def details_of(result: ItemResult) -> list[Detail]:
 def scores_of(result: ItemResult) -> list[ScoreLine]:
     lines = []
     if result.judge is not None:
-        notes = result.judge.notes
-        lines.append(ScoreLine("judge", f"judge ({result.judge.model})", result.judge.score))
+        judge = result.judge
+        lines.append(ScoreLine("judge", f"judge ({judge.model})", judge.score, reason=judge.notes))
         lines += [
-            ScoreLine("judge", name, value, reason=notes if i == 0 else "")
-            for i, (name, value) in enumerate(sorted(result.judge.dimensions.items()))
+            ScoreLine("judge", name, value) for name, value in sorted(judge.dimensions.items())
         ]
     for check in result.assertions:
         label = check.type + (f" {check.field}" if check.field else "")

@@ -18,6 +18,7 @@ site open in the same browser can send requests to 127.0.0.1):
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 import re
 import secrets
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -319,12 +321,15 @@ def build_app(config: ViewConfig) -> Starlette:
     def guarded(
         endpoint: Callable[[Request], Response | Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
-        """A user-facing error (no such run, a refused path) is a 404 page, not a trace."""
+        """A user-facing error (no such run, a refused path) is a 404 page, not a trace. A
+        page that reads files runs in the thread pool, so one large run read does not hold
+        up the other requests."""
 
         async def handle(request: Request) -> Response:
             try:
-                answer = endpoint(request)
-                return await answer if isinstance(answer, Awaitable) else answer
+                if inspect.iscoroutinefunction(endpoint):
+                    return await endpoint(request)  # type: ignore[no-any-return]
+                return await run_in_threadpool(endpoint, request)  # type: ignore[arg-type]
             except (NotFound, PromptevalError, UnreadableRecording) as exc:
                 return await not_found(request, exc)
 
