@@ -350,3 +350,27 @@ def test_the_static_report_puts_failures_first_and_folds_the_passes(tmp_path: Pa
             browser.close()
     # 1,000 cases of 3 samples: the five failing ones open, the rest one folded line
     assert height < 6000, height
+
+
+def test_prompteval_view_serves_on_loopback_and_names_a_misspelled_rubric(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "prompt_results").mkdir()
+    command = [sys.executable, "-m", "pytest_prompteval.cli", "view", "--no-open"]
+    wrong = subprocess.run([*command, "--rubric", "defualt_review"], cwd=tmp_path,
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert wrong.returncode == 2
+    assert wrong.stderr == (
+        "prompteval: error: --rubric 'defualt_review': unknown review template; "
+        "did you mean 'default_review'?\n"
+    )
+    with subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()  # printed once it listens
+            assert line.startswith("prompteval view: http://127.0.0.1:"), line
+            with urllib.request.urlopen(line.split()[2]) as answer:
+                assert answer.status == 200 and b"no runs in this folder yet" in answer.read()
+        finally:
+            server.terminate()

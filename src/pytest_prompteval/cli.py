@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
 from pytest_prompteval.core.safetext import safe_line, safe_text
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
@@ -263,6 +264,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unknown_rubric(name: str, known: Collection[str]) -> PromptevalError:
+    hint = suggestion(name, known) or "; known: " + ", ".join(known)
+    return PromptevalError(f"--rubric {name!r}: unknown review template{hint}")
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     from pytest_prompteval.scoring.judge import load_review_templates
     from pytest_prompteval.workflows.review import SEED_DIMENSIONS, run_review
@@ -271,9 +277,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.rubric:
         templates = load_review_templates(args.review_templates)
         if args.rubric not in templates:
-            raise PromptevalError(
-                f"--rubric {args.rubric!r}: unknown review template; known: {', '.join(templates)}"
-            )
+            raise _unknown_rubric(args.rubric, templates)
         template = templates[args.rubric]
         dimensions = tuple((name, weight) for name, (weight, _) in template.dimensions.items())
     run_review(args.results, sys.stdin, sys.stdout, dimensions, args.reviewer)
@@ -361,9 +365,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     rubrics = rubrics_of(load_review_templates(args.review_templates))
     if args.rubric and args.rubric not in rubrics:
-        raise PromptevalError(
-            f"--rubric {args.rubric!r}: unknown review template; known: {', '.join(rubrics)}"
-        )
+        raise _unknown_rubric(args.rubric, rubrics)
     settings: Settings = args.settings
     config = ViewConfig(
         results=args.results,
