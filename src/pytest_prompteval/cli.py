@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
 from pytest_prompteval.core.safetext import safe_line, safe_text
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
@@ -263,6 +264,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unknown_rubric(name: str, known: Collection[str]) -> PromptevalError:
+    hint = suggestion(name, known) or "; known: " + ", ".join(known)
+    return PromptevalError(f"--rubric {name!r}: unknown review template{hint}")
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     from pytest_prompteval.scoring.judge import load_review_templates
     from pytest_prompteval.workflows.review import SEED_DIMENSIONS, run_review
@@ -271,9 +277,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.rubric:
         templates = load_review_templates(args.review_templates)
         if args.rubric not in templates:
-            raise PromptevalError(
-                f"--rubric {args.rubric!r}: unknown review template; known: {', '.join(templates)}"
-            )
+            raise _unknown_rubric(args.rubric, templates)
         template = templates[args.rubric]
         dimensions = tuple((name, weight) for name, (weight, _) in template.dimensions.items())
     run_review(args.results, sys.stdin, sys.stdout, dimensions, args.reviewer)
@@ -352,6 +356,78 @@ def _add_cases_option(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="case directory (repeatable; default: ini prompteval_cases, else prompt_cases)",
     )
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from pytest_prompteval.scoring.judge import load_review_templates
+    from pytest_prompteval.view.app import ViewConfig, rubrics_of
+    from pytest_prompteval.view.serve import serve
+
+    rubrics = rubrics_of(load_review_templates(args.review_templates))
+    if args.rubric and args.rubric not in rubrics:
+        raise _unknown_rubric(args.rubric, rubrics)
+    settings: Settings = args.settings
+    config = ViewConfig(
+        results=args.results,
+        recordings=args.recordings,
+        rubrics=rubrics,
+        rubric=args.rubric or "seed",
+        min_effect=settings.min_effect,
+        gate_metric=settings.gate_metric,
+    )
+    try:
+        serve(config, args.port, open_browser=not args.no_open)
+    except OSError as exc:
+        raise PromptevalError(f"--port {args.port}: cannot listen: {exc.strerror}") from None
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pytest_prompteval.report import figures
+    from pytest_prompteval.workflows.calibrate import SCALE, WEIGHTS, calibrate, save
+
+    found = calibrate(args.results)
+    if not found:
+        print(
+            f"no answer in {display(args.results)} has both a human rating and a judge's score: "
+            "rate judged answers with `prompteval view` or `prompteval review`"
+        )
+        return 1
+    for model, calibration in sorted(found.items()):
+        print(f"judge {safe_line(model)}: human 1-5 vs judge 1 + 4 x score, kappa {WEIGHTS}")
+        rows = [["dimension", "n", "kappa", "spearman", "mean |diff|"]]
+        for name, agreement in sorted(calibration.dimensions.items()):
+            rows.append(
+                [
+                    name,
+                    str(agreement.n),
+                    figures.score(agreement.kappa),
+                    figures.score(agreement.spearman),
+                    figures.score(agreement.mean_abs_diff),
+                ]
+            )
+        _print_table(rows)
+        for name, agreement in sorted(calibration.dimensions.items()):
+            print(f"  {safe_line(name)}: confusion (rows human 1-5, columns judge 1-5)")
+            _print_table(
+                [["", *map(str, SCALE)]]
+                + [
+                    [str(h), *map(str, row)]
+                    for h, row in zip(SCALE, agreement.confusion, strict=True)
+                ],
+                indent="    ",
+            )
+            for pair in agreement.worst:
+                print(
+                    safe_line(
+                        f"    disagree: {pair.case_id} sample {pair.sample} ({pair.run}, "
+                        f"{pair.reviewer or 'anonymous'}): human {pair.human}, judge {pair.judge}"
+                    )
+                )
+        print(f"saved: {display(save(args.results, calibration))}")
+    return 0
 
 
 def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
@@ -469,6 +545,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reviewing.add_argument("--reviewer", default="", help="your name, kept with each rating")
     reviewing.set_defaults(run=cmd_review)
+    viewing = commands.add_parser("view", help="the results in a browser: review, calibration")
+    viewing.add_argument("--results", type=Path, help="default: ini prompteval_results")
+    viewing.add_argument("--recordings", type=Path, help="default: ini prompteval_recordings")
+    viewing.add_argument("--port", type=int, default=0, help="default: a free port")
+    viewing.add_argument("--no-open", action="store_true", help="do not open a browser")
+    viewing.add_argument(
+        "--rubric", metavar="TEMPLATE", help="rate a review template's dimensions by default"
+    )
+    viewing.add_argument(
+        "--review-templates", type=Path, help="the review templates file (default: the plugin's)"
+    )
+    viewing.set_defaults(run=cmd_view)
+    calibrating = commands.add_parser(
+        "calibrate", help="human ratings vs the judge's: weighted kappa per dimension"
+    )
+    calibrating.add_argument("--results", type=Path, help="default: ini prompteval_results")
+    calibrating.set_defaults(run=cmd_calibrate)
     improving = commands.add_parser("improve", help="ask Claude how to improve a prompt")
     improving.add_argument("--prompt", required=True, help="the prompt version")
     improving.add_argument("--prompts", type=Path, help="default: ini prompteval_prompts")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,13 @@ from pytest_prompteval.core.paths import (
 from pytest_prompteval.core.result import SCHEMA_VERSION, ItemResult
 
 FORMAT = SCHEMA_VERSION
+#: a run's file: ``<stamp>_<version>.json``, or ``.jsonl`` while it runs
+RUN_FILE = re.compile(r"^(\d{8}_\d{6}(?:-\d+)?)_([\w.+-]+?)\.(json|jsonl)$")
+
+
+def is_run_file(name: str) -> bool:
+    """A run's results in a results folder (not its review file, ``<run>.json.review.json``)."""
+    return RUN_FILE.match(name) is not None and not name.endswith(".review.json")
 
 
 @dataclass

@@ -278,6 +278,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("min_effect", "smallest score / pass-rate difference a comparison may call "
             "better or worse (0 to 1)", default=0.02, parse=_number(0, 1),
             ini="prompteval_min_effect"),
+    Setting("min_kappa", "the run summary warns when the judge in use agrees with people "
+            "below this Cohen's kappa in its latest `prompteval calibrate`, or has none",
+            parse=_number(-1, 1), ini="prompteval_min_kappa"),
     Setting("cases", "case directories, relative to the rootdir", default=("prompt_cases",),
             ini="prompteval_cases", ini_type="linelist", path=True),
     Setting("prompts", "prompt version directory", default="prompts", ini="prompteval_prompts",
@@ -391,6 +394,7 @@ class Settings:
     gate_metric: str
     max_new_failures: int
     min_effect: float
+    min_kappa: float | None
     case_dirs: tuple[Path, ...]
     prompt_dir: Path
     recordings_dir: Path

@@ -46,6 +46,7 @@ from pytest_prompteval.report.markdown import (
 from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels, summarize
 from pytest_prompteval.report.terminal import render
+from pytest_prompteval.workflows.calibrate import kappa_warning
 
 #: on the report of a case's min_pass verdict (no item: the case's samples are the items)
 MIN_PASS_KEY = "prompteval_min_pass"
@@ -455,6 +456,8 @@ class RunReport:
             terminalreporter.write_sep("-", "recordings")
             for line in self.recordings:
                 write(line)
+        for warning in self._kappa_warnings():
+            write(f"prompteval warning: {warning}", yellow=True, bold=True)
         for failure in self.gate_failures:
             write(f"prompteval gate failed: {failure}", red=True, bold=True)
         for path in self.written:
@@ -465,6 +468,17 @@ class RunReport:
             write(f"prompteval report: {display(self.html_written)}")
         for shown in self.markdown_written:
             write(f"prompteval markdown: {shown}")
+
+    def _kappa_warnings(self) -> list[str]:
+        """prompteval_min_kappa: the judges this run used, against their calibrations."""
+        min_kappa = self.settings.min_kappa
+        models = sorted({r.judge.model for r in self.results if r.judge is not None})
+        if min_kappa is None or not models:
+            return []
+        try:
+            return kappa_warning(self.settings.results_dir, models, min_kappa)
+        except PromptevalError as exc:
+            return [str(exc)]
 
 
 def _internal(exc: Exception) -> str:

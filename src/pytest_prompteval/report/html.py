@@ -1,36 +1,28 @@
-"""A self-contained HTML report: inline CSS and SVG, no scripts, fonts or external links."""
+"""A self-contained HTML report: inline CSS and SVG, no scripts, fonts or external links.
+
+Its page is ``templates/report.html``, whose case pieces ``prompteval view`` shows too."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from markupsafe import Markup
+
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import html_text as escape
-from pytest_prompteval.report import figures
+from pytest_prompteval.report import figures, pages
 from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.summary import (
     DENOMINATORS,
     VersionSummary,
-    case_key,
     counts_in_denominators,
-    outcome_of,
     scored_value,
     sort_results,
 )
 from pytest_prompteval.report.terminal import comparison_block, pass_at_k_cell
 
 PALETTE = ("#3b6ea8", "#d9822b", "#3f9b5b", "#b8433e", "#7d5ba6", "#8c6d4f")
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;
-vertical-align:top;text-align:left}th{background:#f4f4f4}.num{text-align:right}
-.pass{color:#1d7a36;font-weight:600}.fail{color:#b3261e;font-weight:600}
-.err{color:#8a5a00;font-weight:600}pre{white-space:pre-wrap;max-width:60ch;margin:4px 0;
-font-size:12px;background:#fafafa;padding:6px}.charts{display:flex;flex-wrap:wrap;gap:24px}
-.legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:10px;
-height:10px;margin-right:4px}small{color:#666}
-"""
+CSS = pages.static_text("view.css")
 
 
 def _legend(versions: Sequence[str]) -> str:
@@ -114,104 +106,44 @@ def render_html(
     comparisons: Sequence[Comparison],
     title: str,
 ) -> str:
+    """The page, from the template ``prompteval view`` shares: failures first and open,
+    passing cases collapsed, each case with its k/n and ``min_pass`` verdict."""
     versions = [s.version for s in summaries]
     ordered = sort_results(results)
-    out = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-    ]
     ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
-    out.append(
-        "<h2>Versions</h2><table><tr><th>version</th><th>items</th><th>passed</th>"
-        "<th>failed</th><th>errored</th><th>skipped</th><th>pass rate</th><th>mean score</th>"
-        + "".join(f"<th>pass@{k}</th>" for k in ks)
-        + "<th>tokens in/out</th><th>cost $</th><th>p50 / p95 ms</th></tr>"
-    )
-    for s in summaries:
-        out.append(
-            f"<tr><td>{escape(s.version)}</td><td class=num>{s.items}</td>"
-            f"<td class=num>{s.passed}</td><td class=num>{s.failed}</td>"
-            f"<td class=num>{s.errored}</td><td class=num>{s.skipped}</td>"
-            f"<td class=num>{figures.share(s.pass_rate)}</td>"
-            f"<td class=num>{figures.score(s.mean_score)}</td>"
-            + "".join(f"<td class=num>{escape(pass_at_k_cell(s, k))}</td>" for k in ks)
-            + f"<td class=num>{s.input_tokens} / {s.output_tokens}</td>"
-            f"<td class=num>{figures.money(s.cost_usd + s.judge_cost_usd)}</td><td class=num>"
-            f"{figures.milliseconds(s.latency_p50_ms)} / "
-            f"{figures.milliseconds(s.latency_p95_ms)}</td></tr>"
-        )
-    out.append(f"</table><p><small>{escape(DENOMINATORS)}</small></p>")
-    for c in comparisons:
-        out.append(
-            f"<p><b>{escape(c.verdict)}</b><br><small>"
-            + "<br>".join(escape(line.strip()) for line in comparison_block(c, True)[1:])
-            + "</small></p>"
-        )
     categories = sorted({label for s in summaries for label in s.groups.get("category", {})})
-    out.append("<h2>Charts</h2>" + _legend(versions) + '<div class="charts">')
-    out.append(_histogram(ordered, versions))
-    out.append(
-        bar_chart(
+    charts = (
+        _legend(versions)
+        + '<div class="charts">'
+        + _histogram(ordered, versions)
+        + bar_chart(
             "Accuracy per category",
             categories,
             [[_rate(s.groups.get("category", {}).get(c)) for c in categories] for s in summaries],
             versions,
         )
-    )
-    out.append(
-        bar_chart(
+        + bar_chart(
             "pass@k",
             [f"pass@{k}" for k in ks],
             [[s.pass_at_k.get(k) for k in ks] for s in summaries],
             versions,
             width=320,
         )
+        + "</div>"
     )
-    out.append(
-        "</div><h2>Cases</h2><table><tr><th>case</th>"
-        + "".join(f"<th>{escape(v)}</th>" for v in versions)
-        + "</tr>"
+    return pages.render(
+        "report.html",
+        title=title,
+        css=Markup(CSS),
+        summaries=summaries,
+        ks=ks,
+        pass_at_k_cell=pass_at_k_cell,
+        denominators=DENOMINATORS,
+        comparisons=[comparison_block(c, True) for c in comparisons],
+        charts=Markup(charts),
+        rows=pages.case_rows(ordered),
     )
-    cells: dict[tuple[str, str], dict[str, list[ItemResult]]] = {}
-    for r in ordered:
-        cells.setdefault(case_key(r), {}).setdefault(r.prompt, []).append(r)
-    for (file, case_id), by_version in sorted(cells.items()):
-        out.append(f"<tr><td><b>{escape(case_id)}</b><br><small>{escape(file)}</small></td>")
-        for version in versions:
-            out.append("<td>" + "".join(_cell(r) for r in by_version.get(version, [])) + "</td>")
-        out.append("</tr>")
-    out.append("</table></body></html>\n")
-    return "".join(out)
 
 
 def _rate(counts: tuple[int, int] | None) -> float | None:
     return counts[0] / counts[1] if counts and counts[1] else None
-
-
-def _cell(r: ItemResult) -> str:
-    outcome = outcome_of(r)
-    if outcome in ("error", "skipped"):
-        status = f'<span class="err">{outcome}: {escape(r.error_type or "-")}</span>'
-    else:
-        status = (
-            '<span class="pass">pass</span>'
-            if outcome == "passed"
-            else '<span class="fail">fail</span>'
-            + (f" <small>{escape(r.error_type)}</small>" if r.error_type else "")
-        )
-    parts = [f"{status} {figures.score(r.score)}"]
-    if r.sample:
-        parts.append(f" <small>sample {r.sample}</small>")
-    if r.missing_topics:
-        parts.append(f"<br><small>missing: {escape(', '.join(r.missing_topics))}</small>")
-    for claim in r.incorrect_claims:
-        parts.append(f"<br><small>claim: {escape(claim)}</small>")
-    for check in r.assertions:
-        if not check.passed:
-            parts.append(f"<br><small>assert {escape(check.type)}: {escape(check.reason)}</small>")
-    if r.error:
-        parts.append(f"<pre>{escape(r.error)}</pre>")
-    if r.response is not None:
-        parts.append(f"<pre>{escape(r.response)}</pre>")
-    return "<div>" + "".join(parts) + "</div>"

@@ -164,7 +164,7 @@ def _review_agreement(runs: Sequence[StoredRun]) -> dict[str, Any] | None:
     for run in runs:
         by_key = {(r.file, r.case_id, r.sample): r for r in run.results}
         for key, review in load_reviews(run.path).items():
-            result = by_key.get(key)
+            result = by_key.get(key[:3])
             if result is None or review.get("skipped"):
                 continue
             threshold = result.threshold

@@ -5,12 +5,17 @@ asks a 1-5 rating per dimension and a comment, and saves ``<results>.review.json
 every answer, so a review can stop (``q``) and resume any time. Dimensions: the seed's human
 evaluation (correctness 0.4, completeness 0.3, edge-case handling 0.3; code quality is
 rated but not weighted), or a review template's rubric with its weights.
+
+Each reviewer has their own entry per result (several people can rate the same answers, in
+the terminal or in ``prompteval view``); every rating is merged into the file as it is on
+disk and written atomically, so two sessions on one file lose nothing of each other's.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +30,8 @@ SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
     ("edge_case_handling", 0.3),
     ("code_quality", 0.0),
 )
-Key = tuple[str, str, int]
+#: file, case id, sample, reviewer
+Key = tuple[str, str, int, str]
 
 
 def automatic_of(result: ItemResult) -> float | None:
@@ -48,12 +54,43 @@ def load_reviews(results: Path) -> dict[Key, dict[str, Any]]:
     if not os.path.lexists(path):
         return {}
     data = json.loads(read_bounded(path, MAX_RESULTS_BYTES, results.parent))
-    return {(r["file"], r["case_id"], r["sample"]): r for r in data["reviews"]}
+    return {_key(r): r for r in data["reviews"]}
 
 
-def _save(results: Path, reviews: dict[Key, dict[str, Any]]) -> None:
-    ordered = [reviews[k] for k in sorted(reviews)]
-    write_json_atomically(review_path(results), {"results": results.name, "reviews": ordered})
+def _key(review: dict[str, Any]) -> Key:
+    return (review["file"], review["case_id"], review["sample"], review.get("reviewer") or "")
+
+
+_SAVING = threading.Lock()  # the view saves from several request threads
+
+
+def save_review(results: Path, review: dict[str, Any]) -> None:
+    """Merge one reviewer's entry into the review file as it is now, atomically."""
+    with _SAVING:
+        reviews = load_reviews(results)
+        reviews[_key(review)] = review
+        ordered = [reviews[k] for k in sorted(reviews)]
+        write_json_atomically(review_path(results), {"results": results.name, "reviews": ordered})
+
+
+def review_entry(
+    result: ItemResult,
+    ratings: dict[str, int],
+    comment: str,
+    reviewer: str,
+    dimensions: Sequence[tuple[str, float]],
+) -> dict[str, Any]:
+    return {
+        "file": result.file,
+        "case_id": result.case_id,
+        "sample": result.sample,
+        "prompt": result.prompt,
+        "ratings": ratings,
+        "comment": comment,
+        "reviewer": reviewer,
+        "human_score": round(human_score(ratings, dimensions), 6),
+        "automatic_score": automatic_of(result),
+    }
 
 
 def human_score(ratings: dict[str, int], dimensions: Sequence[tuple[str, float]]) -> float:
@@ -77,15 +114,17 @@ def run_review(
 ) -> int:
     """Review what is left; return how many results were reviewed in this session."""
     run = load_run(results)
-    reviews = load_reviews(results)
-    todo = [r for r in run.results if (r.file, r.case_id, r.sample) not in reviews and r.response]
+    # a named reviewer rates what they have not; without a name, what nobody has
+    done_before = {k[:3] for k in load_reviews(results) if not reviewer or k[3] == reviewer}
+    todo = [
+        r for r in run.results if (r.file, r.case_id, r.sample) not in done_before and r.response
+    ]
     out.write(
         f"{len(todo)} of {len(run.results)} results to review "
-        f"({len(reviews)} reviewed before). q quits, s skips a result.\n"
+        f"({len(done_before)} reviewed before). q quits, s skips a result.\n"
     )
     done = 0
     for number, result in enumerate(todo, start=1):
-        key = (result.file, result.case_id, result.sample)
         dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
         out.write(
             f"\n[{number}/{len(todo)}] {result.case_id} [{result.prompt}] "
@@ -113,28 +152,20 @@ def run_review(
             if answer == "s":
                 break
         if len(ratings) < len(dimensions):
-            reviews[key] = {
-                "file": key[0],
-                "case_id": key[1],
-                "sample": key[2],
-                "prompt": result.prompt,
-                "skipped": True,
-            }
-            _save(results, reviews)
+            save_review(
+                results,
+                {
+                    "file": result.file,
+                    "case_id": result.case_id,
+                    "sample": result.sample,
+                    "prompt": result.prompt,
+                    "reviewer": reviewer,
+                    "skipped": True,
+                },
+            )
             continue
         comment = _ask("comment (optional): ", stdin, out) or ""
-        reviews[key] = {
-            "file": key[0],
-            "case_id": key[1],
-            "sample": key[2],
-            "prompt": result.prompt,
-            "ratings": ratings,
-            "comment": comment,
-            "reviewer": reviewer,
-            "human_score": round(human_score(ratings, dimensions), 6),
-            "automatic_score": automatic_of(result),
-        }
-        _save(results, reviews)
+        save_review(results, review_entry(result, ratings, comment, reviewer, dimensions))
         done += 1
     out.write(f"\nall reviewed; {done} in this session.\n")
     return done

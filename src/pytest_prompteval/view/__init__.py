@@ -1,0 +1,1 @@
+"""``prompteval view``: the results history in a browser, human review and calibration there."""

@@ -1,0 +1,148 @@
+"""``prompteval calibrate``: human ratings against the judge's, and the summary's warning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy import stats
+
+from pytest_prompteval.core.history import RunHistory
+from pytest_prompteval.core.result import ItemResult, JudgeResult
+from pytest_prompteval.report.summary import summarize
+from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.workflows.calibrate import (
+    Agreement,
+    Calibration,
+    Pair,
+    judge_rating,
+    save,
+    weighted_kappa,
+)
+from pytest_prompteval.workflows.review import SEED_DIMENSIONS, review_entry, save_review
+
+from .conftest import prompteval
+
+HUMAN = [1, 2, 3, 4, 5]
+JUDGE_SCORES = [0.0, 0.25, 0.5, 1.0, 0.9]  # on the 1-5 scale: 1, 2, 3, 5, 5
+
+
+def test_quadratic_kappa_against_the_hand_computed_value() -> None:
+    # Observed: one disagreement, (4, 5), weight (4-5)^2/16 = 1/16.
+    # Expected: judge marginals 1,1,1,0,2 against uniform human ones; sum_i (i-j)^2 per j is
+    # 30, 15, 10, 15, 30, so sum w E = (30 + 15 + 10 + 2 * 30) / 16 / 5 = 115/80 = 1.4375.
+    # kappa = 1 - (1/16) / (115/80) = 1 - 1/23 = 22/23.
+    judged = [judge_rating(s) for s in JUDGE_SCORES]
+    assert judged == [1, 2, 3, 5, 5]
+    assert weighted_kappa(HUMAN, judged) == pytest.approx(22 / 23)
+    assert weighted_kappa(judged, HUMAN) == pytest.approx(22 / 23)  # symmetric
+    assert weighted_kappa([3, 3], [3, 3]) is None  # no variation: undefined, not 1
+    assert weighted_kappa([1, 5], [5, 1]) == pytest.approx(-1.0)
+    assert judge_rating(0.625) == 4  # 3.5 rounds half up
+
+
+def _history(results: Path) -> Path:
+    history = RunHistory(results, {"v": {}})
+    for i, score in enumerate(JUDGE_SCORES):
+        history.add(
+            ItemResult(
+                case_id=f"c{i}", file="cases.yaml", prompt="v", outcome="passed", passed=True,
+                score=score, response=f"answer {i}",
+                judge=JudgeResult(score, {"correctness": score, "clarity": 0.5}, "", [], 0,
+                                  "judge-model", "default_review"),
+            )
+        )  # fmt: skip
+    results_of = [r for r, _ in history.results["v"]]
+    (path,) = history.finalize({"v": summarize(results_of, ["v"])[0].to_json()}, partial=False)
+    for result, human in zip(results_of, HUMAN, strict=True):
+        ratings = {name: human for name, _ in SEED_DIMENSIONS}
+        save_review(path, review_entry(result, ratings, "", "ana", SEED_DIMENSIONS))
+    return path
+
+
+def test_prompteval_calibrate_prints_and_saves_the_figures(tmp_path: Path) -> None:
+    _history(tmp_path / "results")
+    done = prompteval(tmp_path, "calibrate", "--results", "results")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    rho = stats.spearmanr(HUMAN, [1, 2, 3, 5, 5]).statistic
+    assert "judge judge-model: human 1-5 vs judge 1 + 4 x score, kappa quadratic" in out
+    # correctness, and overall (human score vs judge score): the same pairs; clarity is not
+    # one of the seed's dimensions, so it has no pairs
+    assert out.count(f"5  0.957  {rho:.3f}     0.200") == 2, out
+    assert "clarity" not in out
+    assert "disagree: c3 sample 0 (" in out and "ana): human 4, judge 5" in out
+    assert "    4  0  0  0  0  1" in out  # the confusion row of human 4
+    (saved,) = (tmp_path / "results" / "calibrations").glob("*_judge-model.json")
+    data = json.loads(saved.read_text())
+    assert data["weights"] == "quadratic"
+    assert data["dimensions"]["correctness"]["kappa"] == pytest.approx(22 / 23)
+    assert data["dimensions"]["correctness"]["mean_abs_diff"] == pytest.approx(0.2)
+
+
+def test_calibrate_without_ratings_says_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    done = prompteval(tmp_path, "calibrate", "--results", "results")
+    assert done.returncode == 1 and "has both a human rating and a judge's score" in done.stdout
+
+
+VERDICT = {
+    "scores": {"correctness": 80, "completeness": 70, "clarity": 80, "usefulness": 70},
+    "missing_topics": [],
+    "incorrect_claims": [],
+    "notes": "fine",
+}
+
+
+def _responder(request: dict[str, Any]) -> Any:
+    return tool_use(request, VERDICT) if "tools" in request else "The loop is unrolled."
+
+
+def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) -> Path:
+    agreement = Agreement(
+        "correctness",
+        [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
+    )
+    return save(results, Calibration(model, {"correctness": agreement}))
+
+
+def test_the_summary_warns_when_the_judge_is_uncalibrated_or_below_min_kappa(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = _responder
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n- id: c1\n  input: {}\n")
+    pytester.makeini("[pytest]\nprompteval_min_kappa = 0.6\n")
+    args = ["--prompt=v", "--prompteval-scorer=claude"]
+    first = pytester.runpytest(*args)
+    first.assert_outcomes(passed=1)
+    (run,) = (pytester.path / "prompt_results").glob("*_v.json")
+    model = json.loads(run.read_text())["results"][0]["judge_model"]
+    first.stdout.fnmatch_lines(
+        [f"prompteval warning: the judge {model} has no calibration (prompteval_min_kappa 0.6)*"]
+    )
+    low = _calibration(pytester.path / "prompt_results", model, [(1, 5), (5, 1), (3, 3)])
+    second = pytester.runpytest(*args)
+    second.stdout.fnmatch_lines(
+        [
+            f"prompteval warning: the judge {model} agrees with people below "
+            f"prompteval_min_kappa 0.6: kappa -1.00 on correctness in its latest calibration "
+            f"({low.name})"
+        ]
+    )
+    low.unlink()
+    _calibration(pytester.path / "prompt_results", model, [(1, 1), (3, 3), (5, 5), (4, 4)])
+    third = pytester.runpytest(*args)
+    assert "prompteval warning" not in third.stdout.str()
+    # without the ini key, no judge is checked
+    pytester.makeini("[pytest]\n")
+    assert "prompteval warning" not in pytester.runpytest(*args).stdout.str()
+
+
+def test_min_kappa_is_checked_as_a_number(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nprompteval_min_kappa = high\n")
+    result = pytester.runpytest("--prompt=v")
+    assert "prompteval_min_kappa" in result.stderr.str() + result.stdout.str()
+    assert "Traceback" not in result.stderr.str()
