@@ -300,3 +300,38 @@ def test_cpu_spent_in_children_it_waited_for_counts(sandbox: Sandbox) -> None:
     spec = CodeSpec(entry_point="f", tests=tuple(CodeTest("assert", "f() == 1") for _ in range(8)))
     run = sandbox.run(spec.job(code), Limits(timeout=0.25))
     assert run.timed_out and measure(spec, code, run).error_class == "timeout"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="under root only: the user namespace counts apart")
+def test_processes_of_others_do_not_count_against_a_sample(sandbox: Sandbox) -> None:
+    # other programs' processes under ``nobody`` (as other samples' would be) reach the
+    # sample's process limit; its fork must still succeed: its verdict is its own
+    read, write = os.pipe()
+    holders = []
+    for _ in range(Limits().processes + 2):
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.read(read, 1)  # until the test ends
+            os._exit(0)
+        holders.append(pid)
+    os.close(read)
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    child = os.fork()\n"
+        "    if child == 0:\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(child, 0)\n"
+        "    return 1\n"
+    )
+    try:
+        assert verdicts(sandbox, code, "def check(candidate):\n    assert candidate() == 1\n") == [
+            True
+        ]
+    finally:
+        os.close(write)
+        for pid in holders:
+            os.waitpid(pid, 0)

@@ -37,6 +37,11 @@ PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 28, 38
 # NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked: exec never gives capabilities back.
 SECUREBITS_LOCKED = 0b101111
 NOBODY = 65534
+#: Under root a sample runs as a user of its server's own, this plus the server's host pid
+#: (unique while it runs; no account has such a uid), never a uid other programs share:
+#: RLIMIT_NPROC counts every process of a uid, so under ``nobody`` the processes of other
+#: servers' samples would make this sample's fork fail, its verdict hanging on the load.
+SAMPLE_UID_BASE = 0x40000000
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 #: The system's programs, libraries and configuration: what an interpreter and the
 #: libraries it loads expect to find (never /home, /root, /run, /var, /srv, /opt, /mnt).
@@ -73,6 +78,7 @@ class Isolation:
     fs_readonly: bool = False
     fs_private: bool = False
     fresh_proc: bool = False
+    uid: int = NOBODY  # the user a sample runs as, under root
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -302,7 +308,7 @@ def _enter_root(root: str) -> None:
 def isolate(root: bool, view: View) -> Isolation:
     """Enter the namespaces and set up the mounts (see the module docstring). On failure,
     the process is where it was, and ``missing`` says why."""
-    found = Isolation()
+    found = Isolation(uid=SAMPLE_UID_BASE + os.getpid() if root else NOBODY)
     try:
         found.mode = _enter_namespaces(root)
     except OSError as exc:
@@ -342,13 +348,13 @@ class _CapData(ctypes.Structure):
     )
 
 
-def drop_privileges(root: bool) -> None:
-    """In the sample: as root become nobody; in a user namespace drop every capability
-    for good. Either way, no new privileges through exec."""
+def drop_privileges(root: bool, uid: int = NOBODY) -> None:
+    """In the sample: as root become ``uid`` (group nobody); in a user namespace drop every
+    capability for good. Either way, no new privileges through exec."""
     if root:
         os.setgroups([])
         os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setuid(uid)
     else:
         _call(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED, 0, 0, 0), "securebits")
         for cap in range(64):

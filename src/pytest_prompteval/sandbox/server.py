@@ -47,6 +47,7 @@ from typing import Any
 from pytest_prompteval.sandbox import harness
 from pytest_prompteval.sandbox.harness import SIDE_EFFECTS, cpu_seconds
 from pytest_prompteval.sandbox.isolation import (
+    NOBODY,
     SYSTEM,
     WRITABLE,
     Isolation,
@@ -58,7 +59,6 @@ from pytest_prompteval.sandbox.isolation import (
 )
 from pytest_prompteval.sandbox.zygote import Zygote, bound, move_fds
 
-NOBODY = 65534
 PR_SET_CHILD_SUBREAPER = 36
 #: Imported before isolation, so every sample has them at no cost.
 PRELOAD = [
@@ -230,8 +230,8 @@ def _workdir(isolation: Isolation) -> tuple[str, int]:
     os.makedirs(workdir, exist_ok=True)
     output = os.open(os.path.join(workdir, "output.txt"), os.O_WRONLY | os.O_CREAT, 0o600)
     if ROOT:
-        os.chown(workdir, NOBODY, NOBODY)
-        os.fchown(output, NOBODY, NOBODY)
+        os.chown(workdir, isolation.uid, NOBODY)
+        os.fchown(output, isolation.uid, NOBODY)
     return workdir, output
 
 
@@ -430,7 +430,7 @@ def self_check(origins: dict[str, str], isolation: Isolation) -> str | None:
         problem = ""
         try:
             if isolation.mode != "none":
-                drop_privileges(ROOT)
+                drop_privileges(ROOT, isolation.uid)
             for name, origin in origins.items():
                 try:
                     os.close(os.open(origin, os.O_RDONLY))

@@ -58,7 +58,7 @@ def bound(limits: dict[str, Any], isolation: Isolation, root: bool) -> None:
     ):
         resource.setrlimit(getattr(resource, name), (value, value))
     if isolation.mode != "none":
-        drop_privileges(root)
+        drop_privileges(root, isolation.uid)
     sys.setrecursionlimit(3000)
 
 
