@@ -23,6 +23,7 @@ from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.templates import placeholders
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
+from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
 from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.budget import Budget
@@ -35,7 +36,6 @@ from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
-from pytest_prompteval.scoring.strategies import Strategy, parse_strategy
 
 ScorerFunction = Callable[..., Any]
 

@@ -22,6 +22,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import MissingRecording, Outcome
@@ -39,7 +40,6 @@ from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import Verdict
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.scoring.strategies import Strategy, apply
 
 
 class CaseFailed(AssertionError):

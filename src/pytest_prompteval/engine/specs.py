@@ -13,9 +13,9 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
+from pytest_prompteval.interaction.strategies import Strategy
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
-from pytest_prompteval.scoring.strategies import Strategy
 
 #: (prompt version, sample, samples) -> the item's spec
 SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]
