@@ -75,6 +75,10 @@ CASE_FIELDS = frozenset(
         "reference",
         "properties",
         "timeout",
+        # agent cases
+        "tools",
+        "tool_results",
+        "turns",
     }
 )
 _DECLARE = (

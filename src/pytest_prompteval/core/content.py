@@ -18,7 +18,6 @@ a call it cannot answer at all (the item then fails, naming the call).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,10 @@ MAX_BLOCKS = 4096
 MAX_DEPTH = 64
 
 
-_KIND = re.compile(r"[a-z][a-z0-9_]{0,63}")
+def _is_kind(kind: str) -> bool:
+    """A block type as the API names them: lower-case ASCII words joined by ``_``."""
+    bare = kind.replace("_", "")
+    return 0 < len(kind) <= 64 and bare.isascii() and bare.isalnum() and kind == kind.lower()
 
 
 def _json(value: Any) -> str:
@@ -189,7 +191,7 @@ def block_from_api(block: Any, depth: int = 0) -> Block:
             raise PromptevalError("image block: 'source' is not an object")
         _depth(source)
         return Image(_json(dict(source)))
-    if isinstance(kind, str) and _KIND.fullmatch(kind):
+    if isinstance(kind, str) and _is_kind(kind):
         _depth(block)
         return OtherBlock(_json(dict(block)))
     raise PromptevalError(f"unknown content block type {kind!r:.40}")
@@ -214,3 +216,26 @@ def tool_calls(blocks: tuple[Block, ...]) -> list[ToolUse]:
 
 def text_of(blocks: tuple[Block, ...]) -> str:
     return "".join(b for b in blocks if isinstance(b, str))
+
+
+def input_matches(wanted: Any, given: Any) -> bool:
+    """Whether a tool call's input ``given`` holds ``wanted``: a mapping's keys as a subset,
+    ``{regex: ...}`` searched (RE2) in a string, lists item by item, anything else equal
+    (``true`` is not 1)."""
+    if isinstance(wanted, Mapping):
+        if set(wanted) == {"regex"} and isinstance(given, str):
+            from pytest_prompteval.core.patterns import pattern
+
+            return pattern(str(wanted["regex"])).search(given) is not None
+        return isinstance(given, Mapping) and all(
+            k in given and input_matches(v, given[k]) for k, v in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(given, list)
+            and len(wanted) == len(given)
+            and all(input_matches(w, g) for w, g in zip(wanted, given, strict=True))
+        )
+    if isinstance(wanted, bool) or isinstance(given, bool):
+        return type(wanted) is type(given) and wanted == given
+    return bool(wanted == given)

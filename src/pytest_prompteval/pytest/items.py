@@ -180,7 +180,9 @@ class CaseItem(pytest.Item):
         """The item's request, built once: calls sent ahead and batches need it before the
         item runs (a template error raises here and again when the item runs)."""
         if self.prepared is None:
-            self.prepared = make_request(self.ihook, self.run.engine, self.case, self.prompt)
+            self.prepared = make_request(
+                self.ihook, self.run.engine, self.case, self.prompt, self.spec.agent
+            )
         return self.prepared
 
     def setup(self) -> None:
