@@ -381,3 +381,73 @@ def test_the_loopback_server_refuses_a_malformed_tool_conversation(
                 ],
             )
     json.dumps(assistant)  # a plain conversation, as sent
+
+
+TOOLS_CONFTEST = '''
+from pathlib import Path
+
+import pytest_prompteval
+
+
+@pytest_prompteval.tool("add")
+def add(a: int, b: int = 0) -> int:
+    """Add two numbers.
+
+    Not part of the description."""
+    with Path("ran.log").open("a") as log:
+        log.write(f"add {a} {b}\\n")
+    return a + b
+
+
+@pytest_prompteval.tool("boom")
+def boom(x: str) -> str:
+    raise ValueError("no " + x)
+
+
+def pytest_prompteval_tools():
+    return {"shout": lambda text: {"said": text.upper()}}
+'''
+
+
+def test_python_tools_run_once_then_replay_from_the_recording(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"sum": [
+            [call("add", a=2, b=3), call("boom", x="way"), call("shout", text="hi")],
+            ["The sum is 5."],
+        ]}
+    )  # fmt: skip
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: sum\ninclude_input: false\ntools: [add, boom, shout]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert:\n"
+        "    - {tool_called: add, input: {a: 2}}\n    - {contains: 'sum is 5'}\n"
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    tools = anthropic_server.requests[0].body["tools"]
+    assert tools[0] == {
+        "name": "add",
+        "description": "Add two numbers.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        },
+    }
+    results = anthropic_server.requests[1].body["messages"][-1]["content"]
+    assert [(r["content"], r.get("is_error", False)) for r in results] == [
+        ("5", False),
+        ("ValueError: no way", True),
+        ('{"said": "HI"}', False),
+    ]
+    log = pytester.path / "ran.log"
+    assert log.read_text() == "add 2 3\n"
+    # a replay offline never runs the project's tools; --prompteval-record=all does
+    anthropic_server.requests.clear()
+    pytester.runpytest("--prompt=agent", "--prompteval-record=none").assert_outcomes(passed=1)
+    assert anthropic_server.requests == [] and log.read_text() == "add 2 3\n"
+    pytester.runpytest("--prompt=agent", "--prompteval-record=all").assert_outcomes(passed=1)
+    assert log.read_text() == "add 2 3\nadd 2 3\n" and len(anthropic_server.requests) == 2

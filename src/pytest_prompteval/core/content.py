@@ -105,6 +105,36 @@ class ToolOutcome:
     is_error: bool = False
 
 
+@dataclass(frozen=True)
+class RanTool:
+    """A project tool's outcome for one call, recorded with the answer that made the call,
+    so that a replay never runs the project's code."""
+
+    name: str
+    input_json: str
+    outcome: ToolOutcome
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "input": json.loads(self.input_json),
+            "content": self.outcome.content,
+            "is_error": self.outcome.is_error,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> RanTool:
+        if not isinstance(value, Mapping) or set(value) != {"name", "input", "content", "is_error"}:
+            raise PromptevalError("a tool outcome is {name, input, content, is_error}")
+        name, given, content, error = (value[k] for k in ("name", "input", "content", "is_error"))
+        if not (isinstance(name, str) and isinstance(content, str) and isinstance(error, bool)):
+            raise PromptevalError("a tool outcome's name or content is not text")
+        if not isinstance(given, Mapping):
+            raise PromptevalError("a tool outcome's input is not an object")
+        _depth(given)
+        return cls(name, _json(dict(given)), ToolOutcome(content, error))
+
+
 #: The one seam every tool runs through: (tool name, its input) -> its outcome.
 ToolExecutor = Callable[[str, Mapping[str, Any]], ToolOutcome]
 

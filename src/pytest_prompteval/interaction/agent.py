@@ -30,6 +30,7 @@ from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.content import (
+    RanTool,
     ToolExecutor,
     ToolOutcome,
     ToolResult,
@@ -401,15 +402,47 @@ def converse(
 ) -> tuple[Outcome, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
     final answer) and the trajectory."""
-    walk = conversation(agent, request, execute)
+    ran: list[RanTool] = []
+    recorded: list[RanTool] = []
+
+    def run_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """A Python tool's outcome: as recorded with a replayed answer, else run (and kept
+        for the answer's recording)."""
+        if name not in agent.python:
+            return execute(name, arguments)
+        given = canonical_json(dict(arguments))
+        found = next((r for r in recorded if r.name == name and r.input_json == given), None)
+        if found is not None:
+            recorded.remove(found)
+            return found.outcome
+        if store.mode == "none":
+            raise UnansweredCall(
+                f"case {context.case.id!r}: the recording of this step has no outcome of the "
+                f"Python tool call {name}({shown(arguments)}); record again with "
+                "--prompteval-record=all",
+                context.case.path,
+                context.case.line,
+            )
+        outcome = execute(name, arguments)
+        ran.append(RanTool(name, given, outcome))
+        return outcome
+
+    walk = conversation(agent, request, run_tool)
     asked = next(walk)
     outcome = ledger.get(store, asked, context, "generation")
     step = 1
     while True:
+        ran.clear()
+        recorded[:] = outcome.response.tools_ran if outcome.replayed else ()
         try:
+            said = asked
             asked = walk.send(outcome.response)
         except StopIteration as done:
             return outcome, done.value
+        finally:
+            if ran and not outcome.replayed:  # kept with the answer whose calls they are
+                answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
+                store.record(said, context, answer)
         step += 1
         try:
             outcome = ledger.get(store, asked, context, "agent")

@@ -422,6 +422,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "tool_input": lambda value: value is None or isinstance(value, dict),
     "batch": lambda value: isinstance(value, bool),
     "content": lambda value: isinstance(value, list),  # its blocks are checked as it is read
+    "tools_ran": lambda value: isinstance(value, list),
 }
 
 
@@ -453,7 +454,7 @@ def _checked(data: Any, key: str | None, asked: Request | None = None) -> Record
     try:
         answer = Response.from_json(response)
     except PromptevalError as exc:
-        raise ValueError(f"'response.content': {exc.message}") from None
+        raise ValueError(f"'response': {exc.message}") from None
     return Recording(str(data.get("key")), sample, request, answer, label)
 
 
