@@ -451,3 +451,27 @@ def test_python_tools_run_once_then_replay_from_the_recording(
     assert anthropic_server.requests == [] and log.read_text() == "add 2 3\n"
     pytester.runpytest("--prompt=agent", "--prompteval-record=all").assert_outcomes(passed=1)
     assert log.read_text() == "add 2 3\nadd 2 3\n" and len(anthropic_server.requests) == 2
+
+
+def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdist(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
+) -> None:
+    looping = [[call("lookup_order", order_id=f"A-{n}")] for n in range(9)]
+    anthropic_server.responder = ScriptedAgent({**REFUND, "Order A-9": looping})
+    second = (
+        '- id: loops_002\n  input: {message: "Order A-9?"}\n  tool_results:\n'
+        "    - {tool: lookup_order, result: pending}\n  assert: [{contains: x}]\n"
+    )
+    project(pytester, ASSERTS, CASE + second)
+    result = pytester.runpytest(
+        "--prompt=agent", "--junitxml=junit.xml", "--prompteval-markdown=report.md", *xdist_args
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["agent: agent: 2 conversations, mean 4.5 steps, 7 tool calls, 1 tool errors, "
+         "1 hit max_steps"]
+    )  # fmt: skip
+    junit = (pytester.path / "junit.xml").read_text()
+    for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
+        assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
+    assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
