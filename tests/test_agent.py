@@ -4,7 +4,6 @@ collection errors, trajectory assertions, replay offline."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -344,13 +343,14 @@ def test_the_loopback_server_refuses_a_malformed_tool_conversation(
 ) -> None:
     import anthropic
 
-    client = anthropic.Anthropic(base_url=agent.url, api_key="test", max_retries=0)
-    first = client.messages.create(
-        model="m", max_tokens=5, messages=[{"role": "user", "content": "Order A-1001"}]
-    )
+    def send(*messages: dict[str, Any]) -> Any:
+        with anthropic.Anthropic(base_url=agent.url, api_key="test", max_retries=0) as client:
+            return client.messages.create(model="m", max_tokens=5, messages=list(messages))
+
+    ask = {"role": "user", "content": "Order A-1001"}
+    first = send(ask)
     assistant = {"role": "assistant", "content": [b.model_dump() for b in first.content]}
-    call_id = first.content[2].id
-    answered = {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+    answered = {"type": "tool_result", "tool_use_id": first.content[2].id, "content": "ok"}
     cases = {
         "without `tool_result`": [{"type": "text", "text": "hm"}],
         "unexpected `tool_use_id`": [answered, {**answered, "tool_use_id": "toolu_x"}],
@@ -358,29 +358,14 @@ def test_the_loopback_server_refuses_a_malformed_tool_conversation(
     }
     for why, content in cases.items():
         with pytest.raises(anthropic.BadRequestError, match=why):
-            client.messages.create(
-                model="m",
-                max_tokens=5,
-                messages=[
-                    {"role": "user", "content": "Order A-1001"},
-                    assistant,
-                    {"role": "user", "content": content},
-                ],
-            )
+            send(ask, assistant, {"role": "user", "content": content})
     altered = {**assistant, "content": [{**assistant["content"][0], "thinking": "changed"}]}
     altered["content"] += assistant["content"][1:]
     for turn in (altered, {**assistant, "content": assistant["content"][1:]}):
         with pytest.raises(anthropic.BadRequestError, match="cannot be modified"):
-            client.messages.create(
-                model="m",
-                max_tokens=5,
-                messages=[
-                    {"role": "user", "content": "Order A-1001"},
-                    turn,
-                    {"role": "user", "content": [answered]},
-                ],
-            )
-    json.dumps(assistant)  # a plain conversation, as sent
+            send(ask, turn, {"role": "user", "content": [answered]})
+    # answered as the API requires, the conversation goes on
+    assert send(ask, assistant, {"role": "user", "content": [answered]}).stop_reason == "tool_use"
 
 
 TOOLS_CONFTEST = '''
