@@ -151,3 +151,32 @@ def test_structured_output_example_replays_offline(
     )
     markdown = pytester.path.joinpath("summary.md").read_text()
     assert "| `needs_human` | 5/5 100.0% | 3/5 60.0% |" in markdown
+
+
+AGENT = ROOT / "examples" / "agent"
+
+
+def test_agent_example_replays_offline_without_running_its_tools(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
+) -> None:
+    """examples/agent (README "Testing agents"): tools, scripted results, a turn, a Python
+    tool, trajectory assertions; replayed from its recordings with no network and without
+    running the project's tool."""
+    shutil.copytree(AGENT, pytester.path, dirs_exist_ok=True)
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().replace("return {", "raise AssertionError  # {"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    def no_network(*args: object) -> None:
+        raise AssertionError(f"replay opened a connection to {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    result = pytester.runpytest("--prompt=support", *xdist_args)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "support: agent: 3 conversations, mean 2.7 steps, 4 tool calls, 1 tool errors, "
+            "0 hit max_steps",
+            "support: cost: $0.0000 spent: all 8 calls replayed from recordings*",
+        ]
+    )

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
+from pytest_prompteval.interaction.strategies import parse_strategy
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
-from pytest_prompteval.scoring.strategies import parse_strategy
 
 CASES: dict[str, Any] = {
     "description": "valid cases",

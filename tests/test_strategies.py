@@ -12,9 +12,9 @@ from pytest_prompteval import Response
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.prompts import load_prompt
 from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.interaction.strategies import course, parse_strategy
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.scoring.code import CodeScorer, parse_code_spec
-from pytest_prompteval.scoring.strategies import course, parse_strategy
 
 from .conftest import LoggingPool, item_results
 

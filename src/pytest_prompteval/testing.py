@@ -120,6 +120,115 @@ def tool_use(request: dict[str, Any], tool_input: Mapping[str, Any]) -> dict[str
     }
 
 
+Block = str | Mapping[str, Any]
+
+
+def call(name: str, **tool_input: Any) -> dict[str, Any]:
+    """A ``tool_use`` block for ``ScriptedAgent`` (its id is given when it is sent)."""
+    return {"type": "tool_use", "name": name, "input": tool_input}
+
+
+def thinking(text: str, signature: str = "sig") -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": signature}
+
+
+class ScriptedAgent:
+    """A responder that plays an agent: ``scripts`` maps a text found in the conversation's
+    first user message to the agent's turns, each a list of blocks (a string is a text
+    block; ``call(...)``, ``thinking(...)``). The turn sent is the one after as many as the
+    conversation already holds; a turn with a tool call stops for ``tool_use``, any other
+    ends its turn; past its last turn the agent says ``done``. Tool ids are the step's and
+    the call's numbers, so a conversation is the same request every time it is replayed."""
+
+    def __init__(self, scripts: Mapping[str, list[list[Block]]]):
+        self.scripts = scripts
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages = request.get("messages", [])
+        first = messages[0]["content"] if messages else ""
+        first = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+        turns = next((t for key, t in self.scripts.items() if key in first), [])
+        step = sum(m["role"] == "assistant" for m in messages)
+        blocks = turns[step] if step < len(turns) else ["done"]
+        content = []
+        for number, block in enumerate(blocks):
+            if isinstance(block, str):
+                content.append({"type": "text", "text": block})
+            elif block.get("type") == "tool_use":
+                content.append({**block, "id": f"toolu_{step + 1:02d}_{number + 1:02d}"})
+            else:
+                content.append(dict(block))
+        calls = any(b["type"] == "tool_use" for b in content)
+        return {
+            "id": f"msg_agent_{step + 1:02d}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "unknown"),
+            "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": _tokens(json.dumps(messages)), "output_tokens": 20},
+        }
+
+
+def tool_conversation_error(request: Mapping[str, Any], sent: Mapping[str, Any]) -> str | None:
+    """Why the API would refuse this conversation (400 invalid_request_error), or None: a
+    ``tool_use`` not answered by a ``tool_result`` at the start of the next user message,
+    a ``tool_result`` for an id the turn before did not call, or an assistant turn whose
+    thinking is not the one sent (``sent``: thinking blocks by the tool id of their turn)."""
+    messages = request.get("messages", [])
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        blocks = [] if isinstance(content, str) else list(content or [])
+        if message.get("role") == "user":
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            before = messages[index - 1] if index else {}
+            called = [
+                b["id"]
+                for b in (before.get("content") or [])
+                if isinstance(b, Mapping) and b.get("type") == "tool_use"
+            ]
+            unknown = [r for r in results if r not in called]
+            if unknown:
+                return (
+                    f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` "
+                    f"blocks: {unknown[0]}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message."
+                )
+            leading = [b.get("type") for b in blocks[: len(results)]]
+            if results and set(leading) != {"tool_result"}:
+                return (
+                    f"messages.{index}.content: `tool_result` blocks must come first in the "
+                    "user message, before any other content"
+                )
+            continue
+        calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        after = messages[index + 1] if index + 1 < len(messages) else None
+        if calls and after is not None:
+            answered = [
+                b.get("tool_use_id")
+                for b in (after.get("content") if isinstance(after.get("content"), list) else [])
+                if b.get("type") == "tool_result"
+            ]
+            missing = [c for c in calls if c not in answered]
+            if missing:
+                return (
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {missing[0]}. Each `tool_use` block must have a "
+                    "corresponding `tool_result` block in the next message."
+                )
+        for call_id in calls:
+            expected = sent.get(call_id)
+            given = [dict(b) for b in blocks if b.get("type") in ("thinking", "redacted_thinking")]
+            if expected is not None and given != expected:
+                return (
+                    f"messages.{index}.content: thinking blocks in the latest assistant message "
+                    "cannot be modified. These blocks must remain as they were in the original "
+                    "response."
+                )
+    return None
+
+
 def judge_verdict(request: Mapping[str, Any]) -> dict[str, Any]:
     """What the fake judge submits for a judge request in the Messages API's form: every
     score is the share of the case's expected topics whose words all appear in the answer
@@ -190,6 +299,8 @@ class AnthropicServer:
         #: requests-per-minute limit on POST /v1/messages (None: unlimited)
         self.limit: RequestLimit | None = None
         self.refused = 0  # requests answered 429 by the limit
+        #: thinking blocks sent, by the tool calls of their turn: passed back unchanged
+        self._thinking: dict[str, list[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._fault_ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -241,6 +352,14 @@ class AnthropicServer:
             "stop_sequence": None,
             "usage": {"input_tokens": _tokens(prompt), "output_tokens": _tokens(answer)},
         }, number
+
+    def _remember_thinking(self, message: Mapping[str, Any]) -> None:
+        blocks = [b for b in message.get("content", []) if isinstance(b, Mapping)]
+        given = [dict(b) for b in blocks if b.get("type") in ("thinking", "redacted_thinking")]
+        with self._lock:
+            for block in blocks:
+                if block.get("type") == "tool_use" and "id" in block:
+                    self._thinking[block["id"]] = given
 
     def count_tokens(self, request: dict[str, Any]) -> int:
         """POST /v1/messages/count_tokens: the input tokens a message would report."""
@@ -443,7 +562,15 @@ class AnthropicServer:
                 elif fault is not None:
                     self._fault(fault, limit_headers)
                     return
+                with owner._lock:
+                    refused = tool_conversation_error(body, owner._thinking)
+                if refused is not None:
+                    error = {"type": "invalid_request_error", "message": refused}
+                    payload = json.dumps({"type": "error", "error": error}).encode()
+                    self._send(400, payload, {"request-id": "req_invalid", **limit_headers})
+                    return
                 message, number = owner._message(body, owner.responder(body))
+                owner._remember_thinking(message)
                 headers = {"request-id": f"req_{number:06d}", **limit_headers}
                 if owner.response_headers is not None:
                     headers.update(owner.response_headers(number))

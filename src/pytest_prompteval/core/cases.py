@@ -82,6 +82,10 @@ CASE_FIELDS = frozenset(
         "reference_patch",
         "test_patch",
         "test_command",
+        # agent cases
+        "tools",
+        "tool_results",
+        "turns",
     }
 )
 _DECLARE = (

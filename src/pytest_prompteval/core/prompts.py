@@ -38,6 +38,10 @@ PROMPT_FIELDS = frozenset(
         "assert",
         "strategy",
         "applies_to",
+        # agents
+        "tools",
+        "tool_choice",
+        "max_steps",
         # the public explain project's newer format: ``model: {name, max_tokens, ...}`` (read
         # as model_config) and the sections its templates and hooks read
         "model",

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_prompteval.core.content import Block, block_to_api, blocks_from_api, text_of
 from pytest_prompteval.core.errors import PromptevalError
 
 #: Characters of text a prompt and case may make one request of (system, turns, input): over
@@ -23,11 +24,12 @@ def canonical_json(value: Any) -> str:
 @dataclass(frozen=True)
 class Message:
     role: str
-    content: tuple[str, ...]  # text blocks
+    #: text blocks are strings; tool calls, results, thinking and images are typed blocks
+    content: tuple[Block, ...]
 
     @property
     def text(self) -> str:
-        return "".join(self.content)
+        return text_of(self.content)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Request:
 
     @classmethod
     def from_api(cls, kwargs: Mapping[str, Any]) -> Request:
-        """Build from ``client.messages.create`` keyword arguments (text content only)."""
+        """Build from ``client.messages.create`` keyword arguments, every block checked."""
         params = dict(kwargs)
         model = params.pop("model", None)
         if not isinstance(model, str) or not model:
@@ -70,9 +72,10 @@ class Request:
             system = "".join(_block_text(b) for b in system)
         messages = []
         for turn in params.pop("messages", []):
-            content = turn["content"]
-            blocks = (content,) if isinstance(content, str) else tuple(map(_block_text, content))
-            messages.append(Message(turn["role"], blocks))
+            role = turn["role"]
+            if not isinstance(role, str):
+                raise PromptevalError("a message's 'role' is not a string")
+            messages.append(Message(role, blocks_from_api(turn["content"])))
         return cls.create(model, messages, system, **params)
 
     @property
@@ -92,8 +95,7 @@ class Request:
         if self.system:
             api["system"] = self.system
         api["messages"] = [
-            {"role": m.role, "content": [{"type": "text", "text": t} for t in m.content]}
-            for m in self.messages
+            {"role": m.role, "content": [block_to_api(b) for b in m.content]} for m in self.messages
         ]
         api.update(self.params)
         return api

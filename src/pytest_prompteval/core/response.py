@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from pytest_prompteval.core.content import (
+    MAX_BLOCKS,
+    Block,
+    RanTool,
+    block_to_api,
+    blocks_from_api,
+)
+from pytest_prompteval.core.errors import PromptevalError
+
 
 @dataclass(frozen=True)
 class Response:
@@ -22,11 +31,44 @@ class Response:
     tool_input: dict[str, Any] | None = None
     #: Answered through the Message Batches API (billed at half price).
     batch: bool = False
+    #: The answer's blocks in order, when it holds more than text (tool calls, thinking);
+    #: empty for a text-only answer, whose one block is ``text``.
+    content: tuple[Block, ...] = ()
+    #: what the project's own tools gave the answer's calls, recorded with it
+    tools_ran: tuple[RanTool, ...] = ()
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The answer's content blocks, as the next request sends them back."""
+        if self.content:
+            return self.content
+        return (self.text,) if self.text else ()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.content:
+            data["content"] = [block_to_api(b) for b in self.content]
+        else:
+            del data["content"]  # a text-only answer's recording reads as it always has
+        if self.tools_ran:
+            data["tools_ran"] = [t.to_json() for t in self.tools_ran]
+        else:
+            del data["tools_ran"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Response:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "content" in values:
+            values["content"] = blocks_from_api(values["content"])
+        if "tools_ran" in values:
+            ran = values["tools_ran"]
+            if not isinstance(ran, list) or len(ran) > MAX_BLOCKS:
+                raise PromptevalError("'tools_ran' is not a list of tool outcomes")
+            values["tools_ran"] = tuple(RanTool.from_json(t) for t in ran)
+        return cls(**values)
+
+
+def only_text(blocks: tuple[Block, ...]) -> bool:
+    return all(isinstance(b, str) for b in blocks)

@@ -64,6 +64,65 @@ class ExecutionResult:
 
 
 @dataclass
+class ToolCall:
+    """One tool call of an agent's conversation and what answered it."""
+
+    name: str
+    input: dict[str, Any]
+    result: str
+    is_error: bool = False
+    id: str = ""
+
+
+@dataclass
+class Step:
+    """One model call of a conversation: why it stopped, what it said, the tools it called
+    and the user turn sent after it (a scripted or simulated user's), if any."""
+
+    number: int
+    stop_reason: str | None
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    turn: str | None = None
+
+
+@dataclass
+class Trajectory:
+    """An agent case's conversation, step by step; ``failure`` says why it ended badly (a
+    tool call nothing answers, ``max_steps`` reached)."""
+
+    steps: list[Step] = field(default_factory=list)
+    max_steps: int = 0
+    hit_max_steps: bool = False
+    failure: str | None = None
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [c for s in self.steps for c in s.calls]
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(c.is_error for c in self.calls)
+
+    @property
+    def turns(self) -> int:
+        return sum(s.turn is not None for s in self.steps)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Trajectory:
+        steps = [
+            Step(
+                **{
+                    **{k: v for k, v in s.items() if k != "calls"},
+                    "calls": [ToolCall(**c) for c in s.get("calls", [])],
+                }
+            )
+            for s in data.get("steps", [])
+        ]
+        return cls(**{**{k: v for k, v in data.items() if k != "steps"}, "steps": steps})
+
+
+@dataclass
 class ItemResult:
     case_id: str = field(metadata=JUNIT)
     file: str
@@ -117,6 +176,8 @@ class ItemResult:
     judge_cost_usd: float = 0.0
     judge_calls: int = 0
     execution: ExecutionResult | None = None
+    #: an agent case's conversation (tool calls, turns), None for a single answer
+    trajectory: Trajectory | None = None
     min_pass: float | None = None
     #: an inline run of the ``prompteval`` fixture, and the test that made it
     inline: bool = False
@@ -149,6 +210,9 @@ class ItemResult:
                 data[JudgeResult.PREFIX + name] = value
         if self.execution is not None:
             data.update(vars(self.execution))
+        data["trajectory"] = (
+            None if self.trajectory is None else dataclasses.asdict(self.trajectory)
+        )
         return {**self.extra, **data} if self.extra else data
 
     @classmethod
@@ -171,6 +235,8 @@ class ItemResult:
         for n in _RUN_NAMES:
             rest.pop(n, None)
         values = {k: rest.pop(k) for k in _OWN if k in rest}
+        if isinstance(values.get("trajectory"), dict):
+            values["trajectory"] = Trajectory.from_json(values["trajectory"])
         checks = [c for c in values.get("assertions") or [] if isinstance(c, dict)]
         values["assertions"] = [
             CheckResult(

@@ -23,6 +23,8 @@ from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.templates import placeholders
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
+from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
+from pytest_prompteval.interaction.tools import PythonTool, ToolFunction, python_tools
 from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.budget import Budget
@@ -35,7 +37,6 @@ from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
-from pytest_prompteval.scoring.strategies import Strategy, parse_strategy
 
 ScorerFunction = Callable[..., Any]
 
@@ -95,6 +96,7 @@ class Engine:
         run_dir: Path | None = None,
         scorers: Callable[[], Mapping[str, ScorerFunction]] | None = None,
         declared: Declared | None = None,
+        tools: Callable[[], Mapping[str, ToolFunction]] | None = None,
     ):
         self.settings = settings
         #: fields the project declares for its cases and prompts (ini keys and hooks)
@@ -135,6 +137,8 @@ class Engine:
                 f"{', '.join(self.review_templates)}"
             )
         self._scorers = scorers
+        self._tools = tools
+        self._found_tools: dict[str, PythonTool] | None = None
         self._found_scorers: Mapping[str, ScorerFunction] | None = None
         self._prompt_assertions: dict[str, tuple[tuple[Assertion, ...], Strategy | None]] = {}
         self.budget: Budget | None = None
@@ -211,6 +215,12 @@ class Engine:
                 **(self._scorers() if self._scorers is not None else {}),
             }
         return self._found_scorers
+
+    def tools(self) -> Mapping[str, PythonTool]:
+        """The project's Python tools by name, found once among the run's plugins."""
+        if self._found_tools is None:
+            self._found_tools = python_tools(self._tools() if self._tools is not None else {})
+        return self._found_tools
 
     def prompt_assertions(self, prompt: PromptVersion) -> tuple[Assertion, ...]:
         """A prompt version's own ``assert:`` entries, which apply to every case."""

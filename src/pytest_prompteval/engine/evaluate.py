@@ -19,17 +19,22 @@ from pytest_prompteval.core.errors import ApiError, PromptevalError, display, us
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult
+from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult, Trajectory
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
+from pytest_prompteval.interaction.agent import shown as agent_shown
+from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import MissingRecording, Outcome
 from pytest_prompteval.scoring.assertions import (
+    TRAJECTORY_TYPES,
     Assertion,
     Checked,
     Observed,
     check_simple,
+    check_trajectory,
     combine,
     custom_score,
     scored,
@@ -39,7 +44,6 @@ from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import Verdict
 from pytest_prompteval.scoring.score import Score
-from pytest_prompteval.scoring.strategies import Strategy, apply
 
 
 class CaseFailed(AssertionError):
@@ -70,7 +74,11 @@ def new_result(
 
 
 def make_request(
-    hook: pluggy.HookRelay, engine: Engine, case: Case, prompt: PromptVersion
+    hook: pluggy.HookRelay,
+    engine: Engine,
+    case: Case,
+    prompt: PromptVersion,
+    agent: AgentSpec | None = None,
 ) -> Request:
     variables = template_variables(case)
     for extra in reversed(hook.pytest_prompteval_template_vars(case=case, prompt=prompt)):
@@ -90,7 +98,7 @@ def make_request(
         )
     if engine.settings.model_override:
         request = dataclasses.replace(request, model=engine.settings.model_override)
-    return request
+    return request if agent is None else with_tools(request, agent)
 
 
 def _sample_texts(
@@ -124,6 +132,8 @@ class ItemSpec:
     #: the scorer that decides the item: ``EXECUTION`` for code, ``ASSERTIONS_ONLY``, or the
     #: setting's (``scorer_for``)
     scorer: str = "automatic"
+    #: an agent case's tools, scripted world and turns with this prompt version
+    agent: AgentSpec | None = None
 
 
 #: ``ItemResult.scorer`` of a code case, scored by running its tests
@@ -188,6 +198,9 @@ def run_check(
         response.latency_ms,
         result.cost_usd,
     )
+    if assertion.type in TRAJECTORY_TYPES:
+        assert result.trajectory is not None  # the spec admits them on agent cases only
+        return check_trajectory(assertion, result.trajectory)
     simple = check_simple(assertion, seen)
     if simple is not None:
         return simple
@@ -323,7 +336,8 @@ def assemble(engine: Engine, spec: ItemSpec, result: ItemResult, parts: Parts) -
         result.incorrect_claims = main.incorrect_claims
         result.main_score = main.value
         main_passes = _main_passes(engine, spec, main, result)
-    result.passed = main_passes and all(c.passed for c in checks)
+    ended = result.trajectory is None or result.trajectory.failure is None
+    result.passed = ended and main_passes and all(c.passed for c in checks)
     result.outcome = "passed" if result.passed else "failed"
 
 
@@ -341,10 +355,15 @@ def evaluate(
     parts = Parts()
     try:
         if request is None:
-            request = make_request(hook, engine, spec.case, spec.prompt)
+            request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
         result.model = request.model
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        outcome = ledger.get(engine.store, request, ctx, "generation")
+        if spec.agent is None:
+            outcome = ledger.get(engine.store, request, ctx, "generation")
+        else:
+            outcome, result.trajectory = converse(
+                spec.agent, engine.store, ledger, request, ctx, executor(spec.agent, spec.case)
+            )
         response = outcome.response
         result.response = response.text
         result.prefill = request.prefill
@@ -367,6 +386,22 @@ def evaluate(
     return request, response
 
 
+def trajectory_lines(trajectory: Trajectory, shown: int = 200) -> list[str]:
+    """The conversation, a line per step, tool call and user turn."""
+    lines = ["  trajectory:"]
+    for step in trajectory.steps:
+        said = step.text.replace("\n", " ")
+        said = said if len(said) <= 80 else said[:77] + "..."
+        lines.append(f"    step {step.number} ({step.stop_reason or '-'}): {said!r}")
+        for call in step.calls:
+            result = call.result if len(call.result) <= shown else call.result[:shown] + "..."
+            what = "error" if call.is_error else "result"
+            lines.append(f"      {call.name}({agent_shown(call.input)}) -> {what}: {result}")
+        if step.turn is not None:
+            lines.append(f"      user: {step.turn}")
+    return lines
+
+
 RESPONSE_SHOWN = 300  # characters of the answer in a failure, unless -vv
 
 
@@ -378,8 +413,10 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     label = f"{result.case_id} [{result.prompt}{suffix}]"
     main, threshold = result.main_score or 0.0, result.threshold
     failed_checks = [c for c in result.assertions if not c.passed]
-    run = result.execution
-    if run is not None and run.error_class is not None:
+    run, trajectory = result.execution, result.trajectory
+    if trajectory is not None and trajectory.failure is not None:
+        why = trajectory.failure
+    elif run is not None and run.error_class is not None:
         why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
     elif failed_checks and (
         run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY
@@ -401,6 +438,8 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     if result.judge is not None and result.judge.notes:
         lines.append(f"  judge notes: {result.judge.notes}")
     lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
+    if trajectory is not None:
+        lines += trajectory_lines(trajectory)
     answer = result.response or ""
     if not whole_response and len(answer) > RESPONSE_SHOWN:
         answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"

@@ -13,9 +13,10 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
-from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
+from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
+from pytest_prompteval.interaction.strategies import Strategy
+from pytest_prompteval.scoring.assertions import TRAJECTORY_TYPES, Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
-from pytest_prompteval.scoring.strategies import Strategy
 
 #: (prompt version, sample, samples) -> the item's spec
 SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]
@@ -42,16 +43,46 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
         f"case {case.id!r}",
         scorers,
     )
-    by_version: dict[str, tuple[tuple[Assertion, ...], Strategy | None, str]] = {}
+    by_version: dict[str, tuple[tuple[Assertion, ...], Strategy | None, str, AgentSpec | None]] = {}
 
     def spec(prompt: PromptVersion, sample: int, samples: int) -> ItemSpec:
         found = by_version.get(prompt.version)
         if found is None:
             assertions = (*engine.prompt_assertions(prompt), *own)
             strategy = engine.prompt_strategy(prompt) if code is not None else None
-            found = (assertions, strategy, scorer_for(engine, case, assertions, code))
+            agent = parse_agent(case, prompt, engine.tools())
+            _check_tool_names(case, prompt, assertions, agent)
+            found = (assertions, strategy, scorer_for(engine, case, assertions, code), agent)
             by_version[prompt.version] = found
-        assertions, strategy, scorer = found
-        return ItemSpec(case, prompt, sample, samples, assertions, code, strategy, scorer)
+        assertions, strategy, scorer, agent = found
+        return ItemSpec(case, prompt, sample, samples, assertions, code, strategy, scorer, agent)
 
     return spec
+
+
+def _check_tool_names(
+    case: Case,
+    prompt: PromptVersion,
+    assertions: tuple[Assertion, ...],
+    agent: AgentSpec | None,
+) -> None:
+    """A trajectory assertion needs an agent, and names tools it has: a misspelt name in
+    ``tool_not_called`` would pass whatever the agent does."""
+    where = (case.path, line_of(case.raw, "assert"))
+    for assertion in assertions:
+        if assertion.type not in TRAJECTORY_TYPES:
+            continue
+        if agent is None:
+            raise PromptevalError(
+                f"case {case.id!r}: assertion {assertion.type} needs an agent case (tools, "
+                f"tool_results or turns in the case or in prompt {prompt.version!r})",
+                *where,
+            )
+        for name in assertion.tools:
+            if name not in agent.names:
+                raise PromptevalError(
+                    f"case {case.id!r}: assertion {assertion.type}: unknown tool {name!r}"
+                    f"{suggestion(name, agent.names)} with prompt {prompt.version!r}; known: "
+                    f"{', '.join(sorted(agent.names)) or 'none'}",
+                    *where,
+                )

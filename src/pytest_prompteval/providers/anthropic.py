@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.content import blocks_from_api, text_of
 from pytest_prompteval.core.errors import ApiError, PromptevalError, StopRun, display
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.response import Response, only_text
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
 
@@ -217,8 +218,9 @@ def response_from_message(
         (dict(b.input) for b in message.content if getattr(b, "type", "") == "tool_use"),
         None,
     )
+    blocks = blocks_from_api([b.model_dump(mode="json") for b in message.content])
     return Response(
-        text="".join(b.text for b in message.content if getattr(b, "type", "") == "text"),
+        text=text_of(blocks),
         model=message.model,
         stop_reason=message.stop_reason,
         input_tokens=usage.input_tokens,
@@ -230,6 +232,7 @@ def response_from_message(
         message_id=message.id,
         tool_input=tool_input,
         batch=batch,
+        content=() if only_text(blocks) else blocks,
     )
 
 

@@ -13,8 +13,9 @@ from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Check, Outcome, Store
 
-#: generation: the item's own call; strategy: a strategy's later calls; judge: the judge's
-Purpose = Literal["generation", "strategy", "judge"]
+#: generation: the item's own call; strategy: a strategy's later calls; agent: an agent's
+#: later steps; user: a simulated user's; judge: the judge's
+Purpose = Literal["generation", "strategy", "agent", "user", "judge"]
 
 
 @dataclass(frozen=True)

@@ -421,6 +421,8 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "message_id": _optional_text,
     "tool_input": lambda value: value is None or isinstance(value, dict),
     "batch": lambda value: isinstance(value, bool),
+    "content": lambda value: isinstance(value, list),  # its blocks are checked as it is read
+    "tools_ran": lambda value: isinstance(value, list),
 }
 
 
@@ -449,7 +451,11 @@ def _checked(data: Any, key: str | None, asked: Request | None = None) -> Record
             value = response[name]
             raise ValueError(f"'response.{name}': unexpected {type(value).__name__} {value!r:.40}")
     label = Label.from_json(data["label"]) if "label" in data else None
-    return Recording(str(data.get("key")), sample, request, Response.from_json(response), label)
+    try:
+        answer = Response.from_json(response)
+    except PromptevalError as exc:
+        raise ValueError(f"'response': {exc.message}") from None
+    return Recording(str(data.get("key")), sample, request, answer, label)
 
 
 def _made_for(request: dict[str, Any], sample: int, key: str) -> None:

@@ -22,11 +22,11 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.strategies import Call, pending
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.work import Work, WorkList
-from pytest_prompteval.scoring.strategies import Call, pending
 
 Progress = Callable[[str], None]
 #: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered.

@@ -43,6 +43,15 @@ def pytest_prompteval_scorers() -> Mapping[str, Callable[..., Any]] | None:
     """
 
 
+def pytest_prompteval_tools() -> Mapping[str, Callable[..., Any]] | None:
+    """Return Python tools by name, for agent cases (a bare name in ``tools:``).
+
+    A tool is called with the call's input as keyword arguments and returns a string or a
+    JSON-able value; an exception is an ``is_error`` result. Every implementation is called;
+    later plugins win.
+    """
+
+
 def pytest_prompteval_case_fields() -> Iterable[str] | None:
     """Return names of extra top-level case fields this project uses (for its templates or
     hooks). The plugin rejects any case field it does not know, so a typo such as

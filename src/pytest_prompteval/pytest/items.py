@@ -191,7 +191,9 @@ class CaseItem(pytest.Item):
         self.work = Work(spec, self._request)
 
     def _request(self) -> Request:
-        return make_request(self.ihook, self.context.engine, self.case, self.prompt)
+        return make_request(
+            self.ihook, self.context.engine, self.case, self.prompt, self.spec.agent
+        )
 
     def setup(self) -> None:
         """The item's calls and scoring, before the test phase: a call that fails for good

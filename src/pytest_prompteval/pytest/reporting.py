@@ -385,6 +385,10 @@ class RunReport:
             for name in ("ran", "passed", "failed", "errored", "skipped"):
                 add(f"{prefix}.{name}", str(getattr(s, name)))
             add(f"{prefix}.mean_score", figures.exact(s.mean_score))
+            if s.mean_steps is not None:
+                add(f"{prefix}.mean_steps", figures.exact(s.mean_steps))
+                for name in ("tool_calls", "tool_errors", "hit_max_steps"):
+                    add(f"{prefix}.{name}", str(getattr(s, name)))
             for k, value in s.pass_at_k.items():
                 add(f"{prefix}.pass@{k}", figures.exact(value))
             for k in self.ks:

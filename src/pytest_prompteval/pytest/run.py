@@ -22,6 +22,7 @@ from pytest_prompteval.core.schema import Declared, suggestion
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
+from pytest_prompteval.interaction.tools import marked_tools
 from pytest_prompteval.pytest.adapters import rootdir_moved_by, unknown_ini_keys
 from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
@@ -146,7 +147,9 @@ class PromptevalRun:
         loads tables or providers."""
         if self._engine is None:
             try:
-                self._engine = Engine(self.settings, self.run_dir, self._scorers, self._declared())
+                self._engine = Engine(
+                    self.settings, self.run_dir, self._scorers, self._declared(), self._tools
+                )
             except PromptevalError as exc:
                 raise pytest.UsageError(safe_text(str(exc), indent="")) from None
             ref = self.settings.affected
@@ -177,6 +180,14 @@ class PromptevalRun:
         the ``pytest_prompteval_scorers`` hook returns."""
         found = marked_scorers(self.config.pluginmanager.get_plugins())
         for named in reversed(self.config.hook.pytest_prompteval_scorers()):
+            found.update(named or {})
+        return found
+
+    def _tools(self) -> dict[str, Any]:
+        """``@tool`` functions in the run's plugins, then the ``pytest_prompteval_tools``
+        hook's."""
+        found = marked_tools(self.config.pluginmanager.get_plugins())
+        for named in reversed(self.config.hook.pytest_prompteval_tools()):
             found.update(named or {})
         return found
 

@@ -54,6 +54,7 @@ def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
         _versions(run),
         *(_groups(run.summaries, group) for group in GROUPS),
         _fields(run.summaries),
+        _agents(run.summaries),
         _changes(run.prompt_changes),
         _recordings(run.recordings),
         *(_comparison(c, run.locations, link) for c in run.comparisons),
@@ -138,6 +139,19 @@ def _fields(summaries: Sequence[VersionSummary]) -> str:
         rows.append([md_code(name), *cells])
     header = ["field", *(md_code(s.version) for s in summaries)]
     return "### Accuracy by field\n\n" + _table(header, rows)
+
+
+def _agents(summaries: Sequence[VersionSummary]) -> str:
+    """Per version with agent cases: mean steps, tool calls and errors, max_steps reached."""
+    agents = [s for s in summaries if s.mean_steps is not None]
+    if not agents:
+        return ""
+    rows = [
+        [md_code(s.version), f"{s.mean_steps:.1f}", s.tool_calls, s.tool_errors, s.hit_max_steps]
+        for s in agents
+    ]
+    header = ["version", "mean steps", "tool calls", "tool errors", "hit max_steps"]
+    return "### Agents\n\n" + _table(header, rows)
 
 
 def _changes(lines: Sequence[str]) -> str:

@@ -115,6 +115,17 @@ class VersionSummary:
     code_failures: Counter[str] = field(default_factory=Counter)
     attempts: int = 0
     code_items: int = 0
+    #: agent cases: items with a conversation, their steps, tool calls, tool errors, and
+    #: the items that reached max_steps
+    agent_items: int = 0
+    agent_steps: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    hit_max_steps: int = 0
+
+    @property
+    def mean_steps(self) -> float | None:
+        return self.agent_steps / self.agent_items if self.agent_items else None
 
     @property
     def ran(self) -> int:
@@ -128,6 +139,7 @@ class VersionSummary:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ran"] = self.ran
+        data["mean_steps"] = self.mean_steps
         data["pass_rate"] = self.pass_rate
         data["pass_at_k"] = {f"pass@{k}": v for k, v in self.pass_at_k.items()}
         data["pass_at_k_cases"] = {
@@ -247,6 +259,12 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         if outcome != "skipped":  # a skipped item made no call
             s.attempts += r.attempts
         s.code_items += r.execution is not None
+        if r.trajectory is not None:
+            s.agent_items += 1
+            s.agent_steps += len(r.trajectory.steps)
+            s.tool_calls += len(r.trajectory.calls)
+            s.tool_errors += r.trajectory.tool_errors
+            s.hit_max_steps += r.trajectory.hit_max_steps
         if r.error_class:
             s.code_failures[r.error_class] += 1
         for check in r.assertions:

@@ -138,6 +138,12 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             notes.append(_counts("code failures", s.code_failures))
         if s.code_items or s.attempts > s.items:  # code cases and strategies: always
             notes.append(_per_solved(s))
+        if s.mean_steps is not None:
+            notes.append(
+                f"agent: {s.agent_items} conversations, mean {s.mean_steps:.1f} steps, "
+                f"{s.tool_calls} tool calls, {s.tool_errors} tool errors, "
+                f"{s.hit_max_steps} hit max_steps"
+            )
         if s.errored:
             notes.append(f"{s.errored} errored, not scored (in no denominator)")
         if s.skipped:

@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_prompteval.core.content import input_matches
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.patterns import SPACE, PatternError, pattern
-from pytest_prompteval.core.result import CheckResult
+from pytest_prompteval.core.result import CheckResult, Trajectory
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.score import Score
@@ -25,11 +26,24 @@ STRING_TYPES = ("contains", "not_contains", "icontains", "equals", "judge")
 PATTERN_TYPES = ("regex", "not_regex")
 LIMIT_TYPES = ("max_length", "min_length", "max_tokens", "max_latency_ms", "max_cost_usd")
 JSON_TYPES = ("is_json", "json_schema", "json_field")
-BUILTIN_TYPES = (*STRING_TYPES, *PATTERN_TYPES, *LIMIT_TYPES, *JSON_TYPES, "topics")
+#: an agent's conversation: the tools it called, in what order, in how many steps
+TRAJECTORY_TYPES = ("tool_called", "tool_not_called", "tool_sequence", "max_steps")
+#: how ``tool_sequence`` compares the calls made with the names listed
+SEQUENCE_MODES = ("exact", "in_order", "any_order", "subset", "superset")
+BUILTIN_TYPES = (
+    *STRING_TYPES,
+    *PATTERN_TYPES,
+    *LIMIT_TYPES,
+    *JSON_TYPES,
+    *TRAJECTORY_TYPES,
+    "topics",
+)
 #: what a ``json_field`` compares the field with: exactly one of these
 FIELD_CHECKS = ("equals", "in", "matches", "approx")
 FIELD_KEYS = ("path", *FIELD_CHECKS, "tolerance")
 OPTIONS = ("type", "value", "weight", "threshold", "include_prefill")
+#: options only some types take
+TYPE_OPTIONS = {"tool_called": ("input",), "tool_sequence": ("mode",)}
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,16 @@ class Assertion:
     weight: float = 1.0
     threshold: float | None = None
     include_prefill: bool = False
+    #: tool_called: the input the call must hold; tool_sequence: its mode
+    input: Any = None
+    mode: str = "exact"
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The tool names a trajectory assertion names."""
+        if self.type not in ("tool_called", "tool_not_called", "tool_sequence"):
+            return ()
+        return tuple(self.value) if isinstance(self.value, list) else (self.value,)
 
 
 @dataclass(frozen=True)
@@ -88,17 +112,18 @@ def parse_assertions(
 
         if isinstance(entry, Mapping) and "type" not in entry:
             # shorthand: {contains: "x"}; the one key naming a known type is the type
-            short = [k for k in entry if k not in OPTIONS]
+            short = [k for k in entry if k not in OPTIONS and k not in ("input", "mode")]
             named = [k for k in short if k in known] if len(short) > 1 else short
             if len(named) == 1:
                 entry = {**entry, "type": named[0], "value": entry[named[0]]}
                 del entry[named[0]]
         if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
             raise fail("expected a mapping with a 'type' (or {type_name: value})")
-        extra = [k for k in entry if k not in OPTIONS]
-        if extra:
-            raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(OPTIONS)}")
         kind = entry["type"]
+        allowed = (*OPTIONS, *TYPE_OPTIONS.get(kind, ()))
+        extra = [k for k in entry if k not in allowed]
+        if extra:
+            raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(allowed)}")
         if kind not in known:
             raise fail(
                 f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
@@ -112,6 +137,7 @@ def parse_assertions(
                 f"{{type: {kind}, threshold: X}} for the score it needs"
             )
         _check_value(kind, value, fail)
+        _check_trajectory(kind, entry, fail)
         if kind == "json_field":
             value = _parse_field(value, fail)
         weight = entry.get("weight", 1.0)
@@ -131,9 +157,109 @@ def parse_assertions(
                 float(weight),
                 None if threshold is None else float(threshold),
                 bool(entry.get("include_prefill", False)),
+                entry.get("input"),
+                entry.get("mode", "exact"),
             )
         )
     return result
+
+
+def _check_trajectory(
+    kind: str, entry: Mapping[str, Any], fail: Callable[[str], PromptevalError]
+) -> None:
+    value = entry.get("value")
+    if kind in ("tool_called", "tool_not_called") and (not isinstance(value, str) or not value):
+        raise fail(f"{kind}: expected a tool's name")
+    if kind == "tool_sequence":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise fail("tool_sequence: expected a list of tool names")
+        mode = entry.get("mode", "exact")
+        if mode not in SEQUENCE_MODES:
+            raise fail(
+                f"tool_sequence: mode {mode!r}{suggestion(str(mode), SEQUENCE_MODES)}; known: "
+                + ", ".join(SEQUENCE_MODES)
+            )
+    if kind == "max_steps" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise fail("max_steps: expected a whole number >= 1")
+    wanted = entry.get("input")
+    if wanted is not None:
+        if not isinstance(wanted, Mapping):
+            raise fail("tool_called: input: expected a mapping of the arguments the call holds")
+        for source in _regexes(wanted):
+            try:
+                pattern(source)
+            except PatternError as exc:
+                raise fail(f"tool_called: input: {exc}") from None
+
+
+def _regexes(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        if set(value) == {"regex"}:
+            yield str(value["regex"])
+            return
+        for item in value.values():
+            yield from _regexes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _regexes(item)
+
+
+def _calls_shown(trajectory: Trajectory) -> str:
+    calls = [f"{c.name}({_shown(c.input)})" for c in trajectory.calls]
+    return ", ".join(calls) or "no tool calls"
+
+
+def _in_order(wanted: Sequence[str], made: Sequence[str]) -> bool:
+    rest = iter(made)
+    return all(name in rest for name in wanted)
+
+
+def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
+    """A trajectory assertion on an agent's conversation: the reason names what was
+    expected and the calls made."""
+    kind, value = assertion.type, assertion.value
+    names = [c.name for c in trajectory.calls]
+    if kind == "tool_called":
+        found = [
+            c
+            for c in trajectory.calls
+            if c.name == value
+            and (assertion.input is None or input_matches(assertion.input, c.input))
+        ]
+        wanted = (
+            value if assertion.input is None else f"{value} with input {_shown(assertion.input)}"
+        )
+        passed, reason = bool(found), f"a call to {wanted}"
+    elif kind == "tool_not_called":
+        passed, reason = value not in names, f"no call to {value}"
+    elif kind == "tool_sequence":
+        mode = assertion.mode
+        if mode == "exact":
+            passed = names == list(value)
+        elif mode == "in_order":
+            passed = _in_order(value, names)
+        elif mode == "any_order":
+            passed = sorted(names) == sorted(value)
+        elif mode == "subset":
+            passed = set(names) <= set(value)
+        else:
+            passed = set(value) <= set(names)
+        reason = f"calls {', '.join(value)} ({mode})"
+    else:
+        steps = len(trajectory.steps)
+        passed, reason = steps <= value, f"{steps} steps <= {value}"
+        return Checked(
+            kind,
+            passed,
+            float(passed),
+            assertion.weight,
+            reason if passed else f"expected: {reason}",
+        )
+    if passed:
+        return Checked(kind, True, 1.0, assertion.weight, reason)
+    return Checked(
+        kind, False, 0.0, assertion.weight, f"expected {reason}; made: {_calls_shown(trajectory)}"
+    )
 
 
 def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:

@@ -94,7 +94,7 @@ def _failures(metrics: Metrics, spec: CodeSpec) -> str:
 def _task(request: Request) -> str:
     """The task as the first request stated it: its last user turn."""
     turn = next((m for m in reversed(request.messages) if m.role == "user"), None)
-    return "\n".join(turn.content) if turn else ""
+    return "\n".join(b for b in turn.content if isinstance(b, str)) if turn else ""
 
 
 def _refine_prompt(request: Request, code: str, failures: str) -> str:

@@ -1,0 +1,450 @@
+"""Agent cases: the tools a prompt version (and a case) gives Claude, the world a case
+scripts for them, and the tool loop that walks the conversation.
+
+The format. A prompt version may say ``tools`` (Anthropic tool definitions, sent as is; a
+``type:`` one, such as ``{type: bash_20250124, name: bash}``, is a client or server tool of
+the API's own; a bare name is a Python tool of the project's), ``tool_choice`` (sent as
+is) and ``max_steps`` (model calls per conversation, default 10). A case adds ``tools``
+(the case's wins on a name), ``tool_results`` (rules, the first that matches answers a
+call: ``tool``, an optional ``input`` matched as a subset, ``{regex: ...}`` on a string
+value, and ``result`` (a mapping or list sent as JSON text, a string as is) or ``error``
+(an ``is_error`` result)) and ``turns`` (user turns sent, in order, each time Claude ends
+its turn).
+
+The loop (``conversation``): while Claude stops for ``tool_use``, every call of its turn is
+answered in the next user message, all results together and first; then the next turn;
+it ends at ``end_turn`` with no turn left. A call nothing answers, or ``max_steps``
+reached, ends it with a failure that the item reports. Every call goes through the one
+``ToolExecutor`` seam (``core/content.py``): scripted rules first, then Python tools.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.content import (
+    RanTool,
+    ToolExecutor,
+    ToolOutcome,
+    ToolResult,
+    ToolUse,
+    input_matches,
+    tool_calls,
+)
+from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.patterns import PatternError, pattern
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.request import Message, Request, canonical_json
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.core.result import Step, ToolCall, Trajectory
+from pytest_prompteval.core.schema import check_keys, suggestion
+from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.tools import PythonTool
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
+
+DEFAULT_MAX_STEPS = 10
+MAX_STEPS_LIMIT = 100
+RULE_KEYS = ("tool", "input", "result", "error")
+#: keys of a tool the API runs on our side (``input_schema``) or its own (``type``)
+TOOL_KEYS = ("name", "description", "input_schema", "cache_control", "type")
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    tool: str
+    #: the input the call must hold (a subset; ``{regex: ...}`` on a string value), or None
+    input: Mapping[str, Any] | None
+    outcome: ToolOutcome
+    where: str  # file:line, for the messages that name the rule
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    #: the tool definitions the requests send, as the API takes them
+    tools: tuple[Mapping[str, Any], ...]
+    tool_choice: Mapping[str, Any] | None = None
+    max_steps: int = DEFAULT_MAX_STEPS
+    rules: tuple[ToolRule, ...] = ()
+    turns: tuple[str, ...] = ()
+    #: the project's Python tools the definitions name
+    python: Mapping[str, PythonTool] = dataclasses.field(default_factory=dict)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(str(t["name"]) for t in self.tools)
+
+
+class UnansweredCall(PromptevalError):
+    """A tool call no scripted rule and no Python tool answers: the item fails."""
+
+    kind = "unanswered_tool_call"
+
+
+AGENT_CASE_FIELDS = ("tools", "tool_results", "turns")
+AGENT_PROMPT_FIELDS = ("tools", "tool_choice", "max_steps")
+
+
+def is_agent(case: Case, prompt: PromptVersion) -> bool:
+    return any(k in case.raw for k in AGENT_CASE_FIELDS) or any(
+        k in prompt.raw for k in AGENT_PROMPT_FIELDS
+    )
+
+
+def _tools(
+    entries: Any,
+    path: Path,
+    line: int | None,
+    owner: str,
+    python: Mapping[str, PythonTool],
+) -> list[dict[str, Any]]:
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise PromptevalError(f"{owner}, field 'tools': expected a list of tools", path, line)
+    found = []
+    for entry in entries:
+        at = line_of(entry) or line
+        if isinstance(entry, str):
+            if entry not in python:
+                raise PromptevalError(
+                    f"{owner}, tools: no Python tool {entry!r}{suggestion(entry, python)}; "
+                    "register one with @pytest_prompteval.tool(name) in conftest.py, or give "
+                    "the tool's definition (name, description, input_schema)",
+                    path,
+                    at,
+                )
+            found.append(python[entry].definition())
+            continue
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise PromptevalError(
+                f"{owner}, tools: expected a tool's name (a Python tool) or its definition "
+                "{name, description, input_schema}",
+                path,
+                at,
+            )
+        if "type" not in entry:  # the API's own tools take their own keys; ours are known
+            check_keys(entry, TOOL_KEYS, path, f"{owner}, tool {entry['name']!r}: ")
+            if not isinstance(entry.get("input_schema"), Mapping):
+                raise PromptevalError(
+                    f"{owner}, tool {entry['name']!r}: expected an input_schema (a JSON schema "
+                    "of the tool's input, such as {type: object, properties: {...}})",
+                    path,
+                    at,
+                )
+        found.append(json.loads(json.dumps(entry)))  # plain JSON, as sent
+    return found
+
+
+def _merged(version: list[dict[str, Any]], case: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The version's tools, the case's replacing one of the same name, then the case's new."""
+    own = {t["name"]: t for t in case}
+    merged = [own.pop(t["name"], t) for t in version]
+    return merged + list(own.values())
+
+
+def _check_pattern(value: Any, fail: Any) -> None:
+    if isinstance(value, Mapping):
+        if set(value) == {"regex"}:
+            try:
+                pattern(str(value["regex"]))
+            except PatternError as exc:
+                raise fail(f"input: {exc}") from None
+            return
+        for item in value.values():
+            _check_pattern(item, fail)
+    elif isinstance(value, list):
+        for item in value:
+            _check_pattern(item, fail)
+
+
+def _outcome(entry: Mapping[str, Any], fail: Any) -> ToolOutcome:
+    given = [k for k in ("result", "error") if k in entry]
+    if len(given) != 1:
+        raise fail("expected one of result (what the tool returns) or error (its failure)")
+    if "error" in entry:
+        if not isinstance(entry["error"], str):
+            raise fail("error: expected the error's message (a string)")
+        return ToolOutcome(entry["error"], is_error=True)
+    result = entry["result"]
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    return ToolOutcome(text)
+
+
+def _rules(case: Case, names: frozenset[str]) -> tuple[ToolRule, ...]:
+    entries = case.raw.get("tool_results")
+    if entries is None:
+        return ()
+    owner = f"case {case.id!r}"
+    if not isinstance(entries, list):
+        raise PromptevalError(
+            f"{owner}, field 'tool_results': expected a list of {{tool, input, result}}",
+            case.path,
+            line_of(case.raw, "tool_results"),
+        )
+    rules = []
+    for index, entry in enumerate(entries):
+        at = line_of(entry) or line_of(case.raw, "tool_results")
+
+        def fail(message: str, _i: int = index, _at: int | None = at) -> PromptevalError:
+            return PromptevalError(f"{owner}, tool_results[{_i}]: {message}", case.path, _at)
+
+        if not isinstance(entry, Mapping):
+            raise fail("expected a mapping {tool, input, result | error}")
+        check_keys(entry, RULE_KEYS, case.path, f"{owner}, tool_results[{index}]: ")
+        name = entry.get("tool")
+        if not isinstance(name, str):
+            raise fail("tool: expected the tool's name")
+        if name not in names:
+            raise fail(f"unknown tool {name!r}{suggestion(name, names)}; known: {_list(names)}")
+        wanted = entry.get("input")
+        if wanted is not None and not isinstance(wanted, Mapping):
+            raise fail("input: expected a mapping of the arguments the call must hold")
+        _check_pattern(wanted, fail)
+        rules.append(ToolRule(name, wanted, _outcome(entry, fail), display(case.path, at)))
+    return tuple(rules)
+
+
+def _list(names: frozenset[str]) -> str:
+    return ", ".join(sorted(names)) or "none (give the case or its prompt version tools)"
+
+
+def _turns(case: Case) -> tuple[str, ...]:
+    turns = case.raw.get("turns")
+    if turns is None:
+        return ()
+    if not isinstance(turns, list) or not all(isinstance(t, str) and t for t in turns):
+        raise PromptevalError(
+            f"case {case.id!r}, field 'turns': expected a list of user messages",
+            case.path,
+            line_of(case.raw, "turns"),
+        )
+    return tuple(turns)
+
+
+def _max_steps(prompt: PromptVersion) -> int:
+    value = prompt.raw.get("max_steps", DEFAULT_MAX_STEPS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
+        raise PromptevalError(
+            f"field 'max_steps': expected a whole number from 1 to {MAX_STEPS_LIMIT}",
+            prompt.path,
+            prompt.line_of("max_steps"),
+        )
+    return value
+
+
+def parse_agent(
+    case: Case, prompt: PromptVersion, python: Mapping[str, PythonTool]
+) -> AgentSpec | None:
+    """The case's agent spec with this prompt version, checked (errors name file and line),
+    or None for a case that is no agent's."""
+    if not is_agent(case, prompt):
+        return None
+    choice = prompt.raw.get("tool_choice")
+    if choice is not None and not isinstance(choice, Mapping):
+        raise PromptevalError(
+            "field 'tool_choice': expected a mapping such as {type: auto}",
+            prompt.path,
+            prompt.line_of("tool_choice"),
+        )
+    version = _tools(
+        prompt.raw.get("tools"),
+        prompt.path,
+        prompt.line_of("tools"),
+        f"prompt {prompt.version!r}",
+        python,
+    )
+    own = _tools(
+        case.raw.get("tools"), case.path, line_of(case.raw, "tools"), f"case {case.id!r}", python
+    )
+    tools = _merged(version, own)
+    names = frozenset(t["name"] for t in tools)
+    return AgentSpec(
+        tools=tuple(tools),
+        tool_choice=None if choice is None else json.loads(json.dumps(choice)),
+        max_steps=_max_steps(prompt),
+        rules=_rules(case, names),
+        turns=_turns(case),
+        python={n: t for n, t in python.items() if n in names},
+    )
+
+
+def with_tools(request: Request, agent: AgentSpec) -> Request:
+    """The request with the agent's tools (and tool choice) among its parameters."""
+    params = request.params
+    if agent.tools:
+        params["tools"] = [dict(t) for t in agent.tools]
+    if agent.tool_choice is not None:
+        params["tool_choice"] = dict(agent.tool_choice)
+    return dataclasses.replace(request, params_json=canonical_json(params))
+
+
+def shown(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _differs(wanted: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """The arguments a rule wants that the call does not match, with did-you-mean on a name
+    the call spelt otherwise."""
+    found = []
+    for key, value in wanted.items():
+        if key not in given:
+            close = suggestion(key, [k for k in given if k not in wanted])
+            found.append(f"{key} missing{close}")
+        elif not input_matches(value, given[key]):
+            found.append(f"{key} is {shown(given[key], 60)}, the rule wants {shown(value, 60)}")
+    return found
+
+
+def nearest(rules: Sequence[ToolRule], name: str, arguments: Mapping[str, Any]) -> str:
+    """The rule closest to an unanswered call, and how they differ."""
+    same = [r for r in rules if r.tool == name]
+    if same:
+        rule = min(same, key=lambda r: len(_differs(r.input or {}, arguments)))
+        why = "; ".join(_differs(rule.input or {}, arguments))
+        return f"nearest rule ({rule.where}): {rule.tool} {shown(rule.input)}: {why}"
+    close = difflib.get_close_matches(name, [r.tool for r in rules], n=1, cutoff=0.6)
+    if close:
+        rule = next(r for r in rules if r.tool == close[0])
+        return f"no rule for {name!r}; did you mean {close[0]!r} ({rule.where})?"
+    return f"no rule for {name!r}"
+
+
+def executor(agent: AgentSpec, case: Case) -> ToolExecutor:
+    """The case's world: its scripted rules first (first match wins), then the project's
+    Python tools; a call neither answers raises ``UnansweredCall``."""
+
+    def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        for rule in agent.rules:
+            if rule.tool == name and (rule.input is None or input_matches(rule.input, arguments)):
+                return rule.outcome
+        if name in agent.python:
+            return agent.python[name](name, arguments)
+        raise UnansweredCall(
+            f"case {case.id!r}: tool call {name}({shown(arguments)}) has no scripted result: "
+            f"{nearest(agent.rules, name, arguments)}; add a tool_results rule for it",
+            case.path,
+            line_of(case.raw, "tool_results") or case.line,
+        )
+
+    return execute
+
+
+def describe(call: ToolUse | ToolCall) -> str:
+    return f"{call.name}({shown(call.input)})"
+
+
+#: A conversation's course: yields the request of its next step, is sent that step's
+#: response, and returns the trajectory (the final answer is the last response sent).
+Conversation = Generator[Request, Response, Trajectory]
+
+
+def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> Conversation:
+    """The tool loop, step by step: the same course whether its calls are made one by one
+    or looked up in recordings."""
+    trajectory = Trajectory(max_steps=agent.max_steps)
+    messages = list(request.messages)
+    turns = list(agent.turns)
+    asked = request
+    last: ToolUse | None = None
+    for number in range(1, agent.max_steps + 1):
+        response = yield asked
+        step = Step(number, response.stop_reason, response.text)
+        trajectory.steps.append(step)
+        said = response.blocks
+        if messages and messages[-1].role == "assistant":  # the prefill it continued
+            said = messages.pop().content + said
+        calls = tool_calls(response.blocks)
+        if response.stop_reason == "tool_use" and calls:
+            results = []
+            for call in calls:
+                last = call
+                try:
+                    outcome = execute(call.name, call.input)
+                except UnansweredCall as exc:
+                    trajectory.failure = exc.message
+                    return trajectory
+                step.calls.append(
+                    ToolCall(call.name, call.input, outcome.content, outcome.is_error, call.id)
+                )
+                results.append(ToolResult(call.id, outcome.content, outcome.is_error))
+            messages += [Message("assistant", said), Message("user", tuple(results))]
+        elif response.stop_reason == "pause_turn":  # a server tool's long turn: continue it
+            messages.append(Message("assistant", said))
+        elif turns:
+            step.turn = turns.pop(0)
+            messages += [Message("assistant", said), Message("user", (step.turn,))]
+        else:
+            return trajectory
+        asked = dataclasses.replace(request, messages=tuple(messages))
+    trajectory.hit_max_steps = True
+    what = f"; the last call: {describe(last)}" if last is not None else ""
+    trajectory.failure = f"reached max_steps {agent.max_steps} before the conversation ended{what}"
+    return trajectory
+
+
+def converse(
+    agent: AgentSpec,
+    store: Store,
+    ledger: Ledger,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+) -> tuple[Outcome, Trajectory]:
+    """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
+    final answer) and the trajectory."""
+    ran: list[RanTool] = []
+    recorded: list[RanTool] = []
+
+    def run_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """A Python tool's outcome: as recorded with a replayed answer, else run (and kept
+        for the answer's recording)."""
+        if name not in agent.python:
+            return execute(name, arguments)
+        given = canonical_json(dict(arguments))
+        found = next((r for r in recorded if r.name == name and r.input_json == given), None)
+        if found is not None:
+            recorded.remove(found)
+            return found.outcome
+        if store.mode == "none":
+            raise UnansweredCall(
+                f"case {context.case.id!r}: the recording of this step has no outcome of the "
+                f"Python tool call {name}({shown(arguments)}); record again with "
+                "--prompteval-record=all",
+                context.case.path,
+                context.case.line,
+            )
+        outcome = execute(name, arguments)
+        ran.append(RanTool(name, given, outcome))
+        return outcome
+
+    walk = conversation(agent, request, run_tool)
+    asked = next(walk)
+    outcome = ledger.get(store, asked, context, "generation")
+    step = 1
+    while True:
+        ran.clear()
+        recorded[:] = outcome.response.tools_ran if outcome.replayed else ()
+        try:
+            said = asked
+            asked = walk.send(outcome.response)
+        except StopIteration as done:
+            return outcome, done.value
+        finally:
+            if ran and not outcome.replayed:  # kept with the answer whose calls they are
+                answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
+                store.record(said, context, answer)
+        step += 1
+        try:
+            outcome = ledger.get(store, asked, context, "agent")
+        except MissingRecording as exc:
+            raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None

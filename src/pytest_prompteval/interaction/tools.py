@@ -1,0 +1,128 @@
+"""Python tools: ``@pytest_prompteval.tool("add")`` on a function in a conftest (or any
+plugin module), or the ``pytest_prompteval_tools`` hook. A bare name in a prompt version's or
+a case's ``tools:`` takes its definition from the function: its docstring's first paragraph
+is the description, its parameters (with their type hints) the input schema.
+
+A tool is called with the call's input as keyword arguments; what it returns is the result
+(a string as is, anything else as JSON), an exception an ``is_error`` result with its
+message. As with scorers, the decorator only marks the function: each run finds the marked
+functions among its own plugins.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pytest_prompteval.core.content import ToolOutcome
+from pytest_prompteval.core.errors import PromptevalError
+
+MARK = "__prompteval_tool__"
+ToolFunction = Callable[..., Any]
+F = TypeVar("F", bound=ToolFunction)
+
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+}
+
+
+def tool(name: str) -> Callable[[F], F]:
+    """Mark a function as the Python tool ``name`` that agent cases may call."""
+
+    def mark(function: F) -> F:
+        setattr(function, MARK, name)
+        return function
+
+    return mark
+
+
+def marked_tools(modules: Iterable[object]) -> dict[str, ToolFunction]:
+    """The functions marked with ``@tool`` among the attributes of ``modules``."""
+    found: dict[str, ToolFunction] = {}
+    for module in modules:
+        for value in list(vars(module).values()) if hasattr(module, "__dict__") else ():
+            name = getattr(value, MARK, None)
+            if isinstance(name, str) and callable(value):
+                found[name] = value
+    return found
+
+
+def _schema_of(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _schema_of(options[0]) if len(options) == 1 else {}
+    if origin is typing.Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if origin in (list, tuple) or hint in (list, tuple):
+        args = typing.get_args(hint)
+        return {"type": "array", **({"items": _schema_of(args[0])} if args else {})}
+    kind = _JSON_TYPES.get(origin or hint)
+    return {"type": kind} if kind else {}
+
+
+@dataclass(frozen=True)
+class PythonTool:
+    name: str
+    function: ToolFunction
+
+    def definition(self) -> dict[str, Any]:
+        """The Anthropic tool definition made from the function's signature and docstring."""
+        try:
+            hints = typing.get_type_hints(self.function)
+        except Exception:  # a hint that does not resolve describes nothing
+            hints = {}
+        properties: dict[str, Any] = {}
+        required = []
+        for parameter in inspect.signature(self.function).parameters.values():
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            properties[parameter.name] = _schema_of(hints.get(parameter.name, Any))
+            if parameter.default is parameter.empty:
+                required.append(parameter.name)
+        doc = inspect.getdoc(self.function) or ""
+        definition: dict[str, Any] = {
+            "name": self.name,
+            "input_schema": {"type": "object", "properties": properties, "required": required},
+        }
+        description = doc.split("\n\n")[0].strip()
+        if description:
+            definition["description"] = description
+        return definition
+
+    def __call__(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        try:
+            value = self.function(**arguments)
+        except Exception as exc:
+            return ToolOutcome(f"{type(exc).__name__}: {exc}", is_error=True)
+        if isinstance(value, str):
+            return ToolOutcome(value)
+        try:
+            return ToolOutcome(json.dumps(value, ensure_ascii=False))
+        except (TypeError, ValueError) as exc:
+            return ToolOutcome(
+                f"tool {name!r} returned {type(value).__name__}, not JSON: {exc}", is_error=True
+            )
+
+
+def python_tools(found: Mapping[str, Any]) -> dict[str, PythonTool]:
+    """The project's tools by name, each checked to be callable."""
+    tools = {}
+    for name, function in found.items():
+        if not callable(function):
+            raise PromptevalError(
+                f"pytest_prompteval_tools: tool {name!r} is {type(function).__name__}, not a "
+                "function"
+            )
+        tools[str(name)] = PythonTool(str(name), function)
+    return tools

@@ -1,0 +1,462 @@
+"""Agent cases through the real SDK against the loopback server playing a scripted agent:
+the tool loop, parallel calls, is_error, turns, max_steps, unscripted calls, the format's
+collection errors, trajectory assertions, replay offline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking
+
+from .conftest import item_results
+
+PROMPT = """\
+system_prompt: "You are a support agent. Use the tools; never delete accounts."
+user_prompt: "{message}"
+include_input: false
+model_config: {model: claude-haiku-4-5, max_tokens: 512}
+max_steps: 5
+tool_choice: {type: auto}
+tools:
+  - name: lookup_order
+    description: "Look up an order by its id."
+    input_schema: {type: object, properties: {order_id: {type: string}}, required: [order_id]}
+  - name: issue_refund
+    description: "Refund an order."
+    input_schema: {type: object, properties: {order_id: {type: string}}}
+  - name: delete_account
+    description: "Delete the customer's account."
+    input_schema: {type: object, properties: {}}
+"""
+
+CASE = """\
+cases:
+- id: refund_001
+  input: {message: "Order A-1001 arrived broken, please refund it."}
+  tool_results:
+    - tool: lookup_order
+      input: {order_id: {regex: "^A-"}}
+      result: {status: delivered, amount: 42.0}
+    - tool: issue_refund
+      error: "refund limit exceeded"
+  turns: ["Can you make it store credit instead?"]
+  assert:
+%s
+"""
+
+ASSERTS = """\
+    - {type: tool_called, value: lookup_order, input: {order_id: A-1001}}
+    - {type: tool_not_called, value: delete_account}
+    - {type: tool_sequence, value: [lookup_order, issue_refund], mode: in_order}
+    - {type: max_steps, value: 4}
+    - {type: contains, value: "store credit"}
+"""
+
+REFUND = {
+    "Order A-1001": [
+        [
+            thinking("Look the order up first."),
+            "Let me look.",
+            call("lookup_order", order_id="A-1001"),
+        ],
+        [call("issue_refund", order_id="A-1001")],
+        ["The refund failed: the limit is exceeded."],
+        ["Done: you get store credit of 42.0."],
+    ]
+}
+
+
+def project(pytester: pytest.Pytester, asserts: str = ASSERTS, case: str = CASE) -> None:
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("agent.yaml").write_text(case % asserts.rstrip())
+
+
+@pytest.fixture
+def agent(anthropic_server: AnthropicServer) -> AnthropicServer:
+    anthropic_server.responder = ScriptedAgent(REFUND)
+    return anthropic_server
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[dict[str, Any]]]:
+    result = pytester.runpytest("--prompt=agent", "-p", "no:randomly", *args)
+    return result, []
+
+
+def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester)
+    reprec = pytester.inline_run("--prompt=agent")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    trajectory = result["trajectory"]
+    assert [s["stop_reason"] for s in trajectory["steps"]] == [
+        "tool_use", "tool_use", "end_turn", "end_turn"
+    ]  # fmt: skip
+    calls = [c for s in trajectory["steps"] for c in s["calls"]]
+    assert [(c["name"], c["result"], c["is_error"]) for c in calls] == [
+        ("lookup_order", '{"status": "delivered", "amount": 42.0}', False),
+        ("issue_refund", "refund limit exceeded", True),
+    ]
+    assert trajectory["steps"][2]["turn"] == "Can you make it store credit instead?"
+    assert result["response"] == "Done: you get store credit of 42.0."
+    assert result["calls_live"] == 4 and result["attempts"] == 4
+    # what the API received: results answer each call first, thinking passed back unchanged
+    bodies = [r.body for r in agent.requests]
+    assert len(bodies) == 4 and bodies[0]["tool_choice"] == {"type": "auto"}
+    second = bodies[1]["messages"]
+    assert second[1]["content"][0] == thinking("Look the order up first.")
+    assert second[2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_01_03",
+            "content": '{"status": "delivered", "amount": 42.0}',
+        }
+    ]
+    assert bodies[2]["messages"][-1]["content"][0]["is_error"] is True
+    assert bodies[3]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Can you make it store credit instead?"}],
+    }
+    # replayed offline: the same conversation, no request
+    agent.requests.clear()
+    reprec = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    reprec.assertoutcome(passed=1)
+    assert agent.requests == []
+    (replayed,) = item_results(reprec)
+    assert replayed["trajectory"] == trajectory and replayed["calls_replayed"] == 4
+
+
+def test_parallel_calls_are_answered_together_in_one_message(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"Order A-1001": [
+            [call("lookup_order", order_id="A-1001"), call("lookup_order", order_id="A-2002")],
+            ["Both found: store credit."],
+        ]}
+    )  # fmt: skip
+    case = CASE.replace('  turns: ["Can you make it store credit instead?"]\n', "")
+    case = case.replace('input: {order_id: {regex: "^A-"}}', 'input: {order_id: {regex: "^A-"}}')
+    project(pytester, "    - {type: tool_sequence, value: [lookup_order, lookup_order]}", case)
+    reprec = pytester.inline_run("--prompt=agent")
+    reprec.assertoutcome(passed=1)
+    second = anthropic_server.requests[1].body["messages"][-1]["content"]
+    assert [b["tool_use_id"] for b in second] == ["toolu_01_01", "toolu_01_02"]
+
+
+@pytest.mark.parametrize(
+    ("asserts", "why"),
+    [
+        ("    - {type: tool_called, value: issue_refund, input: {order_id: B-1}}",
+         'failed assert tool_called: expected a call to issue_refund with input {"order_id": '
+         '"B-1"}; made: lookup_order({"order_id": "A-1001"}), issue_refund({"order_id": '
+         '"A-1001"})'),
+        ("    - {type: tool_not_called, value: issue_refund}",
+         "failed assert tool_not_called: expected no call to issue_refund; made: lookup_order"),
+        ("    - {type: tool_sequence, value: [issue_refund, lookup_order], mode: in_order}",
+         "failed assert tool_sequence: expected calls issue_refund, lookup_order (in_order)"),
+        ("    - {type: tool_sequence, value: [lookup_order]}",
+         "failed assert tool_sequence: expected calls lookup_order (exact)"),
+        ("    - {type: tool_sequence, value: [lookup_order], mode: subset}",
+         "failed assert tool_sequence: expected calls lookup_order (subset)"),
+        ("    - {type: tool_sequence, value: [lookup_order, delete_account], mode: superset}",
+         "failed assert tool_sequence: expected calls lookup_order, delete_account (superset)"),
+        ("    - {type: tool_sequence, value: [issue_refund], mode: any_order}",
+         "failed assert tool_sequence: expected calls issue_refund (any_order)"),
+        ("    - {type: max_steps, value: 3}",
+         "failed assert max_steps: expected: 4 steps <= 3"),
+    ],
+)  # fmt: skip
+def test_each_trajectory_assertion_fails_naming_what_was_expected_and_the_calls(
+    pytester: pytest.Pytester, agent: AnthropicServer, asserts: str, why: str
+) -> None:
+    project(pytester, asserts)
+    result = pytester.runpytest("--prompt=agent")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert why in text
+    # the trajectory, readably
+    result.stdout.fnmatch_lines(
+        [
+            "*step 1 (tool_use): 'Let me look.'",
+            '*lookup_order({"order_id": "A-1001"}) -> result: {"status": "delivered", *',
+            "*issue_refund(*) -> error: refund limit exceeded",
+            "*user: Can you make it store credit instead?",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("asserts", "mode"),
+    [
+        ("    - {type: tool_sequence, value: [lookup_order, issue_refund]}", "exact"),
+        (
+            "    - {type: tool_sequence, value: [issue_refund, lookup_order], mode: any_order}",
+            "any",
+        ),
+        (
+            "    - {type: tool_sequence, value: [lookup_order, issue_refund, add], mode: subset}",
+            "s",
+        ),
+        ("    - {type: tool_sequence, value: [issue_refund], mode: superset}", "superset"),
+        ("    - {tool_called: lookup_order}", "shorthand"),
+    ],
+)
+def test_each_sequence_mode_passes_when_it_holds(
+    pytester: pytest.Pytester, agent: AnthropicServer, asserts: str, mode: str
+) -> None:
+    project(pytester, asserts.replace(", add]", ", delete_account]"))
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+
+
+def test_an_unscripted_call_fails_naming_the_call_and_the_nearest_rule(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"Order A-1001": [[call("lookup_order", orderid="B-7")]]}
+    )
+    project(pytester, "    - {contains: x}")
+    result = pytester.runpytest("--prompt=agent")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*refund_001 [[]agent[]]: case 'refund_001': tool call lookup_order("
+            '{"orderid": "B-7"}) has no scripted result: nearest rule (prompt_cases/agent.yaml:5): '
+            'lookup_order {"order_id": {"regex": "^A-"}}: order_id missing; did you mean '
+            "'orderid'?; add a tool_results rule for it"
+        ]
+    )
+
+
+def test_max_steps_fails_the_item_naming_the_last_call(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"Order A-1001": [[call("lookup_order", order_id=f"A-{n}")] for n in range(9)]}
+    )
+    project(pytester, "    - {contains: x}")
+    result = pytester.runpytest("--prompt=agent")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ['*reached max_steps 5 before the conversation ended; the last call: '
+         'lookup_order({"order_id": "A-4"})']
+    )  # fmt: skip
+    assert len(anthropic_server.requests) == 5
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "error"),
+    [
+        ("case", "  tool_results:\n    - tool: lookup_ordr\n      result: x\n",
+         "prompt_cases/agent.yaml:5: case 'c1', tool_results[0]: unknown tool 'lookup_ordr'; "
+         "did you mean 'lookup_order'?"),
+        ("case", "  tool_results:\n    - tool: lookup_order\n      reslt: x\n",
+         "prompt_cases/agent.yaml:6: case 'c1', tool_results[0]: unknown field 'reslt'; did you "
+         "mean 'result'?"),
+        ("case", "  tool_results:\n    - tool: lookup_order\n",
+         "tool_results[0]: expected one of result (what the tool returns) or error"),
+        ("case", "  tool_results:\n    - tool: lookup_order\n      input: {id: {regex: '(?=a)'}}\n"
+                 "      result: x\n", "tool_results[0]: input: invalid regular expression"),
+        ("case", "  assert:\n    - {tool_not_called: delete_acount}\n",
+         "prompt_cases/agent.yaml:4: case 'c1': assertion tool_not_called: unknown tool "
+         "'delete_acount' with prompt 'agent'; known: lookup_order"),
+        ("case", "  assert:\n    - {type: tool_sequence, value: [lookup_order], mode: inorder}\n",
+         "mode 'inorder'; did you mean 'in_order'?"),
+        ("case", "  turns: [1]\n", "case 'c1', field 'turns': expected a list of user messages"),
+        ("case", "  tools: [add]\n",
+         "case 'c1', tools: no Python tool 'add'; register one with @pytest_prompteval.tool"),
+        ("prompt", "max_steps: 0\n", "prompts/agent.yaml:2: field 'max_steps': expected a whole"),
+        ("prompt", "tools:\n  - {name: x, input_shema: {}}\n",
+         "prompt 'agent', tool 'x': unknown field 'input_shema'; did you mean 'input_schema'?"),
+    ],
+)  # fmt: skip
+def test_mistakes_in_the_format_are_one_line_naming_the_file_and_line(
+    pytester: pytest.Pytester, where: str, text: str, error: str
+) -> None:
+    prompt = "user_prompt: hi\ntools:\n  - {name: lookup_order, input_schema: {type: object}}\n"
+    if where == "prompt":
+        prompt = "user_prompt: hi\n" + text
+        text = ""
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(prompt)
+    pytester.mkdir("prompt_cases").joinpath("agent.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n" + text
+    )
+    result = pytester.runpytest("--prompt=agent", "--prompteval-record=none")
+    assert error in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_trajectory_assertion_on_a_case_without_tools_is_an_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.mkdir("prompts").joinpath("plain.yaml").write_text("user_prompt: hi\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert:\n    - {tool_called: x}\n"
+    )
+    result = pytester.runpytest("--prompt=plain", "--prompteval-record=none")
+    result.stdout.fnmatch_lines(
+        ["*prompt_cases/c.yaml:4: case 'c1': assertion tool_called needs an agent case*"]
+    )
+
+
+def test_server_tools_given_with_a_type_are_sent_as_is(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent({"hi": [["ok"]]})
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: hi\ninclude_input: false\ntools:\n  - {type: bash_20250124, name: bash}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{tool_not_called: bash}]\n"
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    assert anthropic_server.requests[0].body["tools"] == [{"type": "bash_20250124", "name": "bash"}]
+
+
+def test_the_case_tools_are_added_and_win_on_a_name(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    own = (
+        "  tools:\n    - {name: lookup_order, description: mine, input_schema: {type: object}}\n"
+        "    - {name: escalate, input_schema: {type: object}}\n"
+    )
+    project(
+        pytester,
+        "    - {tool_not_called: escalate}",
+        CASE.replace("  tool_results:", own + "  tool_results:"),
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    tools = agent.requests[0].body["tools"]
+    assert [(t["name"], t.get("description")) for t in tools] == [
+        ("lookup_order", "mine"),
+        ("issue_refund", "Refund an order."),
+        ("delete_account", "Delete the customer's account."),
+        ("escalate", None),
+    ]
+
+
+def test_the_loopback_server_refuses_a_malformed_tool_conversation(
+    agent: AnthropicServer,
+) -> None:
+    import anthropic
+
+    def send(*messages: dict[str, Any]) -> Any:
+        with anthropic.Anthropic(base_url=agent.url, api_key="test", max_retries=0) as client:
+            return client.messages.create(model="m", max_tokens=5, messages=list(messages))
+
+    ask = {"role": "user", "content": "Order A-1001"}
+    first = send(ask)
+    assistant = {"role": "assistant", "content": [b.model_dump() for b in first.content]}
+    answered = {"type": "tool_result", "tool_use_id": first.content[2].id, "content": "ok"}
+    cases = {
+        "without `tool_result`": [{"type": "text", "text": "hm"}],
+        "unexpected `tool_use_id`": [answered, {**answered, "tool_use_id": "toolu_x"}],
+        "must come first": [{"type": "text", "text": "hm"}, answered],
+    }
+    for why, content in cases.items():
+        with pytest.raises(anthropic.BadRequestError, match=why):
+            send(ask, assistant, {"role": "user", "content": content})
+    altered = {**assistant, "content": [{**assistant["content"][0], "thinking": "changed"}]}
+    altered["content"] += assistant["content"][1:]
+    for turn in (altered, {**assistant, "content": assistant["content"][1:]}):
+        with pytest.raises(anthropic.BadRequestError, match="cannot be modified"):
+            send(ask, turn, {"role": "user", "content": [answered]})
+    # answered as the API requires, the conversation goes on
+    assert send(ask, assistant, {"role": "user", "content": [answered]}).stop_reason == "tool_use"
+
+
+TOOLS_CONFTEST = '''
+from pathlib import Path
+
+import pytest_prompteval
+
+
+@pytest_prompteval.tool("add")
+def add(a: int, b: int = 0) -> int:
+    """Add two numbers.
+
+    Not part of the description."""
+    with Path("ran.log").open("a") as log:
+        log.write(f"add {a} {b}\\n")
+    return a + b
+
+
+@pytest_prompteval.tool("boom")
+def boom(x: str) -> str:
+    raise ValueError("no " + x)
+
+
+def pytest_prompteval_tools():
+    return {"shout": lambda text: {"said": text.upper()}}
+'''
+
+
+def test_python_tools_run_once_then_replay_from_the_recording(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"sum": [
+            [call("add", a=2, b=3), call("boom", x="way"), call("shout", text="hi")],
+            ["The sum is 5."],
+        ]}
+    )  # fmt: skip
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: sum\ninclude_input: false\ntools: [add, boom, shout]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert:\n"
+        "    - {tool_called: add, input: {a: 2}}\n    - {contains: 'sum is 5'}\n"
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    tools = anthropic_server.requests[0].body["tools"]
+    assert tools[0] == {
+        "name": "add",
+        "description": "Add two numbers.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        },
+    }
+    results = anthropic_server.requests[1].body["messages"][-1]["content"]
+    assert [(r["content"], r.get("is_error", False)) for r in results] == [
+        ("5", False),
+        ("ValueError: no way", True),
+        ('{"said": "HI"}', False),
+    ]
+    log = pytester.path / "ran.log"
+    assert log.read_text() == "add 2 3\n"
+    # a replay offline never runs the project's tools; --prompteval-record=all does
+    anthropic_server.requests.clear()
+    pytester.runpytest("--prompt=agent", "--prompteval-record=none").assert_outcomes(passed=1)
+    assert anthropic_server.requests == [] and log.read_text() == "add 2 3\n"
+    pytester.runpytest("--prompt=agent", "--prompteval-record=all").assert_outcomes(passed=1)
+    assert log.read_text() == "add 2 3\nadd 2 3\n" and len(anthropic_server.requests) == 2
+
+
+def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdist(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, xdist_args: list[str]
+) -> None:
+    looping = [[call("lookup_order", order_id=f"A-{n}")] for n in range(9)]
+    anthropic_server.responder = ScriptedAgent({**REFUND, "Order A-9": looping})
+    second = (
+        '- id: loops_002\n  input: {message: "Order A-9?"}\n  tool_results:\n'
+        "    - {tool: lookup_order, result: pending}\n  assert: [{contains: x}]\n"
+    )
+    project(pytester, ASSERTS, CASE + second)
+    result = pytester.runpytest(
+        "--prompt=agent", "--junitxml=junit.xml", "--prompteval-markdown=report.md", *xdist_args
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["agent: agent: 2 conversations, mean 4.5 steps, 7 tool calls, 1 tool errors, "
+         "1 hit max_steps"]
+    )  # fmt: skip
+    junit = (pytester.path / "junit.xml").read_text()
+    for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
+        assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
+    assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
