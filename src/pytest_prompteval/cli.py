@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
@@ -16,6 +16,10 @@ from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+
+if TYPE_CHECKING:
+    from pytest_prompteval.core.cases import Case
+    from pytest_prompteval.workflows.repocheck import RepoCheck
 
 
 def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -103,19 +107,50 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_repo_checks(checks: Sequence[tuple[Case, RepoCheck]]) -> None:
+    """What each repository case's validation found, the lists it derived in full (to copy
+    into the case)."""
+    for case, check in checks:
+        where = safe_line(f"{display(case.path, case.line)}: {case.id}")
+        if not check.validated:
+            print(f"{where}: no reference_patch, lists not validated")
+            continue
+        if check.problems:
+            continue  # on stderr, one line each
+        print(
+            f"{where}: reference patch validates {len(check.fail_to_pass)} fail_to_pass, "
+            f"{len(check.pass_to_pass)} pass_to_pass"
+        )
+        for key in check.derived:
+            tests = ", ".join(getattr(check, key))
+            print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
+
+
 def cmd_check_cases(args: argparse.Namespace) -> int:
-    """Validate every case file; with --mutation, mutation-test the code cases' tests."""
+    """Validate every case file, repository cases against their reference patch; with
+    --mutation, mutation-test the code cases' tests."""
+    from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code import CodeScorer, is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
+    from pytest_prompteval.workflows.repocheck import check_repo_cases
 
     seen, _ = collect(args.cases, args.prompts)
     cases = [c for case_file in seen.case_files for c in case_file.cases]
     code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
+    repo_count = sum(map(is_repo_case, cases))
     if not args.json:
-        print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
+        print(
+            f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases"
+            + (f", {repo_count} repository cases)" if repo_count else ")")
+        )
     if seen.problems:
         return _report_problems(seen.problems)
+    repo_checks, problems = check_repo_cases(cases)
+    if not args.json:
+        _print_repo_checks(repo_checks)
+    if problems and not args.json:
+        return _report_problems(problems)
     reports, untested = [], []
     if args.mutation:
         scorer = CodeScorer()
@@ -130,10 +165,17 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     weak = [r for r in reports if r.score is not None and r.score < args.min_score]
     if args.json:  # nothing but the JSON document on stdout
         document: dict[str, Any] = {"cases": len(cases), "code_cases": len(code_cases)}
+        if repo_checks:
+            document["repo"] = [
+                {"file": display(case.path, case.line), **check.to_json()}
+                for case, check in repo_checks
+            ]
         if args.mutation:
             document["mutation"] = [r.to_json() for r in reports]
             document["no_reference"] = untested
         print(json.dumps(document, indent=2))
+        if problems:
+            return _report_problems(problems)
         return 1 if weak else 0
     print("all valid")
     if not args.mutation:
