@@ -99,11 +99,39 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pytest_prompteval.core.yamldump import dump
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
+    if args.dataset == "swebench":
+        return _import_swebench(args)
+    if args.file is not None or args.repos is not None:
+        raise PromptevalError("FILE and --repos are for import swebench")
     data = humaneval_cases()
     text = dump(data)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.output, text)
     print(f"wrote {len(data['cases'])} cases to {args.output}")
+    return 0
+
+
+def _import_swebench(args: argparse.Namespace) -> int:
+    """The cases and their patches are written only when every instance converts."""
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.swebench import swebench_cases
+
+    if args.file is None or args.repos is None:
+        raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
+    imported = swebench_cases(args.file, args.repos, args.out)
+    if imported.problems:
+        return _report_problems(imported.problems)
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = output_inside(args.out, f"{args.file.stem}.yaml")
+    patches = args.out / args.file.stem
+    patches.mkdir(exist_ok=True)
+    for name, text in imported.patches.items():
+        write_atomically(output_inside(patches, Path(name).name), text)
+    write_atomically(target, dump(imported.data))
+    print(
+        f"wrote {len(imported.data['cases'])} cases to {display(target)}, their patches to "
+        f"{display(patches)}/"
+    )
     return 0
 
 
@@ -417,8 +445,27 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
     importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
-    importing.add_argument("dataset", choices=["humaneval"])
-    importing.add_argument("-o", "--output", type=Path, default=Path("prompt_cases/humaneval.yaml"))
+    importing.add_argument("dataset", choices=["humaneval", "swebench"])
+    importing.add_argument(
+        "file", nargs="?", type=Path, help="swebench: the instances, one JSON object a line"
+    )
+    importing.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("prompt_cases/humaneval.yaml"),
+        help="humaneval: the case file",
+    )
+    importing.add_argument(
+        "--repos", type=Path, help="swebench: the folder of clones, each named as the repo's NAME"
+    )
+    importing.add_argument(
+        "--out",
+        type=Path,
+        default=Path("prompt_cases"),
+        help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
+        "default prompt_cases)",
+    )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
     _add_cases_option(checking)

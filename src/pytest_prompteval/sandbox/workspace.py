@@ -93,13 +93,19 @@ def _safe_name(name: str) -> bool:
     )
 
 
-def _git_tree(source: Path, ref: str, into: Path) -> None:
-    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
-    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
+def open_clone(source: Path) -> Repository:
+    """The clone at ``source``, its git run pinned (no hook, filter or fsmonitor of its own)."""
+    source = Path(os.path.abspath(source))  # git runs in the clone: a relative name would move
     git_dir = source / ".git"
     if not git_dir.is_dir() or git_dir.is_symlink():
         raise GitRefError(f"{source} is not a git clone (no .git folder)")
-    repo = Repository(source, git_dir, source, PurePosixPath("."))
+    return Repository(source, git_dir, source, PurePosixPath("."))
+
+
+def _git_tree(source: Path, ref: str, into: Path) -> None:
+    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
+    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
+    repo = open_clone(source)
     commit = repo.commit(ref)
     listed = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
     if listed.returncode != 0:
