@@ -35,8 +35,8 @@ from pytest_prompteval.sandbox.client import (
     PACKAGES,
     SAFE_ENV,
     SandboxUnavailable,
-    _hold_non_dumpable,
-    _import_path,
+    hold_non_dumpable,
+    server_sys_path,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
 
@@ -202,7 +202,7 @@ class Workspace:
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(_import_path()), json.dumps(PACKAGES)],
+            [sys.executable, "-I", "-c", BOOT, json.dumps(server_sys_path()), json.dumps(PACKAGES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -210,7 +210,7 @@ class Workspace:
             env=env,
             start_new_session=True,
         )
-        _hold_non_dumpable(+1)
+        hold_non_dumpable(+1)
         ready = self._receive(60.0)
         if not ready or not ready.get("ready"):
             self._stderr.seek(0)
@@ -279,7 +279,7 @@ class Workspace:
             if stream is not None:
                 stream.close()
         self._stderr.close()
-        _hold_non_dumpable(-1)
+        hold_non_dumpable(-1)
         shutil.rmtree(self._home, ignore_errors=True)
 
     def __enter__(self) -> Workspace:
