@@ -96,11 +96,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.dataset == "swebench":
+        return _import_swebench(args)
     from pytest_prompteval.core.yamldump import dump
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
-    if args.dataset == "swebench":
-        return _import_swebench(args)
     if args.file is not None or args.repos is not None:
         raise PromptevalError("FILE and --repos are for import swebench")
     data = humaneval_cases()
@@ -139,19 +139,19 @@ def _print_repo_checks(checks: Sequence[tuple[Case, RepoCheck]]) -> None:
     """What each repository case's validation found, the lists it derived in full (to copy
     into the case)."""
     for case, check in checks:
-        where = safe_line(f"{display(case.path, case.line)}: {case.id}")
+        where = f"{display(case.path, case.line)}: {case.id}"
         if not check.validated:
-            print(f"{where}: no reference_patch, lists not validated")
-            continue
-        if check.problems:
-            continue  # on stderr, one line each
-        print(
-            f"{where}: reference patch validates {len(check.fail_to_pass)} fail_to_pass, "
-            f"{len(check.pass_to_pass)} pass_to_pass"
-        )
-        for key in check.derived:
-            tests = ", ".join(getattr(check, key))
-            print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
+            print(safe_line(f"{where}: no reference_patch, lists not validated"))
+        elif not check.problems:  # problems go to stderr, one line each
+            print(
+                safe_line(
+                    f"{where}: reference patch validates {len(check.fail_to_pass)} "
+                    f"fail_to_pass, {len(check.pass_to_pass)} pass_to_pass"
+                )
+            )
+            for key in check.derived:
+                tests = ", ".join(getattr(check, key))
+                print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
 
 
 def cmd_check_cases(args: argparse.Namespace) -> int:
