@@ -38,3 +38,15 @@ def test_list_reports_a_bad_file_with_its_line(pytester: pytest.Pytester) -> Non
     done = run(pytester, "list")
     assert done.returncode == 2
     assert done.stderr.startswith("prompteval: error: prompt_cases/bad.yaml:2: case '#1', field")
+
+
+def test_a_project_that_turns_warnings_into_errors_can_run_the_commands(
+    pytester: pytest.Pytester,
+) -> None:
+    """Our plugin is imported before the command's pytest starts: its assertion rewriting
+    would warn that the plugin cannot be rewritten, an error under ``filterwarnings``."""
+    copy_example_suite(pytester)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    done = run(pytester, "list")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("prompt_cases/basic_optimizations.yaml: Everyday compiler")

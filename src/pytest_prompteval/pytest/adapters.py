@@ -81,6 +81,12 @@ def junit_global_property(config: pytest.Config) -> Callable[[str, str], None] |
     return None if xml is None else xml.add_global_property
 
 
+#: Options of the pytest a ``prompteval`` command runs in its own process: no cache, and no
+#: assertion rewriting, which would warn that our plugin, imported already, cannot be
+#: rewritten (an error under a project's ``filterwarnings = error``).
+COMMAND_ONLY = ("-p", "no:cacheprovider", "--assert=plain")
+
+
 def load_pytest_config(args: Sequence[str]) -> pytest.Config:
     """The project's pytest configuration, found from the working directory (or the
     ``--rootdir`` in ``args``) exactly as ``pytest`` finds it: ini files, addopts, plugins.
@@ -90,7 +96,7 @@ def load_pytest_config(args: Sequence[str]) -> pytest.Config:
     """
     from _pytest.config import _prepareconfig
 
-    return _prepareconfig([*args, "-p", "no:cacheprovider"])
+    return _prepareconfig([*args, *COMMAND_ONLY])
 
 
 def release_pytest_config(config: pytest.Config) -> None:

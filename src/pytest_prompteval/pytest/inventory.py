@@ -22,6 +22,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.request import Request
+from pytest_prompteval.pytest.adapters import COMMAND_ONLY
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.run import RUN_KEY, build_settings
 
@@ -103,8 +104,7 @@ def collect(
         "--collect-only",
         "-p",
         "no:terminal",
-        "-p",
-        "no:cacheprovider",
+        *COMMAND_ONLY,
         "-p",
         "no:xdist",
         "-o",

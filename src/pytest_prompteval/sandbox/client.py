@@ -105,7 +105,9 @@ PACKAGES = {
 }
 
 
-def _import_path() -> list[str]:
+def server_sys_path() -> list[str]:
+    """The import path a sandbox server starts with (``python -I`` ignores the environment):
+    ours, its folders that exist."""
     return [p for p in sys.path if os.path.isabs(p) and os.path.exists(p)]
 
 
@@ -113,7 +115,7 @@ _dumpable = threading.Lock()
 _running = 0
 
 
-def _hold_non_dumpable(delta: int) -> None:
+def hold_non_dumpable(delta: int) -> None:
     """pytest stays non-dumpable while any sandbox server runs: a sample of the same user
     can then neither read its /proc/<pid>/environ nor ptrace it."""
     global _running
@@ -151,7 +153,7 @@ class Sandbox:
         self._hypothesis = hypothesis
         stderr = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(_import_path()), json.dumps(PACKAGES)],
+            [sys.executable, "-I", "-c", BOOT, json.dumps(server_sys_path()), json.dumps(PACKAGES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -160,7 +162,7 @@ class Sandbox:
             text=True,
             start_new_session=True,
         )
-        _hold_non_dumpable(+1)
+        hold_non_dumpable(+1)
         assert process.stdout is not None
         ready = self._readline(process.stdout, 60.0)
         try:
@@ -270,7 +272,7 @@ class Sandbox:
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 stream.close()
-        _hold_non_dumpable(-1)
+        hold_non_dumpable(-1)
 
     def _stop(self) -> None:
         self._sent.clear()

@@ -35,8 +35,8 @@ from pytest_prompteval.sandbox.client import (
     PACKAGES,
     SAFE_ENV,
     SandboxUnavailable,
-    _hold_non_dumpable,
-    _import_path,
+    hold_non_dumpable,
+    server_sys_path,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
 
@@ -93,13 +93,19 @@ def _safe_name(name: str) -> bool:
     )
 
 
-def _git_tree(source: Path, ref: str, into: Path) -> None:
-    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
-    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
+def open_clone(source: Path) -> Repository:
+    """The clone at ``source``, its git run pinned (no hook, filter or fsmonitor of its own)."""
+    source = Path(os.path.abspath(source))  # git runs in the clone: a relative name would move
     git_dir = source / ".git"
     if not git_dir.is_dir() or git_dir.is_symlink():
         raise GitRefError(f"{source} is not a git clone (no .git folder)")
-    repo = Repository(source, git_dir, source, PurePosixPath("."))
+    return Repository(source, git_dir, source, PurePosixPath("."))
+
+
+def _git_tree(source: Path, ref: str, into: Path) -> None:
+    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
+    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
+    repo = open_clone(source)
     commit = repo.commit(ref)
     listed = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
     if listed.returncode != 0:
@@ -196,7 +202,7 @@ class Workspace:
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(_import_path()), json.dumps(PACKAGES)],
+            [sys.executable, "-I", "-c", BOOT, json.dumps(server_sys_path()), json.dumps(PACKAGES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -204,7 +210,7 @@ class Workspace:
             env=env,
             start_new_session=True,
         )
-        _hold_non_dumpable(+1)
+        hold_non_dumpable(+1)
         ready = self._receive(60.0)
         if not ready or not ready.get("ready"):
             self._stderr.seek(0)
@@ -273,7 +279,7 @@ class Workspace:
             if stream is not None:
                 stream.close()
         self._stderr.close()
-        _hold_non_dumpable(-1)
+        hold_non_dumpable(-1)
         shutil.rmtree(self._home, ignore_errors=True)
 
     def __enter__(self) -> Workspace:

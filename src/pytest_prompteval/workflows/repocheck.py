@@ -3,8 +3,8 @@
 Each case's tests run twice in fresh sandboxes on private copies: on the snapshot as it is
 (with the case's ``test_patch``), and with its ``reference_patch`` applied too. Every
 ``fail_to_pass`` test must fail before and pass after, every ``pass_to_pass`` test pass both
-times. A case without the lists gets them derived from the two runs of the whole suite:
-failing before and passing after, passing both times.
+times. A list the case omits is derived from the two runs of the whole suite: failing
+before and passing after, passing both times.
 """
 
 from __future__ import annotations
@@ -12,31 +12,56 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pytest_prompteval.core.repocases import RepoCase
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 from pytest_prompteval.scoring.repo import PASSING, apply_patch, run_tests
 
 
+class Problem(NamedTuple):
+    """What is wrong with a case, and the field it is about (whose line names it)."""
+
+    key: str
+    message: str
+
+
 @dataclass
 class RepoCheck:
-    """One case's validation; ``problems`` is empty when it holds."""
+    """One case's validation; ``problems`` is empty when it holds. ``derived`` names the
+    lists the case omitted and the check derived; ``validated`` is False for a case without
+    a reference patch (nothing to validate its lists against)."""
 
     case: str
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
-    derived: bool
-    problems: list[str] = field(default_factory=list)
+    derived: tuple[str, ...] = ()
+    problems: list[Problem] = field(default_factory=list)
+    validated: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "case": self.case,
             "fail_to_pass": list(self.fail_to_pass),
             "pass_to_pass": list(self.pass_to_pass),
-            "derived": self.derived,
-            "problems": self.problems,
+            "derived": list(self.derived),
+            "validated": self.validated,
+            "problems": [p.message for p in self.problems],
         }
+
+
+#: A case whose fail_to_pass is empty decides nothing.
+_EMPTY = Problem("fail_to_pass", "empty: the item would pass without any change")
+
+
+class _NotApplied(Exception):
+    def __init__(self, key: str, output: str) -> None:
+        super().__init__(key, output)
+        said = "; ".join(line.strip() for line in output.strip().splitlines())
+        self.problem = Problem(key, f"{key} does not apply: {said}")  # one line, as every problem
 
 
 def snapshot_of(case: RepoCase) -> Snapshot:
@@ -49,54 +74,107 @@ def _outcomes(
     case: RepoCase, tests: Sequence[str], patch: str | None, hidden: Sequence[str | Path]
 ) -> dict[str, str]:
     with Copy(snapshot_of(case)) as copy, Workspace(copy.path, hidden=hidden) as workspace:
-        for text in (case.test_patch, patch):
+        for key, text in (("test_patch", case.test_patch), ("reference_patch", patch)):
             if text:
                 done = apply_patch(workspace, text, case.timeout)
                 if done["status"] != 0:
-                    raise ValueError(f"the patch does not apply: {done['output'].strip()}")
+                    raise _NotApplied(key, str(done["output"]))
         return run_tests(workspace, case, tests)[0]
 
 
 def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCheck:
+    # a case that omits fail_to_pass has them derived; so has pass_to_pass with them
+    derive: tuple[str, ...] = ()
+    if not case.listed:
+        derive = ("fail_to_pass",) if case.pass_to_pass else ("fail_to_pass", "pass_to_pass")
+    check = RepoCheck(case.id, case.fail_to_pass, case.pass_to_pass, derive)
     if not case.reference_patch:
-        return RepoCheck(
-            case.id, case.fail_to_pass, case.pass_to_pass, False, ["no reference_patch"]
-        )
-    tests = (*case.fail_to_pass, *case.pass_to_pass) if case.listed else ()
+        check.validated = False
+        if derive:
+            check.problems.append(
+                Problem("fail_to_pass", "no fail_to_pass and no reference_patch to derive them")
+            )
+        elif not case.fail_to_pass:
+            check.problems.append(_EMPTY)
+        return check
+    tests = () if derive else (*case.fail_to_pass, *case.pass_to_pass)
     try:
         before = _outcomes(case, tests, None, hidden)
         after = _outcomes(case, tests, case.reference_patch, hidden)
-    except ValueError as exc:
-        return RepoCheck(case.id, case.fail_to_pass, case.pass_to_pass, False, [str(exc)])
-    if not case.listed:
-        names = sorted(before.keys() | after.keys())
-        fail_to_pass = tuple(
+    except _NotApplied as exc:
+        check.problems.append(exc.problem)
+        return check
+    names = sorted(before.keys() | after.keys())
+    if "fail_to_pass" in derive:
+        check.fail_to_pass = tuple(
             t for t in names if before.get(t) not in PASSING and after.get(t) in PASSING
         )
-        pass_to_pass = tuple(
+    if "pass_to_pass" in derive:
+        check.pass_to_pass = tuple(
             t for t in names if before.get(t) in PASSING and after.get(t) in PASSING
         )
-        check = RepoCheck(case.id, fail_to_pass, pass_to_pass, True)
-        if not fail_to_pass:
-            check.problems.append("the reference patch makes no failing test pass")
-        return check
-    check = RepoCheck(case.id, case.fail_to_pass, case.pass_to_pass, False)
+    if not check.fail_to_pass:
+        check.problems.append(
+            Problem("fail_to_pass", "the reference patch makes no failing test pass")
+            if derive
+            else _EMPTY
+        )
 
     def shown(test: str, run: dict[str, str]) -> str:
         return f"{test} ({run.get(test, 'missing').lower()})"
 
-    for test in case.fail_to_pass:
+    for test in case.fail_to_pass:  # a derived list is empty here
         if before.get(test) in PASSING:
             check.problems.append(
-                f"fail_to_pass {shown(test, before)} already passes without the patch"
+                Problem(
+                    "fail_to_pass",
+                    f"fail_to_pass {shown(test, before)} already passes without the patch",
+                )
             )
         if after.get(test) not in PASSING:
-            check.problems.append(f"fail_to_pass {shown(test, after)} does not pass with the patch")
-    for test in case.pass_to_pass:
+            check.problems.append(
+                Problem(
+                    "fail_to_pass",
+                    f"fail_to_pass {shown(test, after)} does not pass with the patch",
+                )
+            )
+    for test in case.pass_to_pass:  # a derived list is empty here
         if before.get(test) not in PASSING:
             check.problems.append(
-                f"pass_to_pass {shown(test, before)} does not pass without the patch"
+                Problem(
+                    "pass_to_pass",
+                    f"pass_to_pass {shown(test, before)} does not pass without the patch",
+                )
             )
         elif after.get(test) not in PASSING:
-            check.problems.append(f"pass_to_pass {shown(test, after)} fails with the patch")
+            check.problems.append(
+                Problem("pass_to_pass", f"pass_to_pass {shown(test, after)} fails with the patch")
+            )
     return check
+
+
+def check_repo_cases(
+    cases: Sequence[Case], hidden: Sequence[str | Path] = ()
+) -> tuple[list[tuple[Case, RepoCheck]], list[str]]:
+    """The repository cases among ``cases``, each parsed and validated; (each case with its
+    check, every problem as one line naming the case file and the line of the field)."""
+    checks, problems = [], []
+    for case in cases:
+        if not is_repo_case(case):
+            continue
+        try:
+            parsed = parse_repo_case(case)
+        except PromptevalError as exc:
+            problems.append(str(exc))
+            continue
+        check = check_repo_case(parsed, hidden)
+        checks.append((case, check))
+        problems += [
+            str(
+                PromptevalError(
+                    f"case {case.id!r}: {p.message}", case.path, line_of(case.raw, p.key)
+                )
+            )
+            for p in check.problems
+        ]
+    return checks, problems
