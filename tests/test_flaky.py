@@ -7,12 +7,11 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_prompteval.core.minpass import needed, parse_min_pass
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.report.flaky import (
     CaseSamples,
     min_pass_failures,
-    needed,
-    parse_min_pass,
     pass_hat_k,
     sample_lines,
     verdict_decided,

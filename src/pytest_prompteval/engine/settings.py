@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.minpass import MinPass, parse_min_pass
 from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.sharding import parse_shard
 from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
-from pytest_prompteval.report.flaky import MinPass, parse_min_pass
 from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, GATE_METRICS, NO_VERDICT
 from pytest_prompteval.scoring.judge import DEFAULT_JUDGE_MODEL
 

@@ -12,6 +12,7 @@ import pytest
 from pytest_prompteval.core.cases import Case, load_case_file_cached
 from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display, is_infrastructure
+from pytest_prompteval.core.minpass import MinPass, parse_min_pass
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
@@ -31,7 +32,7 @@ from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.pytest.adapters import TerminalRepr, marker_expression
 from pytest_prompteval.pytest.work import Work
-from pytest_prompteval.report.flaky import MinPass, SampleTally, parse_min_pass
+from pytest_prompteval.report.flaky import SampleTally
 
 
 class ItemContext(Protocol):
@@ -82,8 +83,8 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         context = self.context
         engine = context.engine
-        store = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
-        cache = store.mkdir("prompteval-cases") if store is not None else None
+        pytest_cache = getattr(self.config, "cache", None)  # absent under -p no:cacheprovider
+        cache = pytest_cache.mkdir("prompteval-cases") if pytest_cache is not None else None
         fields = engine.declared.case_fields
         case_file = load_case_file_cached(self.path, cache, fields, self.config.rootpath)
         self.loaded = case_file

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_prompteval.core.minpass import MinPass, needed
 from pytest_prompteval.core.stats import (
     ALPHA,
     MIN_PAIRS,
@@ -32,7 +33,6 @@ from pytest_prompteval.core.stats import (
     sign_flip_test,
 )
 from pytest_prompteval.report import figures
-from pytest_prompteval.report.flaky import MinPass, needed
 from pytest_prompteval.report.summary import (
     Result,
     case_key,

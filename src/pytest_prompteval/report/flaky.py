@@ -10,6 +10,7 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_prompteval.core.minpass import MinPass, needed
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.summary import counts_in_denominators, mean_pass_at_k, outcome_of
@@ -41,36 +42,6 @@ def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
     low = 0.0 if passed == 0 else max(0.0, centre - half)
     high = 1.0 if passed == total else min(1.0, centre + half)
     return low, high
-
-
-MinPass = int | float  # an int is a count of samples, a float a fraction of them
-
-
-def parse_min_pass(value: str | int | float) -> MinPass:
-    """``4`` (at least four samples pass) or ``0.8`` (at least 80 % of them)."""
-    allowed = "a count of samples like 4, or a fraction like 0.8 (greater than 0, at most 1.0)"
-    if isinstance(value, bool):
-        raise ValueError(allowed)
-    if isinstance(value, str):
-        try:
-            value = float(value) if any(ch in value for ch in ".eE") else int(value)
-        except ValueError:
-            raise ValueError(allowed) from None
-    if isinstance(value, int):
-        if value < 1:
-            raise ValueError(allowed)
-        return value
-    if not (math.isfinite(value) and 0 < value <= 1):
-        raise ValueError(allowed)
-    return value
-
-
-def needed(min_pass: MinPass, samples: int) -> int:
-    """Samples that must pass out of ``samples``: a count is capped at the samples drawn, a
-    fraction rounds up."""
-    if isinstance(min_pass, int):
-        return min(min_pass, samples)
-    return max(1, math.ceil(min_pass * samples - 1e-9))
 
 
 def verdict_decided(passed: int, drawn: int, samples: int, min_pass: MinPass) -> bool:
