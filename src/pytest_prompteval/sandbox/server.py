@@ -428,6 +428,7 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
         judge.end(reaped=finished is None)
         _judge = None
         _kill_descendants(pid, isolation, zygote)
+        _judge_for(job["limits"], isolation)  # ready for the next sample, as it found one
     return {
         "events": parse_events(bytes(buffer)),
         "timed_out": timed_out,
@@ -457,7 +458,8 @@ def clean_up(isolation: Isolation, zygote: Zygote) -> None:
         if not _sample_processes(isolation, zygote, spare):
             break
         _kill_descendants(None, isolation, zygote, spare=spare)
-        _select([], pause, isolation, zygote)
+        if _select([zygote.fileno()], pause, isolation, zygote):  # the candidate is reaped
+            zygote.reaped()
         pause = min(2 * pause, WATCH_SECONDS)
     if not zygote.alive():
         sys.exit(1)

@@ -6,7 +6,8 @@ source and expected values, and (in freed memory) earlier samples' code. A candi
 read them and answer the inputs it finds. The zygote's memory holds none of it: it gets,
 per sample, only the limits, a working directory and the ends of the candidate's pipes (as
 file descriptors over a Unix socket); the candidate reads its own code from one of them.
-The zygote reaps the candidate and tells the judge how it ended. With namespaces, each
+The zygote reaps the candidate and tells the judge how it ended, and the server that it
+is gone. With namespaces, each
 candidate is PID 1 of a PID namespace of its own: it cannot signal the zygote, the judge or
 the server, and all it started ends with it.
 """
@@ -141,6 +142,8 @@ def _serve(sock: socket.socket, isolation: Isolation, root: bool) -> None:
         with contextlib.suppress(OSError):
             os.write(status, f"{ended}\n".encode())
         os.close(status)
+        with contextlib.suppress(OSError):
+            sock.send(b".")  # the server waits for it to clean up after the sample
 
 
 class Zygote:
@@ -165,6 +168,14 @@ class Zygote:
         end, its output file and the judge's status pipe (write end)."""
         request = json.dumps({"workdir": workdir, "limits": limits}).encode()
         socket.send_fds(self._sock, [request], fds)
+
+    def fileno(self) -> int:
+        """Readable when the zygote has reaped a candidate (``reaped`` takes the word)."""
+        return self._sock.fileno()
+
+    def reaped(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            self._sock.recv(1 << 10, socket.MSG_DONTWAIT)
 
     def alive(self) -> bool:
         try:
