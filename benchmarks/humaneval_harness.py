@@ -154,6 +154,10 @@ def _cpu(pid: int) -> tuple[float, float]:
     return (int(fields[11]) + int(fields[12])) / ticks, (int(fields[13]) + int(fields[14])) / ticks
 
 
+def _started(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19])
+
+
 def _server_cpu(outer: int) -> dict[str, float]:
     """CPU seconds of one sandbox server's processes, by role. With namespaces the process
     pytest started waits for the server, PID 1 of its namespace; the zygote is the server's
@@ -167,7 +171,8 @@ def _server_cpu(outer: int) -> dict[str, float]:
         children.setdefault(parent, []).append(int(entry))
     below = children.get(outer, [])
     server = below[0] if len(below) == 1 and children.get(below[0]) else outer
-    zygote, *judges = sorted(p for p in children.get(server, []))
+    # pids wrap on a busy machine: the zygote is the child that started first
+    zygote, *judges = sorted(children.get(server, []), key=_started)
     own, reaped = _cpu(server)
     figures = {"server": own, "judges": reaped + sum(_cpu(j)[0] for j in judges)}
     figures["zygote (clones)"], figures["candidates"] = _cpu(zygote)
