@@ -116,6 +116,10 @@ def build_settings(config: pytest.Config) -> Settings:
     return settings
 
 
+#: Whether this process froze a collection's objects (``pytest_collection``).
+_collection_frozen = False
+
+
 class PromptevalRun:
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
@@ -215,7 +219,9 @@ class PromptevalRun:
         """Collecting makes objects that live as long as the run, tens of thousands of them:
         the garbage collector, which went over them again and again as they piled up (a
         third of the CPU time of collecting 10,000 cases), waits until collection is over
-        and then leaves them out of its rounds (pytest's end-of-session ones too)."""
+        and then leaves them out of its rounds (pytest's end-of-session ones too): once per
+        process, so one that runs pytest several times keeps one run's objects frozen."""
+        global _collection_frozen
         if not self.collecting or not gc.isenabled():
             return (yield)
         gc.disable()
@@ -223,7 +229,9 @@ class PromptevalRun:
             return (yield)
         finally:
             gc.enable()
-            gc.freeze()
+            if not _collection_frozen:
+                _collection_frozen = True
+                gc.freeze()
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         # Recordings and run history hold thousands of files and never a test: not walked.
