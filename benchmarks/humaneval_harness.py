@@ -198,7 +198,9 @@ def breakdown(project: Path, samples: int, pytest_cpu: float) -> None:
             jobs.append(spec.job(extract_code(answer, "", spec)[0]))
     pool = SandboxPool()
     pool.warm()
-    pool.run(jobs[0], Limits())  # every server started
+    pool.run(jobs[0], Limits())
+    while not all(box._process for box in pool._boxes):  # every server started
+        time.sleep(0.05)
     before = [_server_cpu(box._process.pid) for box in pool._boxes if box._process]
     load, started = os.getloadavg()[0], time.perf_counter()
     futures = [pool.submit(job, Limits(), AHEAD, rank) for rank, job in enumerate(jobs)]
