@@ -371,3 +371,23 @@ def test_a_reused_judges_earlier_cpu_time_is_not_the_next_samples() -> None:
         box.close()
     assert [run.timed_out for run in runs] == [False] * 8
     assert [run.tests[0].get("passed") for run in runs] == [True] * 8
+
+
+def test_a_judge_that_kept_a_samples_memory_judges_no_more() -> None:
+    """Memory a sample's tests kept in the judge (or that its allocator did not give back)
+    would leave the next sample less: past half a share, the judge is replaced."""
+    keeps = (
+        "def check(candidate):\n"
+        "    import os, sys\n"
+        "    sys.modules['__kept__'] = bytearray(20 << 20)\n"
+        "    raise AssertionError(os.getpid())\n"
+    )
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", keeps),))
+    limits = Limits(memory_mb=256)  # 32 MiB a process: 20 MiB kept is past half of it
+    box = Sandbox()
+    try:
+        first = box.run(spec.job(RETURNS_NONE), limits).tests[0].get("message")
+        second, _ = _judge_and_output(box, LOOKS, limits)
+    finally:
+        box.close()
+    assert str(first).startswith("AssertionError: ") and second != first

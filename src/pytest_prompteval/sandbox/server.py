@@ -178,6 +178,17 @@ def _serve_samples(
         os._exit(0)
 
 
+def _address_space(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
 def _kind(limits: dict[str, Any]) -> tuple[Any, ...]:
     """What samples sharing a judge must have the same: all but the CPU time."""
     return tuple(sorted((k, v) for k, v in limits.items() if k != "timeout"))
@@ -189,7 +200,8 @@ class Judge:
     process of its own. The tests are the project's, and the candidate never reaches the
     judge (its own PID namespace; the judge is not dumpable): a sample's verdict cannot
     depend on another's. Replaced when a sample ends it (a crash, a timeout: its SIGTERM
-    must never reach the next sample), after ``JUDGE_SAMPLES``, or for other limits."""
+    must never reach the next sample), after ``JUDGE_SAMPLES``, for other limits, or when
+    it kept memory a sample used."""
 
     def __init__(self, limits: dict[str, Any], isolation: Isolation):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -204,9 +216,19 @@ class Judge:
         self.events = events_r
         self.kind = _kind(limits)
         self.served = 0
+        self.memory: int | None = None  # its address space when idle before its first sample
 
     def fits(self, limits: dict[str, Any]) -> bool:
         return self.served < JUDGE_SAMPLES and _kind(limits) == self.kind
+
+    def grown(self, limits: dict[str, Any]) -> bool:
+        """Whether it holds more than half a sample's share of memory beyond what it started
+        with (what a sample's tests kept, or the allocator did not give back): the next
+        sample would find less memory than the first."""
+        if self.memory is None:
+            return False
+        share = int(limits["memory_mb"]) * 1024 * 1024 // int(limits["processes"])
+        return _address_space(self.pid) - self.memory > share // 2
 
     def send(self, job: dict[str, Any], fds: list[int]) -> bool:
         """Hand the judge a sample; False when it is gone."""
@@ -357,6 +379,8 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
     status_r, status_w = os.pipe()
     started = time.monotonic()
     judge = _judge_for(job["limits"], isolation)
+    if judge.memory is None:
+        judge.memory = _address_space(judge.pid)
     since = cpu_seconds(judge.pid)
     if not judge.send({**job, "workdir": workdir}, [up_r, down_w, code_w, status_r, output]):
         judge.end()  # it ended between samples (a candidate without namespaces can kill it)
@@ -422,7 +446,12 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
             watch()
             _select([], pause, isolation, zygote)
             pause = min(2 * pause, WATCH_SECONDS)
-    if finished is not None and not timed_out and not finished.get("retire"):
+    if (
+        finished is not None
+        and not timed_out
+        and not finished.get("retire")
+        and not judge.grown(job["limits"])
+    ):
         _kill_descendants(None, isolation, zygote, spare=pid)
     else:  # it ended, or was told to (a SIGTERM must not reach the next sample's judging)
         judge.end(reaped=finished is None)
