@@ -10,12 +10,16 @@ a small plugin from the start of ``pytest_collection`` to ``pytest_collection_fi
 pytest's own "collected in" figure is shown beside it (it starts earlier, at session start,
 and so also counts other plugins' report headers: hypothesis imports itself there). Per-item
 overhead is (replay - collect-only) / N, whole processes. Peak memory is the replay
-process's own maximum resident set.
+process's own maximum resident set. The whole ``--collect-only`` process is also shown less
+a ``pytest --version`` process (Python and pytest starting), with the load average (the
+machine may be shared). Python caches bytecode, as on a user's machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +74,23 @@ def write_project(root: Path, cases: int) -> None:
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
 
 
+#: As on a user's machine: Python caching bytecode (a shell that sets
+#: PYTHONDONTWRITEBYTECODE makes every run compile all it imports).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def version_seconds(root: Path) -> float:
+    """A ``pytest --version`` process, median of 3: Python and pytest starting."""
+    runs = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--version"], cwd=root, env=ENV, capture_output=True
+        )
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs)
+
+
 def pytest(root: Path, *args: str) -> tuple[float, str, dict[str, float]]:
     started = time.perf_counter()
     done = subprocess.run(
@@ -85,6 +106,7 @@ def pytest(root: Path, *args: str) -> tuple[float, str, dict[str, float]]:
             *args,
         ],
         cwd=root,
+        env=ENV,
         capture_output=True,
         text=True,
         check=False,
@@ -109,11 +131,14 @@ def main() -> None:
         )
         print(f"recorded {args.cases} answers in {seconds:.1f} s: {last}", flush=True)
         for label, extra in (("cold, parsing the YAML", "--cache-clear"), ("cached", None)):
+            load = os.getloadavg()[0]
             runs = [pytest(root, "--collect-only", *([extra] if extra else [])) for _ in range(3)]
             whole, last, figures = sorted(runs, key=lambda run: run[2]["collection"])[1]
+            version = version_seconds(root)
             print(
                 f"collection {label} (median of 3): {figures['collection']:.2f} s; "
-                f"pytest says: {last}; whole process {whole:.2f} s",
+                f"pytest says: {last}; whole process {whole:.2f} s, less pytest --version "
+                f"({version:.2f} s): {whole - version:.2f} s | load {load:.1f}",
                 flush=True,
             )
         replay, last, figures = pytest(root, "--prompteval-record=none")

@@ -190,9 +190,9 @@ def test_model_override_and_record_all(
 
 
 def test_live_run_freezes_gc_only_at_its_end(project: pytest.Pytester) -> None:
-    """In its own process (the freeze is once per process): nothing is frozen while the
-    items run; once the run closes its client, what is alive is spared the exit's
-    collection."""
+    """In its own process (the freeze is once per process): while the items run only what
+    collection made is frozen; once the run closes its client, what is alive is spared the
+    exit's collection."""
     project.makeconftest(
         "import gc, pytest\n"
         "def pytest_sessionfinish(session):\n"
@@ -208,7 +208,7 @@ def test_live_run_freezes_gc_only_at_its_end(project: pytest.Pytester) -> None:
         for line in result.outlines
         if line.startswith(("during the run:", "at the end:"))
     }
-    assert counts["during the run"] == 0
+    assert 0 < counts["during the run"] < counts["at the end"]
     assert counts["at the end"] > 100_000
 
 

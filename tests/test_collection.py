@@ -148,3 +148,30 @@ def test_samples_give_one_item_each(pytester: pytest.Pytester) -> None:
         "basic_loop_001[current-s1]",
         "basic_loop_001[current-s2]",
     ]
+
+
+GC_WATCH = """
+import gc
+
+seen = {}
+
+def pytest_collection_finish(session):
+    seen["collecting"] = gc.isenabled()
+
+def pytest_sessionfinish(session):
+    print(f"gc collecting={seen['collecting']} after={gc.isenabled()} "
+          f"frozen={gc.get_freeze_count() > len(session.items)}")
+"""
+
+
+def test_the_garbage_collector_waits_for_collection_and_then_skips_what_it_made(
+    pytester: pytest.Pytester,
+) -> None:
+    """Collection made tens of thousands of long-lived objects that the garbage collector
+    went over again and again: it is off while collecting, on after, and the collected
+    objects are left out of its rounds."""
+    copy_compat(pytester, "2025-05")
+    pytester.makeconftest(GC_WATCH)
+    result = pytester.runpytest_subprocess("--prompt=current", "--collect-only", "-q", "-s")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["gc collecting=False after=True frozen=True"])

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -281,7 +282,9 @@ zygote = server.Zygote(Isolation(), False)
 result = server.run_job(job, Isolation(), zygote)
 server.clean_up(Isolation(), zygote)
 alive = []
-for pid in set(filter(str.isdigit, os.listdir("/proc"))) - {str(os.getpid()), str(zygote.pid)}:
+judge = server._judge.pid if server._judge else 0  # kept for the next sample
+spared = {str(os.getpid()), str(zygote.pid), str(judge)}
+for pid in set(filter(str.isdigit, os.listdir("/proc"))) - spared:
     try:
         if sys.argv[2].encode() in open(f"/proc/{pid}/cmdline", "rb").read():
             alive.append(pid)
@@ -316,3 +319,75 @@ def test_without_isolation_a_samples_escaped_children_are_still_killed(tmp_path:
     report = json.loads(done.stdout)
     assert {"test": 0, "output": None} in report["events"]
     assert report["alive"] == []
+
+
+#: A check that names the process running it: the judge (its pid in the server's namespace).
+JUDGE_PID = "def check(candidate):\n    import os\n    raise AssertionError(os.getpid())\n"
+PLANTS = "import math\nmath.planted = True\ndef f():\n    return hasattr(math, 'planted')\n"
+LOOKS = "import math\ndef f():\n    return hasattr(math, 'planted')\n"
+
+
+def _judge_and_output(box: Sandbox, code: str, limits: Limits | None = None) -> tuple[str, Any]:
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", JUDGE_PID), CodeTest("args", [])))
+    run = box.run(spec.job(code), limits or Limits())
+    return str(run.tests[0].get("message")), run.tests.get(1, {}).get("output")
+
+
+def test_one_judge_serves_sample_after_sample_each_against_a_candidate_of_its_own() -> None:
+    """A judge is forked once, not per sample; each sample still gets a candidate process
+    of its own (what one sample's code changed, the next does not see); a judge a sample
+    ended or timed out, or that imported a module on a candidate's word, judges no more."""
+    box = Sandbox()
+    try:
+        first, planted = _judge_and_output(box, PLANTS)
+        second, seen = _judge_and_output(box, LOOKS)
+        assert first == second and first.startswith("AssertionError: ")
+        assert (planted, seen) == (True, False)
+        endless = "def f():\n    while True:\n        pass\n"
+        after_timeout, _ = _judge_and_output(box, endless, Limits(timeout=0.3))
+        assert after_timeout == first  # it ran the check before the endless call
+        fresh, seen = _judge_and_output(box, LOOKS)
+        assert fresh != first and seen is False
+        importer = "import colorsys\ndef f():\n    return False\n"
+        imported, _ = _judge_and_output(box, importer)
+        assert imported == fresh
+        assert _judge_and_output(box, LOOKS)[0] != fresh
+    finally:
+        box.close()
+
+
+def test_a_reused_judges_earlier_cpu_time_is_not_the_next_samples() -> None:
+    """Each sample's CPU limit counts the judge's time from that sample's start: eight
+    samples whose tests take a fair part of the limit in the judge (about 0.12 s of 0.6
+    here; together more than the limit) all pass."""
+    burns = "def check(candidate):\n    sum(range(8_000_000))\n    assert candidate() == 1\n"
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", burns),))
+    box = Sandbox()
+    try:
+        runs = [
+            box.run(spec.job(f"def f():\n    return 1  # {n}\n"), Limits(0.6)) for n in range(8)
+        ]
+    finally:
+        box.close()
+    assert [run.timed_out for run in runs] == [False] * 8
+    assert [run.tests[0].get("passed") for run in runs] == [True] * 8
+
+
+def test_a_judge_that_kept_a_samples_memory_judges_no_more() -> None:
+    """Memory a sample's tests kept in the judge (or that its allocator did not give back)
+    would leave the next sample less: past half a share, the judge is replaced."""
+    keeps = (
+        "def check(candidate):\n"
+        "    import os, sys\n"
+        "    sys.modules['__kept__'] = bytearray(20 << 20)\n"
+        "    raise AssertionError(os.getpid())\n"
+    )
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", keeps),))
+    limits = Limits(memory_mb=256)  # 32 MiB a process: 20 MiB kept is past half of it
+    box = Sandbox()
+    try:
+        first = box.run(spec.job(RETURNS_NONE), limits).tests[0].get("message")
+        second, _ = _judge_and_output(box, LOOKS, limits)
+    finally:
+        box.close()
+    assert str(first).startswith("AssertionError: ") and second != first

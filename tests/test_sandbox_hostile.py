@@ -316,8 +316,9 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-#: An idle server under the process pytest started: the namespace's PID 1 and its zygote.
-IDLE = 2
+#: An idle server under the process pytest started, once it has run a sample: the
+#: namespace's PID 1, its zygote and its judge (which waits for the next sample).
+IDLE = 3
 
 
 def _left_behind(server: int) -> int:
@@ -663,8 +664,8 @@ def test_the_server_and_its_sample_end_with_pytest(unprivileged: bool) -> None:
                 line + (pytest_process.stderr.read() if pytest_process.stderr else "")
             )
         server = json.loads(line)["server"]
-        # the judge and the candidate have started, beside the idle server's two
-        assert _eventually(lambda: len(_descendants(server)) >= IDLE + 2)
+        # the judge and the candidate have started, beside PID 1 and the zygote
+        assert _eventually(lambda: len(_descendants(server)) >= IDLE + 1)
         processes = [server, *_descendants(server)]
     finally:
         pytest_process.kill()

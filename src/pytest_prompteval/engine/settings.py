@@ -218,7 +218,7 @@ SETTINGS: tuple[Setting, ...] = (
             default="all", parse=_choice(CODE_PASS_MODES), option="--prompteval-code-pass",
             ini="prompteval_code_pass", choices=CODE_PASS_MODES),
     Setting("code_workers", "code cases: sandbox servers running samples in parallel "
-            "(default: the CPU count)", parse=_whole(1, MAX_CODE_WORKERS),
+            "(default: twice the CPU count)", parse=_whole(1, MAX_CODE_WORKERS),
             option="--prompteval-code-workers",
             metavar="N", ini="prompteval_code_workers"),
     Setting("unsafe_sandbox", "code cases: run generated code even where the sandbox cannot "

@@ -73,6 +73,8 @@ def normalise(value: Any) -> Any:
 OUTPUT_CHARS = 100_000
 
 _JUDGE_PID = 0
+#: Whether the judge imported a module on a candidate's word (see ``_imported``).
+_RETIRE = False
 
 
 def canonical(value: Any) -> str:
@@ -244,10 +246,13 @@ def _end_as(pipes: Pipes, out: IO[str]) -> None:
 
 
 def _imported(name: str) -> Any:
+    global _RETIRE
     if name in sys.modules:
         return sys.modules[name]
     if name.partition(".")[0] in SIDE_EFFECTS:
         return None
+    # a module's import may change the judge: it judges no other sample after this one
+    _RETIRE = True
     try:
         return importlib.import_module(name)
     except Exception:
@@ -345,5 +350,6 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
             "done": True,
             "seconds": time.perf_counter() - started,
             "cpu": time.process_time() + cpu_seconds(pid) - cpu,
+            **({"retire": True} if _RETIRE else {}),
         },
     )

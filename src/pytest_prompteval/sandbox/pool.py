@@ -25,10 +25,13 @@ NOW, AHEAD = 0, 1
 
 
 def default_workers() -> int:
+    """Two servers per CPU: a sample's processes wait on one another (a pipe round trip per
+    call), so one server per CPU left the CPUs idle part of the time."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return 2 * cpus
 
 
 Task = tuple[int, int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleRun] | None"]

@@ -37,6 +37,7 @@ import select
 import shutil
 import signal
 import site
+import socket
 import stat
 import sys
 import sysconfig
@@ -57,7 +58,7 @@ from pytest_prompteval.sandbox.isolation import (
     set_dumpable,
     within,
 )
-from pytest_prompteval.sandbox.zygote import Zygote, bound, move_fds
+from pytest_prompteval.sandbox.zygote import Zygote, bound, move_fds, rebound
 
 PR_SET_CHILD_SUBREAPER = 36
 #: Imported before isolation, so every sample has them at no cost.
@@ -114,41 +115,168 @@ WATCH_SECONDS = 0.02
 GRACE_SECONDS = 0.5
 
 
-def _sample(
-    job: dict[str, Any],
-    events_fd: int,
-    workdir: str,
-    output: int,
-    pipes: list[int],
-    isolation: Isolation,
+#: Samples one judge serves before the server replaces it (what its memory gathers).
+JUDGE_SAMPLES = 100
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The judge's next sample from the server: its job and the ends of its pipes; None
+    when the server is gone."""
+    head, fds, _, _ = socket.recv_fds(sock, 8, 5)
+    if len(head) != 8 or len(fds) != 5:
+        for fd in fds:
+            os.close(fd)
+        return None
+    size, data = int.from_bytes(head, "big"), bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(1 << 20, size - len(data)))
+        if not chunk:
+            return None
+        data += chunk
+    return json.loads(data), fds
+
+
+def _serve_samples(
+    sock: socket.socket, events_fd: int, limits: dict[str, Any], isolation: Isolation
 ) -> None:
-    """The forked judge: limits, privileges dropped, then the harness. Never returns."""
+    """The forked judge: limits, privileges dropped, then one sample after another
+    (``harness.run``), each in its working directory and with its output file, until the
+    server closes the socket. Never returns."""
     try:
         os.setsid()
-        os.chdir(workdir)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        events_fd, *moved = move_fds([events_fd, *pipes])
-        bound(job["limits"], isolation, ROOT)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # pytest's pipes are the server's: never the judge's
+            os.dup2(null, fd)
+        sock_fd, events_fd = move_fds([sock.detach(), events_fd])
+        bound(limits, isolation, ROOT, reusable=True)
         set_dumpable(False)  # after the uid change: the candidate cannot reach the judge
+        server = socket.socket(fileno=sock_fd)
         with os.fdopen(events_fd, "w") as events:
-            harness.run(job, events, harness.Pipes(*moved))
+            while (received := _receive(server)) is not None:
+                job, fds = received
+                # the harness closes the code's pipe itself: never close a number reused since
+                pipes = {fd: os.fstat(fd).st_ino for fd in fds}
+                *ends, output = fds
+                os.chdir(job["workdir"])
+                os.dup2(output, 1)
+                os.dup2(output, 2)
+                rebound(job["limits"])
+                try:
+                    harness.run(job, events, harness.Pipes(*ends))
+                finally:
+                    events.flush()
+                    for stream in (sys.stdout, sys.stderr):
+                        with contextlib.suppress(Exception):
+                            stream.flush()
+                    os.dup2(0, 1)  # /dev/null until the next sample's output
+                    os.dup2(0, 2)
+                    for fd, inode in pipes.items():
+                        with contextlib.suppress(OSError):
+                            if os.fstat(fd).st_ino == inode:
+                                os.close(fd)
     finally:
         os._exit(0)
 
 
-def _sample_processes(isolation: Isolation, zygote: Zygote) -> list[int]:
-    """The sample's processes (judge, candidate, what they started), never the zygote: in
-    our own PID namespace every process but us; otherwise our tree."""
+def _address_space(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _kind(limits: dict[str, Any]) -> tuple[Any, ...]:
+    """What samples sharing a judge must have the same: all but the CPU time."""
+    return tuple(sorted((k, v) for k, v in limits.items() if k != "timeout"))
+
+
+class Judge:
+    """The server's handle on its judge: one process that judges sample after sample (a
+    fork of the server per sample cost as much as the sample), each against a candidate
+    process of its own. The tests are the project's, and the candidate never reaches the
+    judge (its own PID namespace; the judge is not dumpable): a sample's verdict cannot
+    depend on another's. Replaced when a sample ends it (a crash, a timeout: its SIGTERM
+    must never reach the next sample), after ``JUDGE_SAMPLES``, for other limits, or when
+    it kept memory a sample used."""
+
+    def __init__(self, limits: dict[str, Any], isolation: Isolation):
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        events_r, events_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.sock.close()
+            os.close(events_r)
+            _serve_samples(theirs, events_w, limits, isolation)
+        theirs.close()
+        os.close(events_w)
+        self.events = events_r
+        self.kind = _kind(limits)
+        self.served = 0
+        self.memory: int | None = None  # its address space when idle before its first sample
+
+    def fits(self, limits: dict[str, Any]) -> bool:
+        return self.served < JUDGE_SAMPLES and _kind(limits) == self.kind
+
+    def grown(self, limits: dict[str, Any]) -> bool:
+        """Whether it holds more than half a sample's share of memory beyond what it started
+        with (what a sample's tests kept, or the allocator did not give back): the next
+        sample would find less memory than the first."""
+        if self.memory is None:
+            return False
+        share = int(limits["memory_mb"]) * 1024 * 1024 // int(limits["processes"])
+        return _address_space(self.pid) - self.memory > share // 2
+
+    def send(self, job: dict[str, Any], fds: list[int]) -> bool:
+        """Hand the judge a sample; False when it is gone."""
+        data = json.dumps(job).encode()
+        try:
+            socket.send_fds(self.sock, [len(data).to_bytes(8, "big")], fds)
+            self.sock.sendall(data)
+        except OSError:
+            return False
+        self.served += 1
+        return True
+
+    def end(self, reaped: bool = False) -> None:
+        """Kill it and reap it (unless that is done)."""
+        if not reaped:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        self.sock.close()
+        os.close(self.events)
+
+
+#: The judge of the next sample (None: started for it), and the limits it was made for.
+_judge: Judge | None = None
+_judge_limits: dict[str, Any] | None = None
+
+
+def _judge_for(limits: dict[str, Any], isolation: Isolation) -> Judge:
+    global _judge, _judge_limits
+    if _judge is not None and not _judge.fits(limits):
+        _judge.end()
+        _judge = None
+    if _judge is None:
+        _judge, _judge_limits = Judge(limits, isolation), limits
+    return _judge
+
+
+def _sample_processes(isolation: Isolation, zygote: Zygote, judge: int = 0) -> list[int]:
+    """The sample's processes (candidate, what it and the tests started; ``judge`` too
+    unless given, when it stays for the next sample), never the zygote: in our own PID
+    namespace every process but us; otherwise our tree."""
+    spared = (1, zygote.pid, judge)
     if isolation.own_pids:
-        return [
-            int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, zygote.pid)
-        ]
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]
     tree, found = _children(), []
-    pending = [c for c in tree.get(os.getpid(), []) if c != zygote.pid]
-    pending += tree.get(zygote.pid, [])
+    pending = [c for c in tree.get(os.getpid(), []) if c not in spared]
+    pending += tree.get(zygote.pid, []) + tree.get(judge, [])
     while pending:
         process = pending.pop()
         found.append(process)
@@ -156,9 +284,11 @@ def _sample_processes(isolation: Isolation, zygote: Zygote) -> list[int]:
     return found
 
 
-def _sample_cpu(isolation: Isolation, zygote: Zygote) -> float:
-    """CPU seconds of the sample's judge, its candidate and whatever they started."""
-    return sum(cpu_seconds(p) for p in _sample_processes(isolation, zygote))
+def _sample_cpu(isolation: Isolation, zygote: Zygote, judge: int, since: float) -> float:
+    """CPU seconds of the sample: its candidate and whatever it and the tests started, and
+    the judge's beyond ``since`` (what it had used when the sample began)."""
+    others = sum(cpu_seconds(p) for p in _sample_processes(isolation, zygote, judge))
+    return others + cpu_seconds(judge) - since
 
 
 def _clear_tmp() -> None:
@@ -208,16 +338,17 @@ def parse_events(data: bytes, limit: int = 10_000) -> list[dict[str, Any]]:
     return events
 
 
-def _finished(buffer: bytearray) -> bool:
-    """The judge's last event has arrived: the sample is over, whether or not its
+def _finished(buffer: bytearray) -> dict[str, Any] | None:
+    """The judge's last event, once it has arrived: the sample is over, whether or not its
     processes have finished exiting."""
     last = bytes(buffer).rstrip(b"\n").rpartition(b"\n")[2]
     if b'"done"' not in last:
-        return False
+        return None
     try:
-        return json.loads(last).get("done") is True
-    except (ValueError, AttributeError):
-        return False
+        event = json.loads(last)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and event.get("done") is True else None
 
 
 _JOBS = itertools.count(1)
@@ -236,9 +367,10 @@ def _workdir(isolation: Isolation) -> tuple[str, int]:
 
 
 def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[str, Any]:
-    """Start the candidate (from the zygote) and fork the judge, watch their CPU time,
-    collect the judge's events; when it returns, none of the sample's processes runs any
-    more (``clean_up`` reaps them and empties the temp dirs)."""
+    """Start the candidate (from the zygote) and hand the sample to the judge, watch their
+    CPU time, collect the judge's events; when it returns, none of the sample's processes
+    runs any more (``clean_up`` reaps them and empties the temp dirs)."""
+    global _judge
     cpu_limit = float(job["limits"]["timeout"])
     workdir, output = _workdir(isolation)
     down_r, down_w = os.pipe()  # judge -> candidate
@@ -246,20 +378,23 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
     code_r, code_w = os.pipe()
     status_r, status_w = os.pipe()
     started = time.monotonic()
-    theirs = [down_r, up_w, code_r, output, status_w]
+    judge = _judge_for(job["limits"], isolation)
+    if judge.memory is None:
+        judge.memory = _address_space(judge.pid)
+    since = cpu_seconds(judge.pid)
+    if not judge.send({**job, "workdir": workdir}, [up_r, down_w, code_w, status_r, output]):
+        judge.end()  # it ended between samples (a candidate without namespaces can kill it)
+        _judge = None
+        judge = _judge_for(job["limits"], isolation)
+        since = cpu_seconds(judge.pid)
+        judge.send({**job, "workdir": workdir}, [up_r, down_w, code_w, status_r, output])
     try:
-        zygote.spawn(workdir, job["limits"], theirs)
+        zygote.spawn(workdir, job["limits"], [down_r, up_w, code_r, output, status_w])
     except OSError:
         sys.exit(1)  # the zygote is gone (a candidate killed it): pytest starts a new server
-    for fd in (down_r, up_w, code_r, status_w):
+    for fd in (down_r, up_w, code_r, status_w, output, up_r, down_w, code_w, status_r):
         os.close(fd)
-    events_r, events_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(events_r)
-        _sample(job, events_w, workdir, output, [up_r, down_w, code_w, status_r], isolation)
-    for fd in (events_w, output, up_r, down_w, code_w, status_r):
-        os.close(fd)
+    pid, events_r = judge.pid, judge.events
     timed_out = False
     # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
     # Deadlines, not timers: a sample may send the server (its PID 1) signals.
@@ -270,14 +405,15 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
         SIGKILL when the grace is over."""
         nonlocal timed_out, kill_at
         now = time.monotonic()
-        over = not timed_out and _sample_cpu(isolation, zygote) > cpu_limit
+        over = not timed_out and _sample_cpu(isolation, zygote, pid, since) > cpu_limit
         if over or now >= kill_at:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
             if not timed_out:
                 timed_out, kill_at = True, now + GRACE_SECONDS
 
-    buffer, status, next_watch = bytearray(), None, started + WATCH_SECONDS
+    buffer, status, finished = bytearray(), None, None
+    next_watch = started + WATCH_SECONDS
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
             with contextlib.suppress(ProcessLookupError):
@@ -288,18 +424,19 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
             if not chunk:
                 break
             buffer += chunk
-            if status is None and chunk.endswith(b"\n") and _finished(buffer):
-                status = 0  # exiting takes the judge and the candidate a while: not ours
-                break
+            if status is None and chunk.endswith(b"\n"):
+                finished = _finished(buffer)
+                if finished is not None:
+                    status = 0  # the judge waits for its next sample
+                    break
         if status is None:
             if time.monotonic() >= next_watch:  # not after every event: reading /proc costs
                 next_watch = time.monotonic() + WATCH_SECONDS
                 watch()
             done, code = os.waitpid(pid, os.WNOHANG)
-            if done:  # the sample ended but a descendant may hold the pipe: end them all
+            if done:  # the judge ended but a descendant may hold the pipe: end them all
                 status = code
                 _kill_descendants(pid, isolation, zygote)
-    os.close(events_r)
     pause = 0.0005
     while status is None:  # the pipe closed: the judge is ending, or hiding its end
         done, code = os.waitpid(pid, os.WNOHANG)
@@ -309,7 +446,18 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
             watch()
             _select([], pause, isolation, zygote)
             pause = min(2 * pause, WATCH_SECONDS)
-    _kill_descendants(pid, isolation, zygote)
+    if (
+        finished is not None
+        and not timed_out
+        and not finished.get("retire")
+        and not judge.grown(job["limits"])
+    ):
+        _kill_descendants(None, isolation, zygote, spare=pid)
+    else:  # it ended, or was told to (a SIGTERM must not reach the next sample's judging)
+        judge.end(reaped=finished is None)
+        _judge = None
+        _kill_descendants(pid, isolation, zygote)
+        _judge_for(job["limits"], isolation)  # ready for the next sample, as it found one
     return {
         "events": parse_events(bytes(buffer)),
         "timed_out": timed_out,
@@ -322,16 +470,25 @@ def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[s
 def clean_up(isolation: Isolation, zygote: Zygote) -> None:
     """After the answer is sent, while pytest reads it: reap the killed processes (killing
     again whatever a fork racing the first kill left running) and empty what they wrote.
-    The zygote reaps the candidate; a server whose zygote died ends (pytest starts anew)."""
+    The zygote reaps the candidate; a server whose zygote died ends (pytest starts anew).
+    A judge that ended is replaced now, ready for the next sample."""
+    global _judge
+    spare = _judge.pid if _judge is not None else 0
     pause = 0.0005
     while True:
         with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        if not _sample_processes(isolation, zygote):
+            while True:
+                reaped, _ = os.waitpid(-1, os.WNOHANG)
+                if not reaped:
+                    break
+                if _judge is not None and reaped == spare:  # killed by a candidate
+                    _judge.end(reaped=True)  # (only without namespaces)
+                    _judge, spare = None, 0
+        if not _sample_processes(isolation, zygote, spare):
             break
-        _kill_descendants(None, isolation, zygote)
-        _select([], pause, isolation, zygote)
+        _kill_descendants(None, isolation, zygote, spare=spare)
+        if _select([zygote.fileno()], pause, isolation, zygote):  # the candidate is reaped
+            zygote.reaped()
         pause = min(2 * pause, WATCH_SECONDS)
     if not zygote.alive():
         sys.exit(1)
@@ -342,6 +499,8 @@ def clean_up(isolation: Isolation, zygote: Zygote) -> None:
             for entry in entries:
                 if entry.name.startswith("job-"):
                     shutil.rmtree(entry.path, ignore_errors=True)
+    if _judge is None and _judge_limits is not None:
+        _judge_for(_judge_limits, isolation)
 
 
 def _children() -> dict[int, list[int]]:
@@ -358,14 +517,17 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _kill_descendants(pid: int | None, isolation: Isolation, zygote: Zygote) -> None:
-    """Every process of the sample (``setsid`` or not), never the zygote. ``pid``: the
-    judge, whose process group goes first without namespaces."""
+def _kill_descendants(
+    pid: int | None, isolation: Isolation, zygote: Zygote, spare: int = 0
+) -> None:
+    """Every process of the sample (``setsid`` or not), never the zygote, nor ``spare``
+    (the judge, kept for the next sample). ``pid``: the judge, ended, whose process group
+    goes first without namespaces."""
     if pid is not None and not isolation.own_pids:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
     for _ in range(3):  # what a process forked while we listed is found the next time
-        found = _sample_processes(isolation, zygote)
+        found = _sample_processes(isolation, zygote, spare)
         if not found:
             break
         for process in found:

@@ -6,7 +6,8 @@ source and expected values, and (in freed memory) earlier samples' code. A candi
 read them and answer the inputs it finds. The zygote's memory holds none of it: it gets,
 per sample, only the limits, a working directory and the ends of the candidate's pipes (as
 file descriptors over a Unix socket); the candidate reads its own code from one of them.
-The zygote reaps the candidate and tells the judge how it ended. With namespaces, each
+The zygote reaps the candidate and tells the judge how it ended, and the server that it
+is gone. With namespaces, each
 candidate is PID 1 of a PID namespace of its own: it cannot signal the zygote, the judge or
 the server, and all it started ends with it.
 """
@@ -43,23 +44,42 @@ def _vm_size() -> int:
     return 0
 
 
-def bound(limits: dict[str, Any], isolation: Isolation, root: bool) -> None:
+def bound(limits: dict[str, Any], isolation: Isolation, root: bool, reusable: bool = False) -> None:
     """What bounds a sample's process, judge or candidate: limits, then privileges. The
     memory is the sample's, however many processes it forks: each of its at most
-    ``processes`` gets an equal share (beyond what it starts with, shared with the server)."""
-    memory = _vm_size() + limits["memory_mb"] * 1024 * 1024 // limits["processes"]
-    for name, value in (
-        ("RLIMIT_CPU", math.ceil(limits["timeout"]) + 1),  # backstop to the CPU watch
-        ("RLIMIT_AS", memory),
-        ("RLIMIT_FSIZE", limits["output_bytes"]),
-        ("RLIMIT_NPROC", limits["processes"]),
-        ("RLIMIT_NOFILE", 256),
-        ("RLIMIT_CORE", 0),
+    ``processes`` gets an equal share (beyond what it starts with, shared with the server).
+    ``reusable``: the judge, which serves sample after sample: its CPU time and memory are
+    set again for each (``rebound``), below ceilings it cannot raise."""
+    share = limits["memory_mb"] * 1024 * 1024 // limits["processes"]
+    memory, cpu = _vm_size() + share, math.ceil(limits["timeout"]) + 1
+    for name, value, ceiling in (
+        # backstop to the server's CPU watch, which bounds each sample
+        ("RLIMIT_CPU", cpu, resource.RLIM_INFINITY if reusable else cpu),
+        ("RLIMIT_AS", memory, memory + limits["memory_mb"] * 1024 * 1024 if reusable else memory),
+        ("RLIMIT_FSIZE", limits["output_bytes"], limits["output_bytes"]),
+        ("RLIMIT_NPROC", limits["processes"], limits["processes"]),
+        ("RLIMIT_NOFILE", 256, 256),
+        ("RLIMIT_CORE", 0, 0),
     ):
-        resource.setrlimit(getattr(resource, name), (value, value))
+        kind = getattr(resource, name)
+        inherited = resource.getrlimit(kind)[1]  # a user namespace cannot raise it
+        if inherited != resource.RLIM_INFINITY and reusable:
+            ceiling = inherited if ceiling == resource.RLIM_INFINITY else min(ceiling, inherited)
+        resource.setrlimit(kind, (value, ceiling))
     if isolation.mode != "none":
         drop_privileges(root, isolation.uid)
     sys.setrecursionlimit(3000)
+
+
+def rebound(limits: dict[str, Any]) -> None:
+    """A reused judge's limits for its next sample: that sample's CPU time on top of what
+    it used, and a share of memory on top of what it holds (never above its ceilings)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = math.ceil(used.ru_utime + used.ru_stime + limits["timeout"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.getrlimit(resource.RLIMIT_CPU)[1]))
+    ceiling = resource.getrlimit(resource.RLIMIT_AS)[1]
+    share = limits["memory_mb"] * 1024 * 1024 // limits["processes"]
+    resource.setrlimit(resource.RLIMIT_AS, (min(ceiling, _vm_size() + share), ceiling))
 
 
 def move_fds(fds: list[int]) -> list[int]:
@@ -122,6 +142,8 @@ def _serve(sock: socket.socket, isolation: Isolation, root: bool) -> None:
         with contextlib.suppress(OSError):
             os.write(status, f"{ended}\n".encode())
         os.close(status)
+        with contextlib.suppress(OSError):
+            sock.send(b".")  # the server waits for it to clean up after the sample
 
 
 class Zygote:
@@ -146,6 +168,14 @@ class Zygote:
         end, its output file and the judge's status pipe (write end)."""
         request = json.dumps({"workdir": workdir, "limits": limits}).encode()
         socket.send_fds(self._sock, [request], fds)
+
+    def fileno(self) -> int:
+        """Readable when the zygote has reaped a candidate (``reaped`` takes the word)."""
+        return self._sock.fileno()
+
+    def reaped(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            self._sock.recv(1 << 10, socket.MSG_DONTWAIT)
 
     def alive(self) -> bool:
         try:
