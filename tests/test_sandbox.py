@@ -146,6 +146,17 @@ def test_a_server_takes_the_next_job_while_it_runs_one(sandbox: Sandbox) -> None
     assert outputs == [0, 1, 2] and sandbox.outstanding == 0
 
 
+def test_ending_a_dead_server_with_a_job_still_buffered_for_it() -> None:
+    # the server died before reading what was written to it: closing its stdin cannot
+    # flush, and must not turn the crash into an error of the item that was waiting
+    process = subprocess.Popen(["true"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    process.wait()
+    assert process.stdin is not None
+    process.stdin.write("{}\n")  # buffered, not sent
+    Sandbox()._end(process)
+    assert process.stdin.closed and process.stdout is not None and process.stdout.closed
+
+
 def test_jobs_held_by_a_server_that_dies_run_again_on_a_new_one() -> None:
     pool = SandboxPool(workers=1)
     try:

@@ -271,7 +271,10 @@ class Sandbox:
         process.wait()
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                stream.close()
+                # a job still buffered for the dead server cannot be flushed; the pipe
+                # closes all the same
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
         hold_non_dumpable(-1)
 
     def _stop(self) -> None:
