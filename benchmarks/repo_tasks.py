@@ -20,8 +20,7 @@ from pathlib import Path
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.repocases import parse_repo_case
 from pytest_prompteval.sandbox.workspace import Copy, Executor, Workspace
-from pytest_prompteval.scoring.repo import apply_patch, verdict
-from pytest_prompteval.workflows.repocheck import snapshot_of
+from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "repo-tasks"
 TOOLS = {"bash": "bash_20250124", "edit": "text_editor_20250728"}

@@ -13,8 +13,8 @@ from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, parse_repo_case
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
-from pytest_prompteval.scoring.repo import apply_patch, verdict
-from pytest_prompteval.workflows.repocheck import check_repo_case, snapshot_of
+from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
+from pytest_prompteval.workflows.repocheck import check_repo_case
 
 from .conftest import git, prompteval
 
