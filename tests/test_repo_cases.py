@@ -56,10 +56,10 @@ def test_the_examples_reference_patches_validate() -> None:
 
 
 def example_project(tmp_path: Path) -> Path:
-    """A copy of examples/repo-tasks, its fixer prompt's tool-loop fields declared."""
+    """A copy of examples/repo-tasks, as it is: its fixer prompt's tools and max_steps are
+    known fields."""
     project = tmp_path / "project"
     shutil.copytree(EXAMPLES, project)
-    (project / "pytest.ini").write_text("[pytest]\nprompteval_prompt_fields = max_steps tools\n")
     return project
 
 

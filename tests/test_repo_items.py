@@ -123,6 +123,10 @@ def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
     cases = [("right_fix", "RIGHT", 60), ("breaks_kept", "BREAK", 60), ("no_change", "NOTHING", 60)]
     repo = make_project(pytester.path, cases)
     snapshot = digest(repo)
+    # the items' copies and sandbox homes go here (xdist's workers read TMPDIR)
+    private = Path(tempfile.mkdtemp(prefix="prompteval-items-"))
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     result = pytester.runpytest("--prompt=fixer", "-p", "no:randomly", *xdist_args)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
@@ -139,7 +143,7 @@ def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
         ]
     )
     assert digest(repo) == snapshot
-    assert not list(Path(tempfile.gettempdir()).glob("prompteval-repo-*/repo/m.py"))
+    assert [p.name for p in private.iterdir() if p.name.startswith("prompteval-")] == []
     sent = [r.body for r in anthropic_server.requests]
     # the tools ran: what the model was sent is the real output, and it varies
     first_output = next(
@@ -338,3 +342,49 @@ if __name__ == "__main__":
     sys.stdout.flush()
     os.dup2(stdout, 1)
     print(json.dumps(found))
+
+
+def test_a_repository_case_needs_the_client_tools_named_by_file_and_line(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    prompt = pytester.path / "prompts" / "fixer.yaml"
+    prompt.write_text(PROMPT.replace("{type: bash_20250124, name: bash}", "lookup"))
+    (pytester.path / "conftest.py").write_text(
+        'import pytest_prompteval\ncollect_ignore = ["repos"]\n\n\n'
+        '@pytest_prompteval.tool("lookup")\ndef lookup(key: str) -> str:\n    """Look."""\n'
+        "    return key\n"
+    )
+    result = pytester.runpytest("--prompt=fixer")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*prompts/fixer.yaml:4: case 'right_fix' is a repository case: tool 'lookup' of "
+            "prompt 'fixer' is not one the sandbox runs; give {type: text_editor_20250728, "
+            "name: ...} and {type: bash_20250124, name: ...}"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    prompt.write_text('system_prompt: "Fix it."\nuser_prompt: "{issue}"\n')
+    result = pytester.runpytest("--prompt=fixer")
+    result.stdout.fnmatch_lines(
+        ["*prompts/fixer.yaml*: case 'right_fix' is a repository case: prompt 'fixer' needs tools*"]
+    )
+
+
+def test_a_sandbox_that_fails_is_an_error_of_the_item_not_a_failure(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    repo = make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    # the snapshot goes away between collection and the item: its copy cannot be made
+    (pytester.path / "conftest.py").write_text(
+        'import shutil\ncollect_ignore = ["repos"]\n\n\n'
+        f"def pytest_collection_finish(session):\n    shutil.rmtree({str(repo)!r})\n"
+    )
+    reprec = pytester.inline_run("--prompt=fixer")
+    (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert report.when == "setup"  # an error, not a failed test
+    (result,) = item_results(reprec)
+    assert result["outcome"] == "error" and result["error_type"] == "sandbox"
+    assert "copying 'right_fix''s repository" in result["error"]

@@ -60,7 +60,7 @@ def repo_task(
 ) -> RepoTask:
     """The task, checked: the version gives the client tools the workspace runs, and no
     other (nothing else could answer them in the sandbox)."""
-    where = (prompt.path, prompt.line_of("tools") or prompt.line_of("user_prompt"))
+    where = (prompt.path, prompt.line_of("tools"))
     wanted = " and ".join(f"{{type: {t}, name: ...}}" for t in TOOL_TYPES)
     if agent is None or not agent.tools:
         raise PromptevalError(
