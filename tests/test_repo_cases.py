@@ -13,8 +13,8 @@ from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, parse_repo_case
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
-from pytest_prompteval.scoring.repo import apply_patch, verdict
-from pytest_prompteval.workflows.repocheck import check_repo_case, snapshot_of
+from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
+from pytest_prompteval.workflows.repocheck import check_repo_case
 
 from .conftest import git, prompteval
 
@@ -56,10 +56,10 @@ def test_the_examples_reference_patches_validate() -> None:
 
 
 def example_project(tmp_path: Path) -> Path:
-    """A copy of examples/repo-tasks, its fixer prompt's tool-loop fields declared."""
+    """A copy of examples/repo-tasks, as it is: its fixer prompt's tools and max_steps are
+    known fields."""
     project = tmp_path / "project"
     shutil.copytree(EXAMPLES, project)
-    (project / "pytest.ini").write_text("[pytest]\nprompteval_prompt_fields = max_steps tools\n")
     return project
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import socket
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.sandbox import editor
+from pytest_prompteval.sandbox.workspace import ToolResult
 
 TOOLS = {"bash": "bash_20250124", "str_replace_based_edit_tool": "text_editor_20250728"}
 
@@ -166,6 +168,40 @@ def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
     assert f"{top}/d/e/" in listing and "deep.txt" not in listing
     with pytest.raises(editor.EditError, match="Unrecognized command"):
         run({"command": "undo_edit", "path": "a.py"}, top)
+
+
+def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
+    # other programs' processes under ``nobody`` (as other sandboxes' would be) reach the
+    # commands' process limit; the agent's shell and what it starts must still run
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+    from pytest_prompteval.sandbox.workspace_server import LIMITS
+
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox's own user is root's to give")
+    processes = dict(LIMITS)[resource.RLIMIT_NPROC]
+    read, write = os.pipe()
+    holders = []
+    for _ in range(processes + 2):
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.read(read, 1)  # until the test ends
+            os._exit(0)
+        holders.append(pid)
+    os.close(read)
+    try:
+        with Copy(Snapshot(folder=make_project(tmp_path))) as copy, Workspace(copy.path) as w:
+            run = Executor(w, TOOLS, timeout=30.0)
+            done = run("bash", {"command": "(echo forked > made.txt) && cat made.txt; id -u"})
+            uid = w.info["uid"]
+            assert done == ToolResult(f"forked\n{uid}\n", False)
+            assert uid != 65534 and copy.path.stat().st_uid == uid
+    finally:
+        os.close(write)
+        for pid in holders:
+            os.waitpid(pid, 0)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.repocases import parse_repo_case
 from pytest_prompteval.sandbox.workspace import Copy
-from pytest_prompteval.workflows.repocheck import snapshot_of
+from pytest_prompteval.scoring.repo import snapshot_of
 
 from .conftest import git, prompteval
 

@@ -68,9 +68,17 @@ class StopRun(ApiError):
     kind = "api_stop"
 
 
+class SandboxError(PromptevalError):
+    """A repository task's sandbox failed (cannot isolate here, ended, did not answer): the
+    machine's fault, not the agent's."""
+
+    kind = "sandbox"
+
+
 #: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
 #: score (a missing recording, a budget stop, an API failure, an invalid judge verdict, an
-#: exception in the project's own provider, judge or scorer code).
+#: exception in the project's own provider, judge or scorer code, a repository task's
+#: sandbox failing).
 INFRASTRUCTURE_KINDS = frozenset(
     {
         "api_error",
@@ -81,6 +89,7 @@ INFRASTRUCTURE_KINDS = frozenset(
         "budget",
         "judge_invalid",
         "user_code",
+        "sandbox",
     }
 )
 

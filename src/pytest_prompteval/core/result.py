@@ -64,6 +64,22 @@ class ExecutionResult:
 
 
 @dataclass
+class RepoResult:
+    """A repository task's verdict: its tests on the copy the agent left."""
+
+    resolved: bool
+    #: each listed test's outcome as pytest names it (``missing``: the run did not name it)
+    outcomes: dict[str, str]
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    #: the seed's partial-correctness view: share of fail_to_pass fixed, pass_to_pass kept
+    fail_to_pass_fixed: float
+    pass_to_pass_kept: float
+    #: the agent's change, against the snapshot
+    diff: str
+
+
+@dataclass
 class ToolCall:
     """One tool call of an agent's conversation and what answered it."""
 
@@ -178,6 +194,8 @@ class ItemResult:
     execution: ExecutionResult | None = None
     #: an agent case's conversation (tool calls, turns), None for a single answer
     trajectory: Trajectory | None = None
+    #: a repository task's verdict, None for any other item
+    repo: RepoResult | None = None
     min_pass: float | None = None
     #: an inline run of the ``prompteval`` fixture, and the test that made it
     inline: bool = False
@@ -213,6 +231,7 @@ class ItemResult:
         data["trajectory"] = (
             None if self.trajectory is None else dataclasses.asdict(self.trajectory)
         )
+        data["repo"] = None if self.repo is None else dataclasses.asdict(self.repo)
         return {**self.extra, **data} if self.extra else data
 
     @classmethod
@@ -237,6 +256,8 @@ class ItemResult:
         values = {k: rest.pop(k) for k in _OWN if k in rest}
         if isinstance(values.get("trajectory"), dict):
             values["trajectory"] = Trajectory.from_json(values["trajectory"])
+        if isinstance(values.get("repo"), dict):
+            values["repo"] = RepoResult(**values["repo"])
         checks = [c for c in values.get("assertions") or [] if isinstance(c, dict)]
         values["assertions"] = [
             CheckResult(

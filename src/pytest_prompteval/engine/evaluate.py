@@ -24,6 +24,7 @@ from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
 from pytest_prompteval.interaction.agent import shown as agent_shown
+from pytest_prompteval.interaction.repository import RepoTask, repo_result, run_task
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
@@ -43,6 +44,7 @@ from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import Verdict
+from pytest_prompteval.scoring.repo import RepoVerdict
 from pytest_prompteval.scoring.score import Score
 
 
@@ -134,12 +136,16 @@ class ItemSpec:
     scorer: str = "automatic"
     #: an agent case's tools, scripted world and turns with this prompt version
     agent: AgentSpec | None = None
+    #: a repository case's task with this prompt version (its agent is ``agent``)
+    repo: RepoTask | None = None
 
 
 #: ``ItemResult.scorer`` of a code case, scored by running its tests
 EXECUTION = "execution"
 #: ``ItemResult.scorer`` of an item scored by its assertions alone
 ASSERTIONS_ONLY = "assertions"
+#: ``ItemResult.scorer`` of a repository case, decided by the repository's tests
+REPOSITORY = "repository"
 
 
 def scorer_for(
@@ -167,6 +173,7 @@ class Parts:
     automatic: Score | None = None
     verdict: Verdict | None = None
     execution: ExecutionResult | None = None
+    repo: RepoVerdict | None = None
     checks: list[Checked] = field(default_factory=list)
 
 
@@ -274,7 +281,12 @@ def _score_parts(
 ) -> None:
     """Score the answer into ``parts``; the checks see the answer's figures so far."""
     response = outcome.response
-    if spec.code is not None:
+    if parts.repo is not None:  # resolved when every listed test passes
+        fixed, kept = parts.repo.fixed, parts.repo.kept
+        dimensions = {"fail_to_pass_fixed": fixed, "pass_to_pass_kept": kept}
+        parts.main = Score(1.0 if parts.repo.passed else (fixed + kept) / 2, dimensions)
+        result.scorer = spec.scorer
+    elif spec.code is not None:
         result.response = _code_parts(
             engine, spec, spec.code, request, ctx, response, ledger, parts
         )
@@ -301,6 +313,8 @@ def _main_passes(engine: Engine, spec: ItemSpec, main: Score, result: ItemResult
     reaches the threshold); anything else: the score reaches the threshold."""
     if spec.scorer == EXECUTION and engine.settings.code_pass == "all":
         return bool(main.dimensions["functional_correctness"] == 1.0)
+    if spec.scorer == REPOSITORY:
+        return all(v == 1.0 for v in main.dimensions.values())
     return bool(main.value >= result.threshold)
 
 
@@ -320,6 +334,8 @@ def _found(result: ItemResult, parts: Parts) -> None:
         )
     result.judged = parts.verdict is not None
     result.execution = parts.execution
+    if parts.repo is not None:
+        result.repo = repo_result(parts.repo)
 
 
 def assemble(engine: Engine, spec: ItemSpec, result: ItemResult, parts: Parts) -> None:
@@ -358,7 +374,11 @@ def evaluate(
             request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
         result.model = request.model
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        if spec.agent is None:
+        if spec.repo is not None:
+            outcome, result.trajectory, parts.repo = run_task(
+                spec.repo, engine.store, ledger, request, ctx
+            )
+        elif spec.agent is None:
             outcome = ledger.get(engine.store, request, ctx, "generation")
         else:
             outcome, result.trajectory = converse(
@@ -413,9 +433,11 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     label = f"{result.case_id} [{result.prompt}{suffix}]"
     main, threshold = result.main_score or 0.0, result.threshold
     failed_checks = [c for c in result.assertions if not c.passed]
-    run, trajectory = result.execution, result.trajectory
+    run, trajectory, repo = result.execution, result.trajectory, result.repo
     if trajectory is not None and trajectory.failure is not None:
         why = trajectory.failure
+    elif repo is not None and not repo.resolved:
+        why = "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    ")
     elif run is not None and run.error_class is not None:
         why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
     elif failed_checks and (
@@ -432,7 +454,7 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     if result.missing_topics:
         lines.append("  missing topics: " + ", ".join(result.missing_topics))
     lines += [f"  incorrect claim: {claim}" for claim in result.incorrect_claims]
-    if result.dimensions and run is None:
+    if result.dimensions and run is None and repo is None:
         dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
         lines.append(f"  dimensions: {dims}")
     if result.judge is not None and result.judge.notes:

@@ -9,11 +9,13 @@ from collections.abc import Callable
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.repocases import is_repo_case, parse_repo_case
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
-from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
+from pytest_prompteval.engine.evaluate import REPOSITORY, ItemSpec, scorer_for
 from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
+from pytest_prompteval.interaction.repository import RepoTask, repo_task
 from pytest_prompteval.interaction.strategies import Strategy
 from pytest_prompteval.scoring.assertions import TRAJECTORY_TYPES, Assertion, parse_assertions
 from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
@@ -37,13 +39,17 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
         )
     scorers = engine.scorers()
     code = parse_code_spec(case) if is_code_case(case) else None
+    repo = parse_repo_case(case) if is_repo_case(case) else None
     own = parse_assertions(
         case.raw.get("assert"),
         (case.path, line_of(case.raw, "assert")),
         f"case {case.id!r}",
         scorers,
     )
-    by_version: dict[str, tuple[tuple[Assertion, ...], Strategy | None, str, AgentSpec | None]] = {}
+    by_version: dict[
+        str,
+        tuple[tuple[Assertion, ...], Strategy | None, str, AgentSpec | None, RepoTask | None],
+    ] = {}
 
     def spec(prompt: PromptVersion, sample: int, samples: int) -> ItemSpec:
         found = by_version.get(prompt.version)
@@ -52,10 +58,14 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
             strategy = engine.prompt_strategy(prompt) if code is not None else None
             agent = parse_agent(case, prompt, engine.tools())
             _check_tool_names(case, prompt, assertions, agent)
-            found = (assertions, strategy, scorer_for(engine, case, assertions, code), agent)
+            task = None if repo is None else repo_task(case, repo, prompt, agent)
+            scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
+            found = (assertions, strategy, scorer, agent, task)
             by_version[prompt.version] = found
-        assertions, strategy, scorer, agent = found
-        return ItemSpec(case, prompt, sample, samples, assertions, code, strategy, scorer, agent)
+        assertions, strategy, scorer, agent, task = found
+        return ItemSpec(
+            case, prompt, sample, samples, assertions, code, strategy, scorer, agent, task
+        )
 
     return spec
 

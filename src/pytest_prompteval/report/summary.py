@@ -122,6 +122,9 @@ class VersionSummary:
     tool_calls: int = 0
     tool_errors: int = 0
     hit_max_steps: int = 0
+    #: repository cases: items whose tests ran, and those resolved (every listed test passes)
+    repo_items: int = 0
+    resolved: int = 0
 
     @property
     def mean_steps(self) -> float | None:
@@ -265,6 +268,9 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
             s.tool_calls += len(r.trajectory.calls)
             s.tool_errors += r.trajectory.tool_errors
             s.hit_max_steps += r.trajectory.hit_max_steps
+        if r.repo is not None:
+            s.repo_items += 1
+            s.resolved += r.repo.resolved
         if r.error_class:
             s.code_failures[r.error_class] += 1
         for check in r.assertions:

@@ -144,6 +144,8 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 f"{s.tool_calls} tool calls, {s.tool_errors} tool errors, "
                 f"{s.hit_max_steps} hit max_steps"
             )
+        if s.repo_items:
+            notes.append(f"repository: {s.resolved}/{s.repo_items} resolved")
         if s.errored:
             notes.append(f"{s.errored} errored, not scored (in no denominator)")
         if s.skipped:

@@ -11,7 +11,8 @@ the tool loop: ``executor(name, input) -> ToolResult``, for Anthropic's client t
 The copy is a real copy: hard links would let ``echo >> file`` write through to the
 snapshot, and overlayfs in a user namespace fails to copy up a file whose owner or group
 the namespace cannot map (a checkout with a root-group file). As root the copy belongs to
-``nobody``, the user commands run as.
+the user commands run as: each sandbox's own (``Isolation.uid``), so that no other
+sandbox's processes count against its process limit.
 """
 
 from __future__ import annotations
@@ -162,12 +163,12 @@ def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
         _git_tree(snapshot.git, snapshot.ref, into)
 
 
-def _give_to_nobody(top: Path) -> None:
-    """As root, commands run as ``nobody``: the copy must be theirs to change."""
+def _give_to(top: Path, uid: int) -> None:
+    """As root, commands run as the sandbox's own user: the copy must be theirs to change."""
     for folder, dirs, names in os.walk(top):
-        os.lchown(folder, NOBODY, NOBODY)
+        os.lchown(folder, uid, NOBODY)
         for name in (*dirs, *names):
-            os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
+            os.lchown(os.path.join(folder, name), uid, NOBODY)
 
 
 def _remove(top: str) -> None:
@@ -220,6 +221,8 @@ class Workspace:
             raise SandboxUnavailable(
                 f"the repository sandbox cannot isolate its commands here: {missing}"
             )
+        if ready["root"]:  # no job has run yet: the copy becomes its user's first
+            _give_to(copy, int(ready["uid"]))
         self.info = ready
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
@@ -298,8 +301,6 @@ class Copy:
         self.folder = Path(tempfile.mkdtemp(prefix="prompteval-repo-"))
         self.path = self.folder / "repo"
         copy_snapshot(snapshot, self.path)
-        if os.geteuid() == 0:
-            _give_to_nobody(self.path)
 
     def base(self) -> Path:
         """A pristine snapshot folder to diff against: the folder itself, or for a git

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_prompteval.sandbox import editor
-from pytest_prompteval.sandbox.isolation import drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.server import view, watch_parent
 
 ROOT = os.geteuid() == 0
@@ -71,12 +71,17 @@ def environment() -> dict[str, str]:
     }
 
 
+#: The user commands run as under root: this server's own (``Isolation.uid``), never a uid
+#: other sandboxes share, whose processes would count against RLIMIT_NPROC here.
+_uid = NOBODY
+
+
 def _unprivileged() -> None:
     """In a child, before it touches the copy."""
     os.setsid()
     for limit, value in LIMITS:
         resource.setrlimit(limit, (value, value))
-    drop_privileges(ROOT)
+    drop_privileges(ROOT, _uid)
     os.chdir(editor.REPO)
 
 
@@ -387,7 +392,7 @@ _parent: int | None = None
 
 
 def main() -> None:
-    global _parent
+    global _parent, _uid
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
     shown, _ = view(setup["hidden"])
@@ -395,6 +400,7 @@ def main() -> None:
     if setup.get("base"):
         placed.append((setup["base"], "/base", False))
     isolation = isolate(ROOT, dataclasses.replace(shown, placed=tuple(placed)))
+    _uid = isolation.uid  # the host gives it the copy once it says it is ready
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)
     ready = {"ready": isolation.complete, "root": ROOT, **isolation.to_json()}

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.repocases import RepoCase
-from pytest_prompteval.sandbox.workspace import Copy, Workspace
+from pytest_prompteval.core.result import RepoResult
+from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 
 #: pytest on the listed ids, its summary naming every test's outcome (``-rA``).
 DEFAULT_TEST_COMMAND = "python -m pytest -q -p no:cacheprovider"
@@ -42,13 +43,23 @@ class RepoVerdict:
     diff: str
     output: str = field(repr=False, default="")
 
+    @classmethod
+    def of(cls, result: RepoResult) -> RepoVerdict:
+        """The verdict a result keeps (for its failure message, wherever it is read)."""
+        return cls(
+            result.outcomes, tuple(result.fail_to_pass), tuple(result.pass_to_pass), result.diff
+        )
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        return (*self.fail_to_pass, *self.pass_to_pass)
+
     def _passing(self, tests: Sequence[str]) -> list[str]:
         return [t for t in tests if self.outcomes.get(t) in PASSING]
 
     @property
     def passed(self) -> bool:
-        listed = (*self.fail_to_pass, *self.pass_to_pass)
-        return len(self._passing(listed)) == len(listed)
+        return len(self._passing(self.listed)) == len(self.listed)
 
     @property
     def fixed(self) -> float:
@@ -90,6 +101,12 @@ class RepoVerdict:
             "pass_to_pass_kept": self.kept,
             "diff": self.diff,
         }
+
+
+def snapshot_of(case: RepoCase) -> Snapshot:
+    if case.folder is not None:
+        return Snapshot(folder=case.folder)
+    return Snapshot(git=case.git, ref=case.ref)
 
 
 def outcomes(output: str, tests: Sequence[str]) -> dict[str, str]:

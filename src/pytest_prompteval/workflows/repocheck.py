@@ -18,8 +18,8 @@ from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
-from pytest_prompteval.scoring.repo import PASSING, apply_patch, run_tests
+from pytest_prompteval.sandbox.workspace import Copy, Workspace
+from pytest_prompteval.scoring.repo import PASSING, apply_patch, run_tests, snapshot_of
 
 
 class Problem(NamedTuple):
@@ -62,12 +62,6 @@ class _NotApplied(Exception):
         super().__init__(key, output)
         said = "; ".join(line.strip() for line in output.strip().splitlines())
         self.problem = Problem(key, f"{key} does not apply: {said}")  # one line, as every problem
-
-
-def snapshot_of(case: RepoCase) -> Snapshot:
-    if case.folder is not None:
-        return Snapshot(folder=case.folder)
-    return Snapshot(git=case.git, ref=case.ref)
 
 
 def _outcomes(

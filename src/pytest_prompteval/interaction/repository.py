@@ -1,0 +1,189 @@
+"""Repository tasks (``kind: repo``) as items: the item's private copy, the tool loop over
+it, then the verdict.
+
+The prompt version gives Claude Anthropic's client tools (``text_editor_20250728``,
+``bash_20250124``); the workspace runs them in the item's sandbox through the tool loop's
+one executor seam (``tool_executor``: the workspace's ``ToolResult`` becomes the loop's
+``ToolOutcome`` here and nowhere else). After the conversation the verdict
+(scoring/repo.py) runs the case's tests in a fresh sandbox; the copy is removed after the
+item whatever happens. A sandbox that fails is a ``SandboxError``: the item errs, it does
+not fail.
+
+Replay. A repository's tool output varies from run to run (timings in pytest's output,
+temporary paths), so each step is recorded under the key of its request with every
+``tool_result``'s content left out (``keyed``): the key covers the initial request (prompt,
+issue, tools) and the model's own turns (its tool calls). In replay the tools run again, in
+a fresh copy, and the recorded turns apply the same edits; a real divergence (a changed
+prompt, issue, tools or model turn) is a missing recording naming its step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.content import ToolExecutor, ToolOutcome, ToolResult
+from pytest_prompteval.core.errors import PromptevalError, SandboxError, is_infrastructure
+from pytest_prompteval.core.prompts import PromptVersion
+from pytest_prompteval.core.repocases import RepoCase
+from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.result import RepoResult, Trajectory
+from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.agent import AgentSpec, conversation
+from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
+from pytest_prompteval.sandbox.workspace import TOOL_TYPES, Copy, Executor, Workspace
+from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
+
+#: What a recording's request holds in place of a tool result's content (not keyed).
+NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
+
+
+@dataclass(frozen=True)
+class RepoTask:
+    """A repository case with one prompt version: the case, the agent's tools and steps,
+    and each client tool's name with its type."""
+
+    case: RepoCase
+    agent: AgentSpec
+    tools: Mapping[str, str]
+    #: folders the agent's sandbox must not show (the project: its recordings, patches)
+    hidden: tuple[str, ...] = ()
+
+
+def repo_task(
+    case: Case, repo: RepoCase, prompt: PromptVersion, agent: AgentSpec | None
+) -> RepoTask:
+    """The task, checked: the version gives the client tools the workspace runs, and no
+    other (nothing else could answer them in the sandbox)."""
+    where = (prompt.path, prompt.line_of("tools"))
+    wanted = " and ".join(f"{{type: {t}, name: ...}}" for t in TOOL_TYPES)
+    if agent is None or not agent.tools:
+        raise PromptevalError(
+            f"case {case.id!r} is a repository case: prompt {prompt.version!r} needs tools: "
+            f"{wanted}",
+            *where,
+        )
+    for tool in agent.tools:
+        if tool.get("type") not in TOOL_TYPES:
+            raise PromptevalError(
+                f"case {case.id!r} is a repository case: tool {tool['name']!r} of prompt "
+                f"{prompt.version!r} is not one the sandbox runs; give {wanted}",
+                *where,
+            )
+    if agent.rules or agent.turns:
+        key = "tool_results" if agent.rules else "turns"
+        raise PromptevalError(
+            f"case {case.id!r}: {key}: a repository case's tools run in its sandbox, and it "
+            "has no scripted turns",
+            case.path,
+            line_of(case.raw, key),
+        )
+    tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
+    hidden = () if case.root is None else (str(case.root),)
+    return RepoTask(repo, agent, tools, hidden)
+
+
+def keyed(request: Request) -> Request:
+    """The request a step is recorded under: every tool result's content left out."""
+    messages = tuple(
+        Message(
+            m.role,
+            tuple(
+                dataclasses.replace(b, content=NOT_KEYED, is_error=False)
+                if isinstance(b, ToolResult)
+                else b
+                for b in m.content
+            ),
+        )
+        for m in request.messages
+    )
+    return dataclasses.replace(request, messages=messages)
+
+
+@contextlib.contextmanager
+def _sandbox(what: str) -> Iterator[None]:
+    """The sandbox's own failures as ``SandboxError`` (the item errs)."""
+    try:
+        yield
+    except OSError as exc:
+        raise SandboxError(f"{what}: {exc}") from None
+    except PromptevalError as exc:
+        if is_infrastructure(exc):
+            raise
+        raise SandboxError(f"{what}: {exc.message}", exc.path, exc.line) from None
+
+
+def tool_executor(run: Executor) -> ToolExecutor:
+    """The workspace's executor as the tool loop's seam."""
+
+    def execute(name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        with _sandbox(f"tool call {name}"):
+            result = run(name, arguments)
+        return ToolOutcome(result.text, result.is_error)
+
+    return execute
+
+
+def _converse(
+    task: RepoTask,
+    store: Store,
+    ledger: Ledger,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+) -> tuple[Outcome, Trajectory]:
+    walk = conversation(task.agent, request, execute)
+    asked = next(walk)
+    step = 1
+    while True:
+        try:
+            outcome = ledger.get(
+                store, asked, context, "generation" if step == 1 else "agent", answers=keyed(asked)
+            )
+        except MissingRecording as exc:
+            raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None
+        try:
+            asked = walk.send(outcome.response)
+        except StopIteration as done:
+            return outcome, done.value
+        step += 1
+
+
+def run_task(
+    task: RepoTask, store: Store, ledger: Ledger, request: Request, context: CallContext
+) -> tuple[Outcome, Trajectory, RepoVerdict]:
+    """The conversation in the item's copy, then the verdict on what it left."""
+    with _sandbox(f"copying {task.case.id!r}'s repository"):
+        copy = Copy(snapshot_of(task.case))
+    try:
+        with _sandbox("the repository sandbox"):
+            workspace = Workspace(copy.path, hidden=task.hidden)
+        try:
+            run = Executor(workspace, task.tools, task.case.timeout)
+            outcome, trajectory = _converse(
+                task, store, ledger, request, context, tool_executor(run)
+            )
+        finally:
+            workspace.close()
+        with _sandbox("the verdict's sandbox"):
+            found = verdict(task.case, copy, task.hidden)
+    finally:
+        copy.remove()
+    return outcome, trajectory, found
+
+
+def repo_result(found: RepoVerdict) -> RepoResult:
+    return RepoResult(
+        resolved=found.passed,
+        outcomes={t: found.outcomes.get(t, "missing") for t in found.listed},
+        fail_to_pass=list(found.fail_to_pass),
+        pass_to_pass=list(found.pass_to_pass),
+        fail_to_pass_fixed=found.fixed,
+        pass_to_pass_kept=found.kept,
+        diff=found.diff,
+    )

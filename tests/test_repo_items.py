@@ -1,0 +1,396 @@
+"""Repository cases run as pytest items: a scripted agent on the loopback server fixes (or
+breaks, or leaves) a repository through the client tools in its sandbox, the repository's
+tests decide, and the recorded conversation replays offline to the same verdicts though
+the tools' output differs from run to run.
+
+The hostile agent's whole loop runs in a separate process (``python this_file.py PROJECT
+OUTSIDE PORT``) with an API key in its environment, as root and as an unprivileged user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
+
+try:
+    from .conftest import ROOT, item_results
+    from .test_repo_sandbox import digest
+except ImportError:  # run as a script: the hostile loop, as another user
+    from conftest import ROOT, item_results
+    from test_repo_sandbox import digest
+
+EDIT = "str_replace_based_edit_tool"
+PROMPT = """\
+system_prompt: "You fix bugs in the repository at /repo."
+user_prompt: "{issue}"
+max_steps: 10
+tools:
+  - {type: text_editor_20250728, name: str_replace_based_edit_tool}
+  - {type: bash_20250124, name: bash}
+"""
+CASE = """\
+- id: %s
+  kind: repo
+  repo: ../repos/m
+  input: {issue: "%s: double(2) gives 5"}
+  fail_to_pass: [tests/test_m.py::test_fixed]
+  pass_to_pass: [tests/test_m.py::test_kept]
+  timeout: %s
+"""
+RUN_TESTS = "cd /repo && python -m pytest -q -p no:cacheprovider"
+
+
+def replace(old: str, new: str) -> dict[str, Any]:
+    return call(EDIT, command="str_replace", path="m.py", old_str=old, new_str=new)
+
+
+AGENT = ScriptedAgent(
+    {
+        # its first command's output differs on every run: a fresh temporary folder, the
+        # time in nanoseconds, pytest's timings
+        "RIGHT": [
+            [call("bash", command=f"mktemp -d; date +%s%N; {RUN_TESTS}")],
+            [replace("x + x + 1", "x + x")],
+            [call("bash", command=RUN_TESTS)],
+            ["Fixed."],
+        ],
+        "BREAK": [
+            [replace("x + x + 1", "x + x")],
+            [replace("return 1", "return 2")],
+            ["Fixed, and tidied keep()."],
+        ],
+        "NOTHING": [["I see no bug."]],
+    }
+)
+
+
+def make_repository(top: Path) -> Path:
+    repo = top / "repos" / "m"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "m.py").write_text(
+        "def double(x):\n    return x + x + 1\n\n\ndef keep():\n    return 1\n"
+    )
+    (repo / "tests" / "test_m.py").write_text(
+        "from m import double, keep\n\n\ndef test_fixed():\n    assert double(2) == 4\n\n\n"
+        "def test_kept():\n    assert keep() == 1\n"
+    )
+    return repo
+
+
+def make_project(top: Path, cases: Sequence[tuple[str, str, float]]) -> Path:
+    """A project with the repository, the fixer prompt and ``cases`` (id, issue word,
+    timeout); the repository's own tests are not pytest's to collect here."""
+    repo = make_repository(top)
+    (top / "prompts").mkdir()
+    (top / "prompts" / "fixer.yaml").write_text(PROMPT)
+    (top / "prompt_cases").mkdir()
+    body = "".join(CASE % case for case in cases)
+    (top / "prompt_cases" / "repo.yaml").write_text("cases:\n" + body)
+    (top / "conftest.py").write_text('collect_ignore = ["repos"]\n')
+    return repo
+
+
+def by_case(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["case_id"]: r for r in results}
+
+
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError(f"replay opened a connection to {args}")
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist_args: list[str],
+) -> None:
+    anthropic_server.responder = AGENT
+    cases = [("right_fix", "RIGHT", 60), ("breaks_kept", "BREAK", 60), ("no_change", "NOTHING", 60)]
+    repo = make_project(pytester.path, cases)
+    snapshot = digest(repo)
+    # the items' copies and sandbox homes go here (xdist's workers read TMPDIR)
+    private = Path(tempfile.mkdtemp(prefix="prompteval-items-"))
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    result = pytester.runpytest("--prompt=fixer", "-p", "no:randomly", *xdist_args)
+    result.assert_outcomes(passed=1, failed=2)
+    # each failure names its tests and shows the diff (in whichever order xdist ran them)
+    result.stdout.fnmatch_lines(
+        [
+            "*breaks_kept [[]fixer]: not resolved: pass_to_pass broken: "
+            "tests/test_m.py::test_kept (failed)",
+            "*-    return 1",
+            "*+    return 2",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*no_change [[]fixer]: not resolved: fail_to_pass not fixed: "
+            "tests/test_m.py::test_fixed (failed)",
+            "*(no change)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["fixer * 3 * 1 * 2 * 0 * 0 * 33.3% *", "fixer: repository: 1/3 resolved"]
+    )
+    assert digest(repo) == snapshot
+    assert [p.name for p in private.iterdir() if p.name.startswith("prompteval-")] == []
+    sent = [r.body for r in anthropic_server.requests]
+    # the tools ran: what the model was sent is the real output, and it varies
+    first_output = next(
+        b["messages"][2]["content"][0]["content"]
+        for b in sent
+        if "RIGHT" in json.dumps(b["messages"][0]) and len(b["messages"]) == 3
+    )
+    assert "/tmp/tmp." in first_output and "1 failed, 1 passed" in first_output
+
+    # replayed offline: the tools run again (a new temporary folder, another time) and the
+    # recorded turns apply the same edits, to the same verdicts
+    anthropic_server.requests.clear()
+    no_network(monkeypatch)
+    reprec = pytester.inline_run("--prompt=fixer", "--prompteval-record=none", "-p", "no:randomly")
+    reprec.assertoutcome(passed=1, failed=2)
+    assert anthropic_server.requests == []
+    replayed = by_case(item_results(reprec))
+    assert {c: r["repo"]["resolved"] for c, r in replayed.items()} == {
+        "right_fix": True,
+        "breaks_kept": False,
+        "no_change": False,
+    }
+    right = replayed["right_fix"]
+    assert right["replayed"] and right["calls_replayed"] == 4
+    assert right["repo"]["fail_to_pass_fixed"] == 1.0
+    assert right["repo"]["outcomes"] == {
+        "tests/test_m.py::test_fixed": "PASSED",
+        "tests/test_m.py::test_kept": "PASSED",
+    }
+    assert "-    return x + x + 1\n+    return x + x" in right["repo"]["diff"]
+    again = right["trajectory"]["steps"][0]["calls"][0]["result"]
+    assert again != first_output and "1 failed, 1 passed" in again
+    kept = replayed["breaks_kept"]["repo"]
+    assert (kept["fail_to_pass_fixed"], kept["pass_to_pass_kept"]) == (1.0, 0.0)
+    assert replayed["no_change"]["repo"]["diff"] == ""
+    assert digest(repo) == snapshot
+
+
+def test_a_changed_model_turn_is_a_missing_recording_naming_its_step(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    pytester.runpytest("--prompt=fixer").assert_outcomes(passed=1)
+    # the recorded second turn now makes another edit: the third step's request (which holds
+    # that turn) was never recorded
+    for path in (pytester.path / "prompt_recordings").glob("*.json"):
+        data = json.loads(path.read_text())
+        for block in data["response"].get("content", []):
+            if block.get("input", {}).get("new_str") == "x + x":
+                block["input"]["new_str"] = "2 * x"
+                path.write_text(json.dumps(data))
+    no_network(monkeypatch)
+    result = pytester.runpytest("--prompt=fixer", "--prompteval-record=none")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*step 3 of the conversation: no recording for case 'right_fix'*"])
+
+
+def test_the_examples_replay_offline_every_case_resolved(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
+) -> None:
+    """examples/repo-tasks (README "Repository tasks"), from its committed recordings."""
+    shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
+    no_network(monkeypatch)
+    result = pytester.runpytest("--prompt=fixer", *xdist_args)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "fixer * 3 * 3 * 0 * 0 * 0 * 100.0% *",
+            "fixer: repository: 3/3 resolved",
+            "fixer: cost: $0.0000 spent: all 13 calls replayed from recordings*",
+        ]
+    )
+
+
+HOSTILE = "HOSTILE"
+
+
+def hostile_agent(outside: Path, port: int) -> ScriptedAgent:
+    return ScriptedAgent(
+        {
+            HOSTILE: [
+                [call("bash", command="cat /proc/1/environ; cat /proc/*/environ; env")],
+                [call("bash", command="cat /etc/shadow")],
+                [call(EDIT, command="view", path="/proc/1/environ")],
+                [call("bash", command=f"echo pwned > /tmp/pwned; echo pwned > {outside}/pwned")],
+                [call("bash", command="echo pwned > ../../pwned; echo pwned > ../pwned")],
+                [call(EDIT, command="create", path="../../pwned", file_text="pwned")],
+                [
+                    call(
+                        "bash",
+                        command="python -c 'import socket; socket.create_connection("
+                        f'("127.0.0.1", {port}), timeout=2)\' || echo NO-CONNECTION',
+                    )
+                ],
+                [call("bash", command="sleep 300")],
+                [call("bash", command="echo still here")],
+                ["Done."],
+            ]
+        }
+    )
+
+
+class Results:
+    """Every item's result of an in-process run."""
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = dict(report.user_properties).get("prompteval")
+        if isinstance(found, dict) and report.when == "call":
+            self.results.append(found)
+
+
+def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
+    """The hostile agent's conversation recorded against the loopback server, then replayed
+    with no server; what the server received, the verdicts and what was left behind."""
+    repo = project / "repos" / "m"
+    before = digest(repo)
+    runs = []
+    with AnthropicServer(hostile_agent(outside, port)) as server:
+        os.environ["ANTHROPIC_BASE_URL"] = server.url
+        for mode in ("all", "none"):
+            collected = Results()
+            args = [str(project), "--prompt=fixer", f"--prompteval-record={mode}"]
+            pytest.main([*args, "-q", "-p", "no:randomly", "-p", "no:cacheprovider"], [collected])
+            runs.append(collected.results)
+            if mode == "all":
+                bodies = [r.body for r in server.requests]
+                server.requests.clear()
+        replay_requests = len(server.requests)
+    return {
+        "runs": runs,
+        "bodies": bodies,
+        "replay_requests": replay_requests,
+        "same_snapshot": digest(repo) == before,
+        "host_files": [str(p) for p in (outside / "pwned", Path("/tmp/pwned")) if p.exists()],
+    }
+
+
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "unprivileged"])
+def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool) -> None:
+    from tests.test_sandbox_hostile import KEY, interpreter_for, outside_tmp, run_script
+
+    if not unprivileged and os.geteuid() != 0:
+        pytest.skip("the root mode needs root")
+    project = Path(tempfile.mkdtemp(prefix="prompteval-project-"))
+    make_project(project, [("hostile", HOSTILE, 3)])
+    outside = Path(tempfile.mkdtemp(prefix="prompteval-outside-", dir=outside_tmp()))
+    for folder, _, _ in (*os.walk(project), (str(outside), 0, 0)):
+        Path(folder).chmod(0o777)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
+    python, user = interpreter_for(env, unprivileged)
+    if user is not None:  # the sandbox's `python` is nobody's interpreter, without pytest
+        command = f"PYTHONPATH={env['PYTHONPATH']} {python} -m pytest -q -p no:cacheprovider"
+        with (project / "prompt_cases" / "repo.yaml").open("a") as cases:
+            cases.write(f"  test_command: {json.dumps(command)}\n")
+    try:
+        port = str(listener.getsockname()[1])
+        report = run_script([python, __file__, str(project), str(outside), port], env, user)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+        shutil.rmtree(project, ignore_errors=True)
+    recorded, replayed = report["runs"]
+    assert KEY not in json.dumps(report["bodies"]) and "sk-ant" not in json.dumps(report["bodies"])
+    calls = [c for s in recorded[0]["trajectory"]["steps"] for c in s["calls"]]
+    assert len(calls) == 9 and len(report["bodies"]) == 10
+    assert "Permission denied" in calls[0]["result"] and "Permission denied" in calls[1]["result"]
+    assert calls[2]["is_error"] and "outside /repo" in calls[2]["result"]
+    assert calls[5]["is_error"] and "outside /repo" in calls[5]["result"]
+    assert "NO-CONNECTION" in calls[6]["result"]
+    assert calls[7]["is_error"] and "timed out" in calls[7]["result"]
+    assert calls[8]["result"] == "still here\n"
+    assert report["host_files"] == []
+    assert report["same_snapshot"]
+    # the verdict: nothing fixed, the same when replayed with no server answering
+    for run in (recorded, replayed):
+        (result,) = run
+        assert result["outcome"] == "failed" and result["repo"]["resolved"] is False
+        assert result["repo"]["outcomes"]["tests/test_m.py::test_fixed"] == "FAILED"
+    assert replayed[0]["calls_replayed"] == 10 and report["replay_requests"] == 0
+
+
+if __name__ == "__main__":
+    os.chdir(sys.argv[1])
+    stdout = os.dup(1)
+    os.dup2(2, 1)  # pytest's own output goes to stderr: stdout is the report
+    found = hostile(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))
+    sys.stdout.flush()
+    os.dup2(stdout, 1)
+    print(json.dumps(found))
+
+
+def test_a_repository_case_needs_the_client_tools_named_by_file_and_line(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    prompt = pytester.path / "prompts" / "fixer.yaml"
+    prompt.write_text(PROMPT.replace("{type: bash_20250124, name: bash}", "lookup"))
+    (pytester.path / "conftest.py").write_text(
+        'import pytest_prompteval\ncollect_ignore = ["repos"]\n\n\n'
+        '@pytest_prompteval.tool("lookup")\ndef lookup(key: str) -> str:\n    """Look."""\n'
+        "    return key\n"
+    )
+    result = pytester.runpytest("--prompt=fixer")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*prompts/fixer.yaml:4: case 'right_fix' is a repository case: tool 'lookup' of "
+            "prompt 'fixer' is not one the sandbox runs; give {type: text_editor_20250728, "
+            "name: ...} and {type: bash_20250124, name: ...}"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    prompt.write_text('system_prompt: "Fix it."\nuser_prompt: "{issue}"\n')
+    result = pytester.runpytest("--prompt=fixer")
+    result.stdout.fnmatch_lines(
+        ["*prompts/fixer.yaml*: case 'right_fix' is a repository case: prompt 'fixer' needs tools*"]
+    )
+
+
+def test_a_sandbox_that_fails_is_an_error_of_the_item_not_a_failure(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    repo = make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    # the snapshot goes away between collection and the item: its copy cannot be made
+    (pytester.path / "conftest.py").write_text(
+        'import shutil\ncollect_ignore = ["repos"]\n\n\n'
+        f"def pytest_collection_finish(session):\n    shutil.rmtree({str(repo)!r})\n"
+    )
+    reprec = pytester.inline_run("--prompt=fixer")
+    (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert report.when == "setup"  # an error, not a failed test
+    (result,) = item_results(reprec)
+    assert result["outcome"] == "error" and result["error_type"] == "sandbox"
+    assert "copying 'right_fix''s repository" in result["error"]
