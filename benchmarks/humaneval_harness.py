@@ -185,7 +185,8 @@ def breakdown(project: Path, samples: int, pytest_cpu: float) -> None:
     from pytest_prompteval.core.cases import load_case_file
     from pytest_prompteval.sandbox.client import Limits
     from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
-    from pytest_prompteval.scoring.code import extract_code, parse_code_spec
+    from pytest_prompteval.scoring.code.extract import extract_code
+    from pytest_prompteval.scoring.code.spec import parse_code_spec
 
     sys.path.insert(0, str(project))
     from heanswers import completion

@@ -18,14 +18,10 @@ from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.sandbox.client import Sandbox
-from pytest_prompteval.scoring.code import (
-    CodeScorer,
-    CodeSpec,
-    CodeTest,
-    Metrics,
-    extract_code,
-    parse_code_spec,
-)
+from pytest_prompteval.scoring.code.extract import extract_code
+from pytest_prompteval.scoring.code.measure import Metrics
+from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
 
 from .conftest import LoggingPool, item_results
 

@@ -23,7 +23,7 @@ from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.yamlload import load_yaml
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.assertions import Assertion, Observed, check_simple
-from pytest_prompteval.scoring.code import parse_code_spec
+from pytest_prompteval.scoring.code.spec import parse_code_spec
 
 from .conftest import generated_project
 

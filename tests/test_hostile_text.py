@@ -14,9 +14,12 @@ import pytest
 
 import pytest_prompteval
 from pytest_prompteval.core import patterns
-from pytest_prompteval.scoring import assertions, automatic, code
+from pytest_prompteval.scoring import assertions, automatic
 from pytest_prompteval.scoring.assertions import Assertion, Observed, check_simple
-from pytest_prompteval.scoring.code import CodeSpec, extract_code
+from pytest_prompteval.scoring.code import extract as code_extract
+from pytest_prompteval.scoring.code import spec as code_spec
+from pytest_prompteval.scoring.code.extract import extract_code
+from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.testing import AnthropicServer, tool_use
 
 SRC = Path(pytest_prompteval.__file__).parent
@@ -63,8 +66,8 @@ def test_the_patterns_run_on_answers_are_compiled_by_re2() -> None:
         automatic._WORD,
         automatic._SENTENCE_END,
         automatic._ASM_MNEMONIC,
-        code._FENCE,
-        code._definition("f"),
+        code_extract._FENCE,
+        code_spec._definition("f"),
         assertions._FENCE,
     ):
         assert type(compiled) is re2_type

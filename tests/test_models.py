@@ -3,14 +3,16 @@ prompt's failure, prices for the models the installed SDK names."""
 
 from __future__ import annotations
 
+import sys
 import typing
+from pathlib import Path
 
 import pytest
 from anthropic.types.model_param import ModelParam
 
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.tables import load_table
-from pytest_prompteval.providers.anthropic import deprecated_models
+from pytest_prompteval.providers.sdk_internals import deprecated_models
 from pytest_prompteval.testing import AnthropicServer, Fault
 
 DEPRECATED = "claude-sonnet-4-5"
@@ -49,6 +51,35 @@ def project(
 def test_the_sdk_lists_the_model_these_tests_use_as_deprecated() -> None:
     assert DEPRECATED in deprecated_models()
     assert "claude-haiku-4-5" not in deprecated_models()
+
+
+def test_the_deprecation_list_is_read_from_the_sdks_source_without_importing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "prompteval_sdk_listing" / "_data"
+    data.mkdir(parents=True)
+    data.parent.joinpath("__init__.py").write_text("raise ImportError('not to be imported')\n")
+    data.joinpath("deprecated_models.py").write_text(
+        "DEPRECATED_MODELS: dict[str, str] = {'claude-old': 'June 1st, 2026'}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert deprecated_models("prompteval_sdk_listing") == {"claude-old": "June 1st, 2026"}
+    assert "prompteval_sdk_listing" not in sys.modules
+
+
+def test_an_sdk_without_the_deprecation_list_is_said_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    tmp_path.joinpath("prompteval_sdk_bare").mkdir()
+    tmp_path.joinpath("prompteval_sdk_bare", "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert deprecated_models("prompteval_sdk_bare") == {}
+    assert deprecated_models("prompteval_sdk_bare") == {}
+    assert capsys.readouterr().err.splitlines() == [
+        "prompteval: warning: the prompteval_sdk_bare SDK's deprecated models"
+        " (prompteval_sdk_bare._data, 0.5x-2.x) not found; deprecated models are not reported"
+    ]
 
 
 def test_deprecated_model_is_one_line_once_and_never_a_failure(

@@ -19,7 +19,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
 from pytest_prompteval.interaction.strategies import parse_strategy
 from pytest_prompteval.scoring.assertions import parse_assertions
-from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
+from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
 
 CASES: dict[str, Any] = {
     "description": "valid cases",

@@ -10,7 +10,8 @@ import pytest
 
 from pytest_prompteval.cli import main
 from pytest_prompteval.core.cases import load_case_file
-from pytest_prompteval.scoring.code import CodeScorer, parse_code_spec
+from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.spec import parse_code_spec
 from pytest_prompteval.scoring.mutation import mutation_test
 
 from .conftest import LoggingPool

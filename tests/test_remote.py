@@ -17,7 +17,8 @@ import pytest
 
 from pytest_prompteval.sandbox.client import Limits, Sandbox
 from pytest_prompteval.sandbox.remote import Channel, Remote, WireError
-from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure
+from pytest_prompteval.scoring.code.measure import measure
+from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
 
 def crossed(value: Any) -> Any:

@@ -24,7 +24,8 @@ from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
 from pytest_prompteval.sandbox.server import parse_events, readiness
-from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure, parse_code_spec
+from pytest_prompteval.scoring.code.measure import measure
+from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
 
 from .conftest import generated_project, item_results
 

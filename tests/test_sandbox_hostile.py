@@ -341,7 +341,8 @@ def corpus(workdir: Path, project: Path, sockets: list[str]) -> dict[str, Any]:
     """Run every hostile sample in one sandbox; report what each did and left behind. The
     process runs in ``project``, which is on its import path, as under pytest."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec, CodeTest, measure
+    from pytest_prompteval.scoring.code.measure import measure
+    from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
     os.chdir(project)
     sys.path.insert(0, str(project))
@@ -607,7 +608,7 @@ def endless_sample() -> None:
     import signal
 
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec, CodeTest
+    from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
     box = Sandbox()
     box.start()

@@ -61,7 +61,7 @@ def importable(python: str, env: dict[str, str], user: int | None) -> list[str]:
 def sample_imports(names: list[str]) -> list[str]:
     """In a sandbox: the modules a sample failed to import, with why."""
     from pytest_prompteval.sandbox.client import Limits, Sandbox
-    from pytest_prompteval.scoring.code import CodeSpec, CodeTest
+    from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
     spec = CodeSpec(entry_point="f", tests=(CodeTest("args", [names], expected=[]),))
     box = Sandbox()

@@ -192,11 +192,12 @@ def test_commands_read_the_projects_ini(
 
 
 def test_no_default_model_is_deprecated_in_the_installed_sdk() -> None:
-    from anthropic._data import DEPRECATED_MODELS
+    from pytest_prompteval.providers.sdk_internals import deprecated_models
 
     s = build()
-    assert s.default_model not in DEPRECATED_MODELS
-    assert s.judge_model not in DEPRECATED_MODELS
+    assert deprecated_models(), "the installed SDK's deprecation list was not found"
+    assert s.default_model not in deprecated_models()
+    assert s.judge_model not in deprecated_models()
 
 
 FIXTURE_TESTS = """

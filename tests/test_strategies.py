@@ -14,7 +14,8 @@ from pytest_prompteval.core.prompts import load_prompt
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.interaction.strategies import course, parse_strategy
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.scoring.code import CodeScorer, parse_code_spec
+from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.spec import parse_code_spec
 
 from .conftest import LoggingPool, item_results
 

@@ -34,7 +34,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code import CodeScorer
+from pytest_prompteval.scoring.code.scorer import CodeScorer
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
 

@@ -41,7 +41,7 @@ from pytest_prompteval.scoring.assertions import (
     scored,
 )
 from pytest_prompteval.scoring.automatic import expected_topics
-from pytest_prompteval.scoring.code import CodeSpec
+from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import Verdict
 from pytest_prompteval.scoring.repo import RepoVerdict

@@ -18,7 +18,7 @@ from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
 from pytest_prompteval.interaction.repository import RepoTask, repo_task
 from pytest_prompteval.interaction.strategies import Strategy
 from pytest_prompteval.scoring.assertions import TRAJECTORY_TYPES, Assertion, parse_assertions
-from pytest_prompteval.scoring.code import is_code_case, parse_code_spec
+from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
 
 #: (prompt version, sample, samples) -> the item's spec
 SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]

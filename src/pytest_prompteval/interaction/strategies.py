@@ -30,7 +30,10 @@ from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.sandbox.client import Limits, SampleRun
-from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, Metrics, extract_code, measure
+from pytest_prompteval.scoring.code.extract import extract_code
+from pytest_prompteval.scoring.code.measure import Metrics, measure
+from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.spec import CodeSpec
 
 NAMES = ("self_verify", "refine", "best_of_n")
 EXTRA_SAMPLES = 10_000  # best_of_n's extra draws use sample keys far from the items' own

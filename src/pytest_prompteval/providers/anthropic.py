@@ -12,20 +12,17 @@ SDK names are used and each failure is handled for what it says:
 A call that still fails raises ApiError with the error's class, HTTP status and request id,
 except a model's refusal of the prompt's assistant prefill, which is the prompt's failure.
 
-A model the installed SDK lists as deprecated is reported once, when the prompt versions
-load (``deprecation_notices``), and travels in ``extra_body`` so that the SDK does not warn
-inside ``messages.create``: that runs in the threads sending calls ahead, where pytest's
-``filterwarnings = error`` (or ``-W error::DeprecationWarning``) would turn the warning into
-every item's failure, and warning filters are process-wide, so no thread can safely change
-them.
+A model the installed SDK lists as deprecated (``sdk_internals.deprecated_models``) is
+reported once, when the prompt versions load (``deprecation_notices``), and travels in
+``extra_body`` so that the SDK does not warn inside ``messages.create``: that runs in the
+threads sending calls ahead, where pytest's ``filterwarnings = error`` (or ``-W
+error::DeprecationWarning``) would turn the warning into every item's failure, and warning
+filters are process-wide, so no thread can safely change them.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import gc
-import importlib.util
 import inspect
 import os
 import random
@@ -35,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.content import blocks_from_api, text_of
@@ -45,6 +41,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response, only_text
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
+from pytest_prompteval.providers.sdk_internals import deprecated_models
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
 # "This model does not support assistant message prefill. The conversation must end with a
@@ -57,42 +54,6 @@ class PrefillRefused(PromptevalError):
     the API's, so the item fails (and is scored 0) rather than erroring."""
 
     kind = "prefill_refused"
-
-
-@functools.cache
-def deprecated_models() -> Mapping[str, str]:
-    """The models the installed SDK warns about in ``messages.create``, each with its end of
-    life. Written for anthropic 0.5x-2.x, which keep them in ``anthropic._data``
-    (``DEPRECATED_MODELS``). Read from the module's source when it is not imported yet, as
-    importing the SDK takes about a second that a replay never needs; empty when the
-    internal is gone, and then the SDK has nothing to warn about either."""
-    spec = importlib.util.find_spec("anthropic")
-    places = spec.submodule_search_locations if spec is not None else None
-    if places:
-        source = Path(next(iter(places)), "_data", "deprecated_models.py")
-        try:
-            tree = ast.parse(source.read_text(encoding="utf-8"))
-            for node in tree.body:
-                targets: list[ast.expr]
-                if isinstance(node, ast.AnnAssign):
-                    targets, value = [node.target], node.value
-                elif isinstance(node, ast.Assign):
-                    targets, value = list(node.targets), node.value
-                else:
-                    continue
-                named = any(
-                    isinstance(t, ast.Name) and t.id == "DEPRECATED_MODELS" for t in targets
-                )
-                found = ast.literal_eval(value) if named and value is not None else None
-                if isinstance(found, dict):
-                    return {str(k): str(v) for k, v in found.items()}
-        except (OSError, SyntaxError, ValueError):
-            pass
-    try:
-        from anthropic._data import DEPRECATED_MODELS
-    except ImportError:
-        return {}
-    return dict(DEPRECATED_MODELS)
 
 
 def deprecation_notices(

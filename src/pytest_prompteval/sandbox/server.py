@@ -366,105 +366,150 @@ def _workdir(isolation: Isolation) -> tuple[str, int]:
     return workdir, output
 
 
+class _Sample:
+    """A sample under way: the judge judging it, the judge's CPU time when it began, and its
+    limits. The verdict is the CPU time; the wall clock only ends samples that sleep or
+    block. Deadlines, not timers: a sample may send the server (its PID 1) signals."""
+
+    def __init__(
+        self,
+        judge: Judge,
+        limits: dict[str, Any],
+        isolation: Isolation,
+        zygote: Zygote,
+        started: float,
+        since: float,
+    ):
+        self.judge, self.limits = judge, limits
+        self.isolation, self.zygote = isolation, zygote
+        self.started, self.since = started, since
+        self.cpu_limit = float(limits["timeout"])
+        self.kill_at = started + 3 * self.cpu_limit + 2
+        self.timed_out = False
+
+    def watch(self) -> None:
+        """Past a limit: first SIGTERM, on which the judge writes the events it holds;
+        SIGKILL when the grace is over."""
+        now = time.monotonic()
+        over = not self.timed_out and (
+            _sample_cpu(self.isolation, self.zygote, self.judge.pid, self.since) > self.cpu_limit
+        )
+        if over or now >= self.kill_at:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.judge.pid, signal.SIGKILL if self.timed_out else signal.SIGTERM)
+            if not self.timed_out:
+                self.timed_out, self.kill_at = True, now + GRACE_SECONDS
+
+
 def run_job(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> dict[str, Any]:
     """Start the candidate (from the zygote) and hand the sample to the judge, watch their
     CPU time, collect the judge's events; when it returns, none of the sample's processes
     runs any more (``clean_up`` reaps them and empties the temp dirs)."""
+    sample = _start(job, isolation, zygote)
+    buffer, status, finished = _collect(sample)
+    if status is None:  # the pipe closed: the judge is ending, or hiding its end
+        status = _judge_status(sample)
+    _end_sample(sample, finished)
+    return {
+        "events": parse_events(bytes(buffer)),
+        "timed_out": sample.timed_out,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "seconds": time.monotonic() - sample.started,
+    }
+
+
+def _start(job: dict[str, Any], isolation: Isolation, zygote: Zygote) -> _Sample:
+    """Hand the sample to the judge (a new one if the kept one is gone) and fork its
+    candidate from the zygote, the two joined by pipes."""
     global _judge
-    cpu_limit = float(job["limits"]["timeout"])
+    limits = job["limits"]
     workdir, output = _workdir(isolation)
     down_r, down_w = os.pipe()  # judge -> candidate
     up_r, up_w = os.pipe()  # candidate -> judge
     code_r, code_w = os.pipe()
     status_r, status_w = os.pipe()
     started = time.monotonic()
-    judge = _judge_for(job["limits"], isolation)
+    judge = _judge_for(limits, isolation)
     if judge.memory is None:
         judge.memory = _address_space(judge.pid)
     since = cpu_seconds(judge.pid)
     if not judge.send({**job, "workdir": workdir}, [up_r, down_w, code_w, status_r, output]):
         judge.end()  # it ended between samples (a candidate without namespaces can kill it)
         _judge = None
-        judge = _judge_for(job["limits"], isolation)
+        judge = _judge_for(limits, isolation)
         since = cpu_seconds(judge.pid)
         judge.send({**job, "workdir": workdir}, [up_r, down_w, code_w, status_r, output])
     try:
-        zygote.spawn(workdir, job["limits"], [down_r, up_w, code_r, output, status_w])
+        zygote.spawn(workdir, limits, [down_r, up_w, code_r, output, status_w])
     except OSError:
         sys.exit(1)  # the zygote is gone (a candidate killed it): pytest starts a new server
     for fd in (down_r, up_w, code_r, status_w, output, up_r, down_w, code_w, status_r):
         os.close(fd)
-    pid, events_r = judge.pid, judge.events
-    timed_out = False
-    # The verdict is the CPU time; the wall clock only ends samples that sleep or block.
-    # Deadlines, not timers: a sample may send the server (its PID 1) signals.
-    kill_at = started + 3 * cpu_limit + 2
+    return _Sample(judge, limits, isolation, zygote, started, since)
 
-    def watch() -> None:
-        """Past a limit: first SIGTERM, on which the judge writes the events it holds;
-        SIGKILL when the grace is over."""
-        nonlocal timed_out, kill_at
-        now = time.monotonic()
-        over = not timed_out and _sample_cpu(isolation, zygote, pid, since) > cpu_limit
-        if over or now >= kill_at:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL if timed_out else signal.SIGTERM)
-            if not timed_out:
-                timed_out, kill_at = True, now + GRACE_SECONDS
 
+def _collect(sample: _Sample) -> tuple[bytearray, int | None, dict[str, Any] | None]:
+    """The judge's events until its last (the judge then waits for its next sample: status
+    0), its end (its status) or the pipe's close (None), watching the sample's limits."""
+    judge, isolation, zygote = sample.judge, sample.isolation, sample.zygote
     buffer, status, finished = bytearray(), None, None
-    next_watch = started + WATCH_SECONDS
+    next_watch = sample.started + WATCH_SECONDS
     while True:
         if len(buffer) > 4 * 1024 * 1024:  # more events than any harness writes: stop it
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            break
-        if _select([events_r], WATCH_SECONDS, isolation, zygote):
-            chunk = os.read(events_r, 65536)
+                os.kill(judge.pid, signal.SIGKILL)
+            return buffer, status, finished
+        if _select([judge.events], WATCH_SECONDS, isolation, zygote):
+            chunk = os.read(judge.events, 65536)
             if not chunk:
-                break
+                return buffer, status, finished
             buffer += chunk
             if status is None and chunk.endswith(b"\n"):
                 finished = _finished(buffer)
                 if finished is not None:
-                    status = 0  # the judge waits for its next sample
-                    break
+                    return buffer, 0, finished
         if status is None:
             if time.monotonic() >= next_watch:  # not after every event: reading /proc costs
                 next_watch = time.monotonic() + WATCH_SECONDS
-                watch()
-            done, code = os.waitpid(pid, os.WNOHANG)
+                sample.watch()
+            done, code = os.waitpid(judge.pid, os.WNOHANG)
             if done:  # the judge ended but a descendant may hold the pipe: end them all
                 status = code
-                _kill_descendants(pid, isolation, zygote)
+                _kill_descendants(judge.pid, isolation, zygote)
+
+
+def _judge_status(sample: _Sample) -> int:
+    """The ending judge's wait status, still watching the limits while it takes its time."""
     pause = 0.0005
-    while status is None:  # the pipe closed: the judge is ending, or hiding its end
-        done, code = os.waitpid(pid, os.WNOHANG)
+    while True:
+        done, code = os.waitpid(sample.judge.pid, os.WNOHANG)
         if done:
-            status = code
-        else:
-            watch()
-            _select([], pause, isolation, zygote)
-            pause = min(2 * pause, WATCH_SECONDS)
+            return code
+        sample.watch()
+        _select([], pause, sample.isolation, sample.zygote)
+        pause = min(2 * pause, WATCH_SECONDS)
+
+
+def _end_sample(sample: _Sample, finished: dict[str, Any] | None) -> None:
+    """Kill the sample's processes. The judge stays for the next sample unless it ended,
+    was told its time was up (a SIGTERM must not reach the next sample's judging), asked to
+    retire, or kept memory; then it is replaced, ready for the next sample as this one
+    found one."""
+    global _judge
+    judge, isolation, zygote = sample.judge, sample.isolation, sample.zygote
     if (
         finished is not None
-        and not timed_out
+        and not sample.timed_out
         and not finished.get("retire")
-        and not judge.grown(job["limits"])
+        and not judge.grown(sample.limits)
     ):
-        _kill_descendants(None, isolation, zygote, spare=pid)
-    else:  # it ended, or was told to (a SIGTERM must not reach the next sample's judging)
+        _kill_descendants(None, isolation, zygote, spare=judge.pid)
+    else:
         judge.end(reaped=finished is None)
         _judge = None
-        _kill_descendants(pid, isolation, zygote)
-        _judge_for(job["limits"], isolation)  # ready for the next sample, as it found one
-    return {
-        "events": parse_events(bytes(buffer)),
-        "timed_out": timed_out,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "seconds": time.monotonic() - started,
-    }
+        _kill_descendants(judge.pid, isolation, zygote)
+        _judge_for(sample.limits, isolation)
 
 
 def clean_up(isolation: Isolation, zygote: Zygote) -> None:

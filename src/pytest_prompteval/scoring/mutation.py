@@ -24,7 +24,9 @@ from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox.client import Limits
-from pytest_prompteval.scoring.code import CodeScorer, CodeSpec, CodeTest, measure
+from pytest_prompteval.scoring.code.measure import measure
+from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
 BINARY = {
     ast.Add: ast.Sub,

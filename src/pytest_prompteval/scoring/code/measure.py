@@ -1,0 +1,192 @@
+"""A sample's metrics from its run: tests passed by tag, the seed's partial correctness,
+exact match and semantic equivalence with the reference, and the error class."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_prompteval.sandbox import SampleRun
+from pytest_prompteval.sandbox.harness import canonical
+from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalised(code: str) -> str | None:
+    try:
+        return ast.unparse(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+@dataclass
+class Metrics:
+    syntax_ok: bool = False
+    compiles: bool = False
+    tests_passed: int = 0
+    tests_total: int = 0
+    basic: tuple[int, int] = (0, 0)
+    edge: tuple[int, int] = (0, 0)
+    exact_match: bool = False
+    semantic_equivalence: bool | None = None
+    error_class: str | None = None
+    first_failure: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def functional(self) -> bool:
+        return self.error_class is None and self.tests_passed == self.tests_total
+
+    @property
+    def partial(self) -> float:
+        """The seed's partial correctness: syntax 0.2, compiles 0.2, basic tests 0.3 x share
+        passed, edge tests 0.3 x share passed; a kind of test the case does not have gives
+        its 0.3 to the other (all edge or all basic: that kind counts 0.6), so a solution
+        passing every test scores 1."""
+        shares = [passed / total for passed, total in (self.basic, self.edge) if total]
+        tests = 0.6 * sum(shares) / len(shares) if shares else 0.0
+        return 0.2 * self.syntax_ok + 0.2 * self.compiles + tests
+
+
+def _output_matches(event: Mapping[str, Any], expected: str) -> bool:
+    """Whether an io test's output event carries the value whose canonical text is given."""
+    if "output_digest" in event:
+        return bool(event["output_digest"] == hashlib.sha256(expected.encode()).hexdigest())
+    if "output" in event:
+        try:
+            return canonical(event["output"]) == expected
+        except (TypeError, ValueError, RecursionError):
+            return False
+    return False
+
+
+@functools.lru_cache(maxsize=65536)
+def _canonical_expected(text: str) -> str:
+    return canonical(json.loads(text))
+
+
+def _expected(test: CodeTest) -> str:
+    return _canonical_expected(json.dumps(test.expected, default=repr))
+
+
+def _io_event(
+    entry_point: str, test: CodeTest, event: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """An io test's event turned into a verdict: the output compared here, with the
+    expected value the sample never saw."""
+    if event is None or ("passed" in event and not event["passed"]):
+        return event
+    if _output_matches(event, _expected(test)):
+        return {**event, "passed": True}
+    shown = event.get("output", event.get("output_repr", "a large value"))
+    return {
+        **event,
+        "passed": False,
+        "kind": "assert",
+        "message": f"AssertionError: {entry_point}(*{test.body!r}) returned {shown!r}"[:300]
+        + f", expected {test.expected!r}"[:200],
+    }
+
+
+def reference_outputs(spec: CodeSpec, run: SampleRun) -> dict[int, str]:
+    """The reference's outputs on the io tests, as canonical text by test index."""
+    found = {}
+    for index, event in run.tests.items():
+        if index < len(spec.tests) and spec.tests[index].kind == "args" and "output" in event:
+            try:
+                found[index] = canonical(event["output"])
+            except (TypeError, ValueError, RecursionError):
+                continue
+    return found
+
+
+def measure(
+    spec: CodeSpec, code: str, run: SampleRun, reference: Mapping[int, str] | None = None
+) -> Metrics:
+    """The metrics of one run; ``reference``: the reference's io outputs (for semantic
+    equivalence), when known."""
+    m = Metrics(tests_total=spec.tests_total)
+    syntax, load = run.phase("syntax"), run.phase("load")
+    m.syntax_ok = bool(syntax and syntax.get("ok") is True)
+    m.compiles = bool(load and load.get("ok") is True)
+    results = run.tests
+    tally = {"basic": [0, 0], "edge": [0, 0]}
+    first_basic = first_edge = None
+    compared = []
+    for i, test in enumerate(spec.tests):
+        event = results.get(i)
+        if test.kind == "args":
+            if reference is not None and i in reference:
+                compared.append(event is not None and _output_matches(event, reference[i]))
+            event = _io_event(spec.entry_point, test, event)
+        passed = bool(event and event.get("passed") is True)
+        tally[test.tag][0] += passed
+        tally[test.tag][1] += 1
+        m.tests_passed += passed
+        if event and not passed:
+            failure = (event.get("kind"), f"test {i} ({test.tag}): {event.get('message')}")
+            if test.tag == "basic" and first_basic is None:
+                first_basic = failure
+            elif test.tag == "edge" and first_edge is None:
+                first_edge = failure
+    prop = run.property_check
+    if spec.properties is not None:
+        passed = bool(prop and prop.get("passed") is True)
+        tally["edge"][0] += passed
+        tally["edge"][1] += 1
+        m.tests_passed += passed
+        if prop is not None and not passed and first_edge is None:
+            first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
+    m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
+    if spec.reference is not None:
+        if code == spec.reference:  # parsing it is enough (unparsing costs ~1 ms)
+            m.exact_match = _parses(code)
+        else:
+            normal = _normalised(code)
+            m.exact_match = normal is not None and normal == _normalised(spec.reference)
+        if prop is not None:
+            compared.append(prop.get("passed") is True)
+        m.semantic_equivalence = all(compared) if compared else None
+    m.error_class, m.first_failure = _classify(run, syntax, load, first_basic, first_edge)
+    if m.error_class is None and m.tests_passed < m.tests_total:
+        m.error_class, m.first_failure = "runtime", "the sample ended before all tests ran"
+    return m
+
+
+def _classify(
+    run: SampleRun, syntax: Any, load: Any, basic: Any, edge: Any
+) -> tuple[str | None, str | None]:
+    if run.crashed:
+        return "runtime", run.crashed
+    if syntax is not None and syntax.get("ok") is not True:
+        return "syntax", f"SyntaxError: {syntax.get('message')}"
+    if run.timed_out or run.signal == 24:  # SIGXCPU: the CPU-time limit
+        return "timeout", f"no answer within {run.seconds:.1f} s"
+    if load is not None and load.get("ok") is not True:
+        kind = "resource_limit" if load.get("kind") == "resource" else "runtime"
+        return kind, f"loading the code: {load.get('message')}"
+    if syntax is None or load is None or run.signal is not None:
+        why = f"killed by signal {run.signal}" if run.signal else "no result"
+        return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
+    for failure in (basic, edge):
+        if failure is not None:
+            kind, message = failure
+            if kind == "resource":
+                return "resource_limit", message
+            if kind == "error":
+                return "runtime", message
+            return ("logic" if failure is basic else "edge_case"), message
+    return None, None
