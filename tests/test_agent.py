@@ -4,6 +4,7 @@ collection errors, trajectory assertions, replay offline."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -460,3 +461,51 @@ def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdis
     for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
         assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
     assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
+
+
+def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """The second step of c01's conversation is answered only once c02's second step has
+    arrived: with only first steps sent ahead, c02's second step would wait for c01's item
+    to end, and the wait below would run out."""
+    scripts = {
+        f"Order c0{i}": [[call("add", a=i, b=1)], [f"The sum is {i + 1}."]] for i in range(4)
+    }
+    agent = ScriptedAgent(scripts)
+    second_of_c02 = threading.Event()
+    waited: list[bool] = []
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        first = str(request["messages"][0]["content"])
+        if len(request["messages"]) > 1 and "Order c02" in first:
+            second_of_c02.set()
+        elif len(request["messages"]) > 1 and "Order c01" in first:
+            waited.append(second_of_c02.wait(30))
+        return agent(request)
+
+    anthropic_server.responder = responder
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: '{message}'\ninclude_input: false\ntools: [add]\n"
+    )
+    cases = "".join(
+        f"- id: c0{i}\n  input: {{message: Order c0{i}}}\n  assert: [{{contains: 'sum is'}}]\n"
+        for i in range(4)
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+    reprec = pytester.inline_run(
+        "--prompt=agent", "--prompteval-concurrency=4", "-p", "no:randomly"
+    )
+    reprec.assertoutcome(passed=4)
+    assert waited == [True]
+    assert len(anthropic_server.requests) == 8  # each step once
+    log = pytester.path / "ran.log"
+    assert sorted(log.read_text().splitlines()) == [f"add {i} 1" for i in range(4)]
+    results = item_results(reprec)
+    assert [(r["calls_live"], r["attempts"]) for r in results] == [(2, 2)] * 4
+    # the tools' outcomes were recorded with the answers: replayed, none runs again
+    anthropic_server.requests.clear()
+    again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    again.assertoutcome(passed=4)
+    assert anthropic_server.requests == [] and len(log.read_text().splitlines()) == 4

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.ledger import Ledger, Purpose
 from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
 
 DEFAULT_MAX_STEPS = 10
@@ -392,6 +392,10 @@ def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> C
     return trajectory
 
 
+#: how a walk gets a step's outcome: (request, purpose) -> outcome
+StepGetter = Callable[[Request, Purpose], Outcome]
+
+
 def converse(
     agent: AgentSpec,
     store: Store,
@@ -401,13 +405,51 @@ def converse(
     execute: ToolExecutor,
 ) -> tuple[Outcome, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
-    final answer) and the trajectory."""
+    final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
+    answered, with their Python tools' outcomes."""
+
+    def get(asked: Request, purpose: Purpose) -> Outcome:
+        return ledger.get(store, asked, context, purpose)
+
+    return _walk(agent, store, get, request, context, execute, keep=False)
+
+
+def converse_ahead(
+    agent: AgentSpec,
+    store: Store,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+    going: Callable[[], bool],
+) -> None:
+    """Walk the conversation ahead of its item (on the store's pool): each step's outcome
+    is kept for the item's own walk, with the outcomes of the Python tools its calls ran,
+    so that walk makes no call and runs no tool again. ``going``: False once the run stops
+    (no new calls)."""
+
+    def get(asked: Request, purpose: Purpose) -> Outcome:
+        if not going():
+            raise PromptevalError("stopping: no new calls")  # left for the item
+        return store.get(asked, context, keep=True)
+
+    _walk(agent, store, get, request, context, execute, keep=True)
+
+
+def _walk(
+    agent: AgentSpec,
+    store: Store,
+    get: StepGetter,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+    keep: bool,
+) -> tuple[Outcome, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
 
     def run_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """A Python tool's outcome: as recorded with a replayed answer, else run (and kept
-        for the answer's recording)."""
+        """A Python tool's outcome: as the answer holds it (a replay, or a step walked
+        ahead), else run (and kept with the answer)."""
         if name not in agent.python:
             return execute(name, arguments)
         given = canonical_json(dict(arguments))
@@ -429,11 +471,11 @@ def converse(
 
     walk = conversation(agent, request, run_tool)
     asked = next(walk)
-    outcome = ledger.get(store, asked, context, "generation")
+    outcome = get(asked, "generation")
     step = 1
     while True:
         ran.clear()
-        recorded[:] = outcome.response.tools_ran if outcome.replayed else ()
+        recorded[:] = outcome.response.tools_ran  # a live answer has none
         try:
             said = asked
             asked = walk.send(outcome.response)
@@ -443,8 +485,10 @@ def converse(
             if ran and not outcome.replayed:  # kept with the answer whose calls they are
                 answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
                 store.record(said, context, answer)
+                if keep:
+                    store.keep(said, context.sample, dataclasses.replace(outcome, response=answer))
         step += 1
         try:
-            outcome = ledger.get(store, asked, context, "agent")
+            outcome = get(asked, "agent")
         except MissingRecording as exc:
             raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None
