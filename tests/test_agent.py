@@ -509,3 +509,54 @@ def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
     again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
     again.assertoutcome(passed=4)
     assert anthropic_server.requests == [] and len(log.read_text().splitlines()) == 4
+
+
+def test_the_estimate_walks_the_recordings_then_bounds_the_rest_by_max_steps(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester)
+    unrecorded = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    unrecorded.stdout.fnmatch_lines(
+        [
+            "agent * 0 * 0 * 5 *",
+            "total: 5 new calls, *",
+            "1 agent items priced as up to max_steps calls each (5 of the new calls), each at "
+            "the input tokens of the item's first unrecorded step*",
+        ]
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    recorded = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    recorded.stdout.fnmatch_lines(["agent * 4 * 0 *", "total: 0 new calls, *"])
+    assert "agent items priced" not in recorded.stdout.str()
+    # a changed turn: the three steps before it replay, the rest are bounded by max_steps 5
+    cases = pytester.path / "prompt_cases" / "agent.yaml"
+    cases.write_text(cases.read_text().replace("credit instead?", "credit, please?"))
+    changed = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    changed.stdout.fnmatch_lines(
+        ["agent * 3 * 2 *", "total: 2 new calls, *", "1 agent items priced * (2 of the new calls)*"]
+    )
+    assert not [r for r in agent.requests if r.path.split("?")[0] == "/v1/messages"][4:]
+
+
+def test_a_batch_sends_a_step_per_round_and_each_tool_runs_once(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"sum": [[call("add", a=2, b=3)], [call("add", a=5, b=1)], ["The sum is 6."]]}
+    )
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: sum\ninclude_input: false\ntools: [add]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: 'sum is 6'}]\n"
+    )
+    result = pytester.runpytest(
+        "--prompt=agent", "--prompteval-batch", "--prompteval-batch-poll=0.01"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*batch round 3: strategies' and agents' next calls"])
+    paths = [r.path.split("?")[0] for r in anthropic_server.requests]
+    assert "/v1/messages" not in paths  # every step went in a batch
+    assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1, 1, 1]
+    assert (pytester.path / "ran.log").read_text() == "add 2 3\nadd 5 1\n"

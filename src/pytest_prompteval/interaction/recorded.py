@@ -1,0 +1,71 @@
+"""An agent's conversation walked through the answers there are, without the model: the
+estimate prices the steps past them, a message batch sends the next step of each
+conversation in its next round."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.content import RanTool, ToolOutcome
+from pytest_prompteval.core.request import Request, canonical_json
+from pytest_prompteval.core.response import Response
+from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor
+
+#: the answer to a step's request there is (a recording), or None
+Known = Callable[[Request], Response | None]
+#: keeps a step's answer with the Python tools' outcomes its calls ran
+Keep = Callable[[Request, Response], None]
+
+
+class _NotHeld(Exception):
+    """A Python tool's outcome the answer does not hold, and no tool is to run: the walk
+    ends at that step."""
+
+
+def walk_recorded(
+    agent: AgentSpec, case: Case, request: Request, known: Known, keep: Keep | None = None
+) -> tuple[list[Response], Request | None]:
+    """The steps the answers there are cover, and the request of the first step none
+    answers (None: the conversation ends within them). Scripted results answer as in a run;
+    a Python tool's outcome is the one its answer holds, else (given ``keep``) the tool runs
+    and its outcome is kept with the answer, so the item does not run it again."""
+    scripted = executor(agent, case)
+    held: list[RanTool] = []
+    ran: list[RanTool] = []
+
+    def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        if name not in agent.python:
+            return scripted(name, arguments)
+        given = canonical_json(dict(arguments))
+        found = next((r for r in held if r.name == name and r.input_json == given), None)
+        if found is not None:
+            held.remove(found)
+            return found.outcome
+        if keep is None:
+            raise _NotHeld
+        outcome = scripted(name, arguments)
+        ran.append(RanTool(name, given, outcome))
+        return outcome
+
+    steps: list[Response] = []
+    walk = conversation(agent, request, execute)
+    asked = next(walk)
+    while True:
+        response = known(asked)
+        if response is None:
+            return steps, asked
+        steps.append(response)
+        held[:], ran[:] = response.tools_ran, []
+        said = asked
+        try:
+            asked = walk.send(response)
+        except StopIteration:
+            return steps, None
+        except _NotHeld:
+            return steps, asked
+        finally:
+            if ran and keep is not None:
+                keep(said, dataclasses.replace(response, tools_ran=tuple(ran)))
