@@ -267,6 +267,11 @@ def test_max_steps_fails_the_item_naming_the_last_call(
         ("case", "  assert:\n    - {type: tool_sequence, value: [lookup_order], mode: inorder}\n",
          "mode 'inorder'; did you mean 'in_order'?"),
         ("case", "  turns: [1]\n", "case 'c1', field 'turns': expected a list of user messages"),
+        ("case", "  user_simulator: {instructions: x, max_turn: 2}\n",
+         "prompt_cases/agent.yaml:4: case 'c1', user_simulator: unknown field 'max_turn'; did "
+         "you mean 'max_turns'?"),
+        ("case", "  user_simulator: {instructions: x, max_turns: 0}\n",
+         "case 'c1', user_simulator: max_turns: expected a whole number from 1 to 50"),
         ("case", "  tools: [add]\n",
          "case 'c1', tools: no Python tool 'add'; register one with @pytest_prompteval.tool"),
         ("prompt", "max_steps: 0\n", "prompts/agent.yaml:2: field 'max_steps': expected a whole"),
@@ -560,3 +565,62 @@ def test_a_batch_sends_a_step_per_round_and_each_tool_runs_once(
     assert "/v1/messages" not in paths  # every step went in a batch
     assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1, 1, 1]
     assert (pytester.path / "ran.log").read_text() == "add 2 3\nadd 5 1\n"
+
+
+SIMULATED = """\
+cases:
+- id: sim_001
+  input: {message: "Order A-1001 arrived broken."}
+  tool_results: [{tool: lookup_order, result: delivered}]
+  user_simulator: {instructions: "You want store credit, not a refund.", max_turns: %d,
+                   model: claude-sonnet-4-5}
+  assert: [{contains: "store credit"}]
+"""
+
+
+@pytest.mark.parametrize(("max_turns", "user_calls"), [(4, 2), (1, 1)])
+def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, max_turns: int, user_calls: int
+) -> None:
+    agent = ScriptedAgent(
+        {"Order A-1001": [
+            [call("lookup_order", order_id="A-1001")],
+            ["It is delivered; I can refund it."],
+            ["Done: store credit of 42.0."],
+            ["Anything else about store credit?"],
+        ]}
+    )  # fmt: skip
+    asked: list[dict[str, Any]] = []
+
+    def responder(request: dict[str, Any]) -> Any:
+        if "You play the user" not in str(request.get("system")):
+            return agent(request)
+        asked.append(request)
+        return "Thanks, that works. [DONE]" if len(asked) > 1 else "Store credit instead?"
+
+    anthropic_server.responder = responder
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % max_turns)
+    reprec = pytester.inline_run("--prompt=agent")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    trajectory = result["trajectory"]
+    assert [s["turn"] for s in trajectory["steps"]] == [None, "Store credit instead?", None]
+    assert (trajectory["user_calls"], trajectory["user_turns"]) == (user_calls, 1)
+    # the agent's figures are its own three calls; the user's apart
+    assert result["attempts"] == 3 and result["user_calls"] == user_calls
+    assert result["calls_live"] == 3 + user_calls and result["user_output_tokens"] > 0
+    # the simulated user sees the instructions and what the agent said, in its own model
+    assert len(asked) == user_calls and asked[0]["model"] == "claude-sonnet-4-5"
+    assert "You want store credit, not a refund." in asked[0]["system"]
+    assert "[DONE]" in asked[0]["system"]
+    transcript = asked[0]["messages"][0]["content"]
+    assert "User: Order A-1001 arrived broken." in str(transcript)
+    assert "Assistant: It is delivered; I can refund it." in str(transcript)
+    # replayed offline, the user's calls too
+    anthropic_server.requests.clear()
+    again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    again.assertoutcome(passed=1)
+    assert anthropic_server.requests == []
+    (replayed,) = item_results(again)
+    assert replayed["trajectory"] == trajectory and replayed["user_calls"] == user_calls

@@ -68,6 +68,18 @@ class ToolRule:
 
 
 @dataclass(frozen=True)
+class UserSimulator:
+    """A second Claude playing the user: after the scripted turns, it is asked for each
+    next turn until it answers ``DONE_SIGNAL`` or has sent ``max_turns``."""
+
+    instructions: str
+    max_turns: int = 4
+    #: None: the agent's model
+    model: str | None = None
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     #: the tool definitions the requests send, as the API takes them
     tools: tuple[Mapping[str, Any], ...]
@@ -77,6 +89,7 @@ class AgentSpec:
     turns: tuple[str, ...] = ()
     #: the project's Python tools the definitions name
     python: Mapping[str, PythonTool] = dataclasses.field(default_factory=dict)
+    simulator: UserSimulator | None = None
 
     @property
     def names(self) -> frozenset[str]:
@@ -89,7 +102,17 @@ class UnansweredCall(PromptevalError):
     kind = "unanswered_tool_call"
 
 
-AGENT_CASE_FIELDS = ("tools", "tool_results", "turns")
+AGENT_CASE_FIELDS = ("tools", "tool_results", "turns", "user_simulator")
+SIMULATOR_KEYS = ("instructions", "max_turns", "model", "max_tokens")
+MAX_USER_TURNS = 50
+#: a simulated user's reply holding this ends the conversation (nothing more is sent)
+DONE_SIGNAL = "[DONE]"
+SIMULATOR_SYSTEM = (
+    "You play the user in a conversation with an AI assistant, to test the assistant. "
+    "Stay in character and follow these instructions:\n\n{instructions}\n\n"
+    "Reply with the user's next message only. When the user's goal is met, or the "
+    "assistant cannot help further, reply with " + DONE_SIGNAL + " alone."
+)
 AGENT_PROMPT_FIELDS = ("tools", "tool_choice", "max_steps")
 
 
@@ -230,6 +253,33 @@ def _turns(case: Case) -> tuple[str, ...]:
     return tuple(turns)
 
 
+def _simulator(case: Case) -> UserSimulator | None:
+    given = case.raw.get("user_simulator")
+    if given is None:
+        return None
+    at = line_of(case.raw, "user_simulator")
+
+    def fail(message: str) -> PromptevalError:
+        return PromptevalError(f"case {case.id!r}, user_simulator: {message}", case.path, at)
+
+    if not isinstance(given, Mapping):
+        raise fail("expected a mapping {instructions, max_turns, model}")
+    check_keys(given, SIMULATOR_KEYS, case.path, f"case {case.id!r}, user_simulator: ")
+    instructions = given.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise fail("instructions: expected the user's part and goal (a string)")
+    numbers = {}
+    for key, default, top in (("max_turns", 4, MAX_USER_TURNS), ("max_tokens", 512, 64000)):
+        value = given.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+            raise fail(f"{key}: expected a whole number from 1 to {top}")
+        numbers[key] = value
+    model = given.get("model")
+    if model is not None and not isinstance(model, str):
+        raise fail("model: expected a model name")
+    return UserSimulator(instructions, numbers["max_turns"], model, numbers["max_tokens"])
+
+
 def _max_steps(prompt: PromptVersion) -> int:
     value = prompt.raw.get("max_steps", DEFAULT_MAX_STEPS)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
@@ -274,6 +324,7 @@ def parse_agent(
         rules=_rules(case, names),
         turns=_turns(case),
         python={n: t for n, t in python.items() if n in names},
+        simulator=_simulator(case),
     )
 
 
@@ -346,12 +397,41 @@ def describe(call: ToolUse | ToolCall) -> str:
 #: A conversation's course: yields the request of its next step, is sent that step's
 #: response, and returns the trajectory (the final answer is the last response sent).
 Conversation = Generator[Request, Response, Trajectory]
+#: the simulated user's reply to the conversation so far (its request and its answer's text)
+UserTurn = Callable[[Request], str]
 
 
-def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> Conversation:
+def simulator_request(
+    simulator: UserSimulator, request: Request, messages: Sequence[Message]
+) -> Request:
+    """What the simulated user is asked: the conversation so far as a transcript (the
+    agent's tool activity left out: a user sees only what the agent says)."""
+    lines = []
+    for message in messages:
+        said = message.text.strip()
+        if said:
+            lines.append(f"{'User' if message.role == 'user' else 'Assistant'}: {said}")
+    transcript = "\n\n".join(lines)
+    return Request.create(
+        simulator.model or request.model,
+        [
+            Message(
+                "user",
+                (f"The conversation so far:\n\n{transcript}\n\nWrite the user's next message.",),
+            )
+        ],
+        SIMULATOR_SYSTEM.format(instructions=simulator.instructions.strip()),
+        max_tokens=simulator.max_tokens,
+    )
+
+
+def conversation(
+    agent: AgentSpec, request: Request, execute: ToolExecutor, user: UserTurn | None = None
+) -> Conversation:
     """The tool loop, step by step: the same course whether its calls are made one by one
-    or looked up in recordings."""
+    or looked up in recordings. ``user``: asks the simulated user, if the case has one."""
     trajectory = Trajectory(max_steps=agent.max_steps)
+    simulator = agent.simulator if user is not None else None
     messages = list(request.messages)
     turns = list(agent.turns)
     asked = request
@@ -383,6 +463,19 @@ def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> C
         elif turns:
             step.turn = turns.pop(0)
             messages += [Message("assistant", said), Message("user", (step.turn,))]
+        elif (
+            simulator is not None
+            and user is not None
+            and trajectory.user_turns < simulator.max_turns
+        ):
+            messages.append(Message("assistant", said))
+            trajectory.user_calls += 1
+            reply = user(simulator_request(simulator, request, messages)).strip()
+            if DONE_SIGNAL in reply or not reply:
+                return trajectory
+            step.turn = reply
+            trajectory.user_turns += 1
+            messages.append(Message("user", (reply,)))
         else:
             return trajectory
         asked = dataclasses.replace(request, messages=tuple(messages))
@@ -409,7 +502,7 @@ def converse(
     answered, with their Python tools' outcomes."""
 
     def get(asked: Request, purpose: Purpose) -> Outcome:
-        return ledger.get(store, asked, context, purpose)
+        return ledger.get(store, asked, for_purpose(context, purpose), purpose)
 
     return _walk(agent, store, get, request, context, execute, keep=False)
 
@@ -430,9 +523,14 @@ def converse_ahead(
     def get(asked: Request, purpose: Purpose) -> Outcome:
         if not going():
             raise PromptevalError("stopping: no new calls")  # left for the item
-        return store.get(asked, context, keep=True)
+        return store.get(asked, for_purpose(context, purpose), keep=True)
 
     _walk(agent, store, get, request, context, execute, keep=True)
+
+
+def for_purpose(context: CallContext, purpose: Purpose) -> CallContext:
+    """A simulated user's calls are labelled as the user's."""
+    return dataclasses.replace(context, purpose="user") if purpose == "user" else context
 
 
 def _walk(
@@ -469,7 +567,10 @@ def _walk(
         ran.append(RanTool(name, given, outcome))
         return outcome
 
-    walk = conversation(agent, request, run_tool)
+    def user(asked: Request) -> str:
+        return get(asked, "user").response.text
+
+    walk = conversation(agent, request, run_tool, user)
     asked = next(walk)
     outcome = get(asked, "generation")
     step = 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
@@ -13,9 +14,11 @@ from pytest_prompteval.core.content import RanTool, ToolOutcome
 from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor
+from pytest_prompteval.providers.ledger import Purpose
 
-#: the answer to a step's request there is (a recording), or None
-Known = Callable[[Request], Response | None]
+#: the answer there is (a recording) to a request made for a purpose ("generation" and
+#: "agent": the agent's; "user": a simulated user's), or None
+Known = Callable[[Request, Purpose], Response | None]
 #: keeps a step's answer with the Python tools' outcomes its calls ran
 Keep = Callable[[Request, Response], None]
 
@@ -25,13 +28,30 @@ class _NotHeld(Exception):
     ends at that step."""
 
 
+class _Unanswered(Exception):
+    """A simulated user's call no answer covers."""
+
+    def __init__(self, request: Request):
+        self.request = request
+
+
+@dataclass
+class Walked:
+    #: the agent's steps, and the simulated user's calls, the answers there are cover
+    steps: list[Response] = field(default_factory=list)
+    user: list[Response] = field(default_factory=list)
+    #: the first request none answers, and whose it is; None: the conversation ends
+    missing: Request | None = None
+    purpose: Purpose = "agent"
+
+
 def walk_recorded(
     agent: AgentSpec, case: Case, request: Request, known: Known, keep: Keep | None = None
-) -> tuple[list[Response], Request | None]:
-    """The steps the answers there are cover, and the request of the first step none
-    answers (None: the conversation ends within them). Scripted results answer as in a run;
-    a Python tool's outcome is the one its answer holds, else (given ``keep``) the tool runs
-    and its outcome is kept with the answer, so the item does not run it again."""
+) -> Walked:
+    """The steps the answers there are cover, and the first request none answers. Scripted
+    results answer as in a run; a Python tool's outcome is the one its answer holds, else
+    (given ``keep``) the tool runs and its outcome is kept with the answer, so the item does
+    not run it again."""
     scripted = executor(agent, case)
     held: list[RanTool] = []
     ran: list[RanTool] = []
@@ -50,22 +70,35 @@ def walk_recorded(
         ran.append(RanTool(name, given, outcome))
         return outcome
 
-    steps: list[Response] = []
-    walk = conversation(agent, request, execute)
+    walked = Walked()
+
+    def user(asked: Request) -> str:
+        answer = known(asked, "user")
+        if answer is None:
+            raise _Unanswered(asked)
+        walked.user.append(answer)
+        return answer.text
+
+    walk = conversation(agent, request, execute, user)
     asked = next(walk)
     while True:
-        response = known(asked)
+        response = known(asked, "agent")
         if response is None:
-            return steps, asked
-        steps.append(response)
+            walked.missing = asked
+            return walked
+        walked.steps.append(response)
         held[:], ran[:] = response.tools_ran, []
         said = asked
         try:
             asked = walk.send(response)
         except StopIteration:
-            return steps, None
+            return walked
         except _NotHeld:
-            return steps, asked
+            walked.missing = asked
+            return walked
+        except _Unanswered as exc:
+            walked.missing, walked.purpose = exc.request, "user"
+            return walked
         finally:
             if ran and keep is not None:
                 keep(said, dataclasses.replace(response, tools_ran=tuple(ran)))

@@ -19,7 +19,7 @@ from pytest_prompteval.providers.base import CallContext
 
 #: "generation": a prompt's own request (a strategy's further calls too); "judge": a
 #: verdict on an answer; "improve": ``prompteval improve``'s answer about a prompt file.
-PURPOSES = ("generation", "judge", "improve")
+PURPOSES = ("generation", "judge", "improve", "user")
 _DIGEST = re.compile(r"[0-9a-f]{64}|")
 
 

@@ -24,10 +24,12 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.agent import for_purpose
 from pytest_prompteval.interaction.recorded import walk_recorded
 from pytest_prompteval.interaction.strategies import Call, pending
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.work import Work, WorkList
 
@@ -112,12 +114,14 @@ def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
         def keep(said: Request, answer: Response) -> None:
             store.record(said, context, answer)
 
-        _, missing = walk_recorded(
-            agent, work.spec.case, request, lambda asked: known(asked, context), keep
-        )
+        def answered(asked: Request, purpose: Purpose) -> Response | None:
+            return known(asked, for_purpose(context, purpose))
+
+        walked = walk_recorded(agent, work.spec.case, request, answered, keep)
+        missing = walked.missing
         if missing is None or missing.key(context.sample) in store.batch_failures:
             return []
-        return [(missing, context)]
+        return [(missing, for_purpose(context, walked.purpose))]
     if strategy is None or code is None:
         return [(request, context)] if store.needs_call(request, context.sample) else []
 

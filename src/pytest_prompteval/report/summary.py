@@ -122,6 +122,9 @@ class VersionSummary:
     tool_calls: int = 0
     tool_errors: int = 0
     hit_max_steps: int = 0
+    #: simulated users' calls and cost (the cost is in ``cost_usd`` too: the run's spend)
+    user_calls: int = 0
+    user_cost_usd: float = 0.0
 
     @property
     def mean_steps(self) -> float | None:
@@ -265,6 +268,9 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
             s.tool_calls += len(r.trajectory.calls)
             s.tool_errors += r.trajectory.tool_errors
             s.hit_max_steps += r.trajectory.hit_max_steps
+            s.user_calls += r.user_calls
+            s.user_cost_usd += r.user_cost_usd
+            s.cost_usd += r.user_cost_usd
         if r.error_class:
             s.code_failures[r.error_class] += 1
         for check in r.assertions:

@@ -19,6 +19,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec
 from pytest_prompteval.interaction.recorded import walk_recorded
+from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.tokencount import TokenCounter
 
@@ -108,17 +109,21 @@ def _agent(
 ) -> None:
     assert item.case is not None and item.agent is not None
 
-    def known(asked: Request) -> Response | None:
+    def known(asked: Request, purpose: Purpose) -> Response | None:
         return None if store.mode == "all" else _recording(store, asked, item.sample)
 
-    steps, missing = walk_recorded(item.agent, item.case, item.request, known)
-    figures.replayed += len(steps)
-    figures.replayed_tokens += sum(r.input_tokens + r.output_tokens for r in steps)
-    if missing is not None:
-        calls = max_steps - len(steps)
+    walked = walk_recorded(item.agent, item.case, item.request, known)
+    done = walked.steps + walked.user
+    figures.replayed += len(done)
+    figures.replayed_tokens += sum(r.input_tokens + r.output_tokens for r in done)
+    if walked.missing is not None:
+        simulator = item.agent.simulator
+        # the user's calls: each turn it sends, and the one saying it is done
+        user = simulator.max_turns + 1 - len(walked.user) if simulator is not None else 0
+        calls = max_steps - len(walked.steps) + user
         figures.agents += 1
         figures.agent_calls += calls
-        _new(figures, item, missing, calls, store, counter, prices)
+        _new(figures, item, walked.missing, calls, store, counter, prices)
 
 
 def _recording(store: Store, request: Request, sample: int) -> Response | None:
