@@ -624,3 +624,100 @@ def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
     assert anthropic_server.requests == []
     (replayed,) = item_results(again)
     assert replayed["trajectory"] == trajectory and replayed["user_calls"] == user_calls
+
+
+APP = '''
+import anthropic
+
+
+def sdk(content, stop_reason):
+    return anthropic.types.Message.model_validate({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": content, "stop_reason": stop_reason,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    })
+
+
+def answer(request, case, prompt, sample):
+    """The app's own agent: its whole conversation, as dicts or as the SDK's Messages."""
+    lookup = {"type": "tool_use", "id": "t1", "name": "lookup_order",
+              "input": {"order_id": "A-1001"}}
+    refund = {"type": "tool_use", "id": "t2", "name": "issue_refund",
+              "input": {"order_id": "A-1001"}}
+    turns = [
+        {"role": "user", "content": "Order A-1001 arrived broken."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, lookup]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "delivered"}]},
+        {"role": "assistant", "content": [refund]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "limit", "is_error": True}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "You get store credit."}]},
+    ]
+    if case.id == "sdk_001":
+        for index in (1, 3, 5):
+            stop = "end_turn" if index == 5 else "tool_use"
+            turns[index] = sdk(turns[index]["content"], stop)
+    return turns
+'''
+
+
+def test_a_python_provider_returns_a_whole_transcript_graded_by_the_same_assertions(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(myapp=APP)
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    asserts = (
+        "  assert:\n"
+        "    - {type: tool_called, value: lookup_order, input: {order_id: A-1001}}\n"
+        "    - {type: tool_sequence, value: [lookup_order, issue_refund]}\n"
+        "    - {type: tool_not_called, value: delete_account}\n"
+        "    - {type: max_steps, value: 3}\n"
+        "    - {contains: store credit}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: {name}\n  input: {{message: x}}\n{asserts}" for name in ("dicts_001", "sdk_001")
+        )
+    )
+    provider = "--prompteval-provider=python:myapp:answer"
+    reprec = pytester.inline_run("--prompt=agent", provider)
+    reprec.assertoutcome(passed=2)
+    dicts, sdk = item_results(reprec)
+    assert dicts["trajectory"] == sdk["trajectory"]
+    steps = dicts["trajectory"]["steps"]
+    assert [(s["stop_reason"], s["text"]) for s in steps] == [
+        ("tool_use", "Looking."), ("tool_use", ""), ("end_turn", "You get store credit.")
+    ]  # fmt: skip
+    assert [(c["name"], c["result"], c["is_error"]) for s in steps for c in s["calls"]] == [
+        ("lookup_order", "delivered", False),
+        ("issue_refund", "limit", True),
+    ]
+    assert dicts["response"] == "You get store credit." and sdk["output_tokens"] == 15
+    # replayed from its recording, the same trajectory; and a failing assertion says so
+    cases = pytester.path / "prompt_cases" / "c.yaml"
+    cases.write_text(cases.read_text().replace("value: 3}", "value: 2}"))
+    again = pytester.inline_run("--prompt=agent", provider, "--prompteval-record=none")
+    again.assertoutcome(failed=2)
+    assert [r["trajectory"] for r in item_results(again)] == [dicts["trajectory"]] * 2
+    shown = pytester.runpytest("--prompt=agent", provider, "--prompteval-record=none")
+    shown.stdout.fnmatch_lines(["*failed assert max_steps: expected: 3 steps <= 2*"])
+
+
+def test_a_transcript_that_is_not_one_fails_naming_the_message(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        badapp="def answer(request, **kw):\n    return [{'role': 'user', 'content': 'hi'}, 3]\n"
+    )
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {message: x}\n  assert: [{contains: x}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--prompteval-provider=python:badapp:answer")
+    result.stdout.fnmatch_lines(
+        ["*provider 'python:badapp:answer' returned a transcript whose message 1 is int; "
+         "expected {role, content} or an anthropic Message*"]
+    )  # fmt: skip
+    assert "Traceback" not in result.stdout.str()

@@ -47,6 +47,7 @@ from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.tools import PythonTool
+from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger, Purpose
 from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
@@ -438,6 +439,8 @@ def conversation(
     last: ToolUse | None = None
     for number in range(1, agent.max_steps + 1):
         response = yield asked
+        if response.transcript:  # the app's own agent held the whole conversation
+            return transcript_trajectory(response.transcript, agent.max_steps)
         step = Step(number, response.stop_reason, response.text)
         trajectory.steps.append(step)
         said = response.blocks
