@@ -721,3 +721,35 @@ def test_a_transcript_that_is_not_one_fails_naming_the_message(pytester: pytest.
          "expected {role, content} or an anthropic Message*"]
     )  # fmt: skip
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("result: {status: delivered, amount: 42.0}", "result: {status: shipped}",
+         "step 2 of the conversation: no recording answers it: the result of tool call "
+         'lookup_order({"order_id": "A-1001"}) changed: recorded \'{"status": "delivered", '
+         '"amount": 42.0}\', now \'{"status": "shipped"}\' since it was recorded'),
+        ('error: "refund limit exceeded"', "result: ok",
+         "step 3 of the conversation: no recording answers it: the result of tool call "
+         'issue_refund({"order_id": "A-1001"}) changed: is_error is now False'),
+        ("store credit instead?", "store credit, please?",
+         "step 4 of the conversation: no recording answers it: a user turn changed: recorded "
+         "'Can you make it store credit instead?', now 'Can you make it store credit, please?'"),
+        ("  tool_results:", "  tools: [{name: escalate, input_schema: {type: object}}]\n"
+         "  tool_results:",
+         "the first step of the conversation: no recording answers it: the tools changed: "
+         "'escalate' added"),
+    ],
+)  # fmt: skip
+def test_a_replay_miss_names_the_step_and_what_changed(
+    pytester: pytest.Pytester, agent: AnthropicServer, old: str, new: str, why: str
+) -> None:
+    project(pytester)
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    cases = pytester.path / "prompt_cases" / "agent.yaml"
+    assert old in cases.read_text()
+    cases.write_text(cases.read_text().replace(old, new))
+    result = pytester.runpytest("--prompt=agent", "--prompteval-record=none")
+    result.assert_outcomes(errors=1)
+    assert why in result.stdout.str().replace("\n", " ")

@@ -46,6 +46,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.replaydiff import what_changed
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
@@ -573,9 +574,26 @@ def _walk(
     def user(asked: Request) -> str:
         return get(asked, "user").response.text
 
+    def step_get(asked: Request, step: int) -> Outcome:
+        """The step's outcome; a replay's miss names what changed from the recording."""
+        try:
+            return get(asked, "generation" if step == 1 else "agent")
+        except MissingRecording as exc:
+            changed = what_changed(store.root, asked, context)
+            where = f"step {step} of the conversation" if step > 1 else None
+            if changed is None:
+                if where is None:
+                    raise
+                raise type(exc)(f"{where}: {exc.message}", exc.path) from None
+            raise type(exc)(
+                f"{where or 'the first step of the conversation'}: no recording answers it: "
+                f"{changed} since it was recorded; run with --prompteval-record=new",
+                exc.path,
+            ) from None
+
     walk = conversation(agent, request, run_tool, user)
     asked = next(walk)
-    outcome = get(asked, "generation")
+    outcome = step_get(asked, 1)
     step = 1
     while True:
         ran.clear()
@@ -592,7 +610,4 @@ def _walk(
                 if keep:
                     store.keep(said, context.sample, dataclasses.replace(outcome, response=answer))
         step += 1
-        try:
-            outcome = get(asked, "agent")
-        except MissingRecording as exc:
-            raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None
+        outcome = step_get(asked, step)
