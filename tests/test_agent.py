@@ -4,6 +4,7 @@ collection errors, trajectory assertions, replay offline."""
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -753,3 +754,31 @@ def test_a_replay_miss_names_the_step_and_what_changed(
     result = pytester.runpytest("--prompt=agent", "--prompteval-record=none")
     result.assert_outcomes(errors=1)
     assert why in result.stdout.str().replace("\n", " ")
+
+
+def test_the_html_report_folds_each_transcript_and_json_report_carries_the_counts(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester, "    - {type: max_steps, value: 3}")
+    pytester.runpytest(
+        "--prompt=agent",
+        "--prompteval-html=report.html",
+        "--json-report",
+        "--json-report-file=report.json",
+    ).assert_outcomes(failed=1)
+    page = (pytester.path / "report.html").read_text()
+    assert (
+        '<details class="detail"><summary>Agent transcript: 4 steps, 2 tool calls, '
+        "1 tool errors</summary>" in page
+    )
+    assert "step 2 (tool_use)" in page and "issue_refund" in page
+    assert "user: Can you make it store credit instead?" in page
+    report = json.loads((pytester.path / "report.json").read_text())
+    version = report["prompteval"]["versions"]["agent"]
+    assert {k: version[k] for k in ("agent_items", "agent_steps", "tool_calls", "tool_errors",
+                                    "hit_max_steps", "mean_steps")} == {
+        "agent_items": 1, "agent_steps": 4, "tool_calls": 2, "tool_errors": 1,
+        "hit_max_steps": 0, "mean_steps": 4.0,
+    }  # fmt: skip
+    (test,) = report["tests"]
+    assert len(test["metadata"]["prompteval"]["trajectory"]["steps"]) == 4
