@@ -782,3 +782,16 @@ def test_the_html_report_folds_each_transcript_and_json_report_carries_the_count
     }  # fmt: skip
     (test,) = report["tests"]
     assert len(test["metadata"]["prompteval"]["trajectory"]["steps"]) == 4
+
+
+def test_the_estimate_bounds_a_simulated_users_calls_by_max_turns(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % 2)
+    result = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    # max_steps 5 of the agent's, and the user's 2 turns and the call saying it is done
+    result.stdout.fnmatch_lines(["total: 8 new calls, *", "1 agent items priced * (8 of the new*"])
+    assert {r.path.split("?")[0] for r in anthropic_server.requests} == {
+        "/v1/messages/count_tokens"
+    }

@@ -155,7 +155,8 @@ def estimate_lines(estimates: Sequence[VersionEstimate], counting_calls: int) ->
             f"{agents} agent items priced as up to max_steps calls each "
             f"({sum(e.agent_calls for e in estimates)} of the new calls), each at the input "
             "tokens of the item's first unrecorded step: an upper bound on calls, not on "
-            "input tokens (a conversation's input grows with each step)"
+            "input tokens (a conversation's input grows with each step); a simulated user's "
+            "calls as up to its max_turns + 1"
         )
     if bounded:
         lines.append(f"{bounded} new calls priced at max_tokens output: an upper bound")
