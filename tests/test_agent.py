@@ -795,3 +795,33 @@ def test_the_estimate_bounds_a_simulated_users_calls_by_max_turns(
     assert {r.path.split("?")[0] for r in anthropic_server.requests} == {
         "/v1/messages/count_tokens"
     }
+
+
+def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    agent = ScriptedAgent(
+        {"Order A-1001": [[call("lookup_order", order_id="A-1001")], ["Delivered."],
+                          ["Done: store credit."]]}
+    )  # fmt: skip
+    users: list[str] = []
+
+    def responder(request: dict[str, Any]) -> Any:
+        if "You play the user" not in str(request.get("system")):
+            return agent(request)
+        users.append(request["model"])
+        return "[DONE]" if len(users) > 1 else "Store credit instead?"
+
+    anthropic_server.responder = responder
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % 4)
+    reprec = pytester.inline_run(
+        "--prompt=agent", "--prompteval-batch", "--prompteval-batch-poll=0.01"
+    )
+    reprec.assertoutcome(passed=1)
+    paths = [r.path.split("?")[0] for r in anthropic_server.requests]
+    assert "/v1/messages" not in paths
+    # agent, agent, user, agent, user: a round each
+    assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
+    (result,) = item_results(reprec)
+    assert (result["attempts"], result["user_calls"]) == (3, 2)
