@@ -1,7 +1,8 @@
 """Calls in flight from one pytest process, against the loopback server.
 
     python benchmarks/throughput.py [--items 500] [--latency 0.2] [--concurrency 0 4]
-                                    [--repeat 3] [--limited-items 300]
+                                    [--repeat 3] [--agent-items 100] [--agent-steps 5]
+                                    [--limited-items 300]
                                     [--per-minute 600] [--burst 10]
 
 For each concurrency (0: the default settings, no option; 4: promptfoo's fixed default):
@@ -12,6 +13,11 @@ answer out, seen by the server) next to the ideal N x latency / concurrency, and
 process's wall time. Start-up is measured too: the same pytest command with
 ``--collect-only`` (interpreter, pytest and its plugins, collection, summary) and the time
 ``import anthropic`` adds to a bare interpreter.
+
+Then ``--agent-items`` agent cases of ``--agent-steps`` model calls each (a scripted tool call
+per step, then the answer) at the default settings: their conversations are walked ahead on
+the pool, so the call phase is set beside the ideal for as many independent calls
+(items x steps x latency / concurrency) and beside the plain items' call phase measured above.
 
 Then a run at the default settings against the server enforcing ``--per-minute`` requests in
 bursts of ``--burst`` (a token bucket, announced in the API's ``anthropic-ratelimit-requests-*``
@@ -32,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
-from pytest_prompteval.testing import AnthropicServer, RequestLimit
+from pytest_prompteval.testing import AnthropicServer, RequestLimit, ScriptedAgent, call
 
 ANSWER = " The loop optimization unrolls the loop; an early exit skips it when n is zero."
 
@@ -49,6 +55,26 @@ def project(root: Path, items: int, user_prompt: str = "Explain.") -> None:
         "cases:\n"
         + "".join(
             f"- id: c{i:05d}\n  expected_topics: [loop_optimization]\n  input: {{n: {i}}}\n"
+            for i in range(items)
+        )
+    )
+    (root / "pytest.ini").write_text("[pytest]\n")
+
+
+def agent_project(root: Path, items: int) -> None:
+    """``items`` agent cases whose scripted world answers every ``lookup`` call."""
+    (root / "prompts").mkdir()
+    (root / "prompts" / "v.yaml").write_text(
+        "user_prompt: 'Order {n}'\ninclude_input: false\n"
+        "model_config: {model: claude-haiku-4-5, max_tokens: 200}\nmax_steps: 20\n"
+        "tools:\n  - {name: lookup, input_schema: {type: object}}\n"
+    )
+    (root / "prompt_cases").mkdir()
+    (root / "prompt_cases" / "c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: c{i:05d}\n  input: {{n: {i}}}\n  tool_results: [{{tool: lookup, result: ok}}]"
+            "\n  assert: [{contains: Done}]\n"
             for i in range(items)
         )
     )
@@ -91,12 +117,16 @@ def startup(items: int) -> tuple[float, float]:
 
 
 def live_run(
-    server: AnthropicServer, arrivals: list[float], items: int, concurrency: int
+    server: AnthropicServer,
+    arrivals: list[float],
+    items: int,
+    concurrency: int,
+    make: Any = project,
 ) -> tuple[float, float, float, str]:
     """(before the first call, call phase, whole process, pytest's last line)."""
     arrivals.clear()
     with tempfile.TemporaryDirectory() as tmp:
-        project(Path(tmp), items)
+        make(Path(tmp), items)
         env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "benchmark"}
         started = time.monotonic()
         wall, done = timed(pytest_command(concurrency), cwd=tmp, env=env)
@@ -112,6 +142,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, nargs="*", default=[0, 4])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--agent-items", type=int, default=100)
+    parser.add_argument("--agent-steps", type=int, default=5)
     parser.add_argument("--limited-items", type=int, default=300)
     parser.add_argument("--per-minute", type=int, default=600)
     parser.add_argument("--burst", type=int, default=10)
@@ -129,6 +161,7 @@ def main() -> None:
         return ANSWER
 
     walls: dict[int, float] = {}
+    phases: dict[int, float] = {}
     with AnthropicServer(respond, latency=args.latency) as server:
         for concurrency in args.concurrency:
             effective = concurrency or DEFAULT_CONCURRENCY
@@ -145,7 +178,7 @@ def main() -> None:
                     flush=True,
                 )
             first, phase, wall = (statistics.median(r[i] for r in runs) for i in range(3))
-            walls[concurrency] = wall
+            walls[concurrency], phases[concurrency] = wall, phase
             print(
                 f"{label}, median of {args.repeat}: first call after {first:.2f} s; call phase "
                 f"{phase:.2f} s = {phase / ideal:.2f}x the ideal; whole process {wall:.2f} s",
@@ -157,6 +190,33 @@ def main() -> None:
                 f"{walls[4] / walls[0]:.2f}x faster (target >= 3x)",
                 flush=True,
             )
+        if args.agent_items:
+            agent = ScriptedAgent(
+                {"Order": [[call("lookup", n=1)]] * (args.agent_steps - 1) + [["Done."]]}
+            )
+
+            def converse(request: dict[str, Any]) -> dict[str, Any]:
+                arrivals.append(time.monotonic())
+                return agent(request)
+
+            server.responder = converse
+            calls = args.agent_items * args.agent_steps
+            ideal = calls * args.latency / DEFAULT_CONCURRENCY
+            runs = [
+                live_run(server, arrivals, args.agent_items, 0, agent_project)
+                for _ in range(args.repeat)
+            ]
+            phase = statistics.median(r[1] for r in runs)
+            wall = statistics.median(r[2] for r in runs)
+            plain = f"; {args.items} plain items took {phases[0]:.2f} s" if 0 in phases else ""
+            print(
+                f"{args.agent_items} agent items of {args.agent_steps} steps ({calls} calls) at "
+                f"the default settings, median of {args.repeat}: call phase {phase:.2f} s = "
+                f"{phase / ideal:.2f}x the ideal {ideal:.2f} s for {calls} independent calls"
+                f"{plain}; whole process {wall:.2f} s | {runs[-1][3]}",
+                flush=True,
+            )
+            server.responder = respond
         if args.limited_items:
             server.limit = RequestLimit(args.per_minute, args.burst)
             server.refused = 0

@@ -4,6 +4,8 @@ collection errors, trajectory assertions, replay offline."""
 
 from __future__ import annotations
 
+import json
+import threading
 from typing import Any
 
 import pytest
@@ -266,6 +268,11 @@ def test_max_steps_fails_the_item_naming_the_last_call(
         ("case", "  assert:\n    - {type: tool_sequence, value: [lookup_order], mode: inorder}\n",
          "mode 'inorder'; did you mean 'in_order'?"),
         ("case", "  turns: [1]\n", "case 'c1', field 'turns': expected a list of user messages"),
+        ("case", "  user_simulator: {instructions: x, max_turn: 2}\n",
+         "prompt_cases/agent.yaml:4: case 'c1', user_simulator: unknown field 'max_turn'; did "
+         "you mean 'max_turns'?"),
+        ("case", "  user_simulator: {instructions: x, max_turns: 0}\n",
+         "case 'c1', user_simulator: max_turns: expected a whole number from 1 to 50"),
         ("case", "  tools: [add]\n",
          "case 'c1', tools: no Python tool 'add'; register one with @pytest_prompteval.tool"),
         ("prompt", "max_steps: 0\n", "prompts/agent.yaml:2: field 'max_steps': expected a whole"),
@@ -460,3 +467,361 @@ def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdis
     for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
         assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
     assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
+
+
+def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """The second step of c01's conversation is answered only once c02's second step has
+    arrived: with only first steps sent ahead, c02's second step would wait for c01's item
+    to end, and the wait below would run out."""
+    scripts = {
+        f"Order c0{i}": [[call("add", a=i, b=1)], [f"The sum is {i + 1}."]] for i in range(4)
+    }
+    agent = ScriptedAgent(scripts)
+    second_of_c02 = threading.Event()
+    waited: list[bool] = []
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        first = str(request["messages"][0]["content"])
+        if len(request["messages"]) > 1 and "Order c02" in first:
+            second_of_c02.set()
+        elif len(request["messages"]) > 1 and "Order c01" in first:
+            waited.append(second_of_c02.wait(30))
+        return agent(request)
+
+    anthropic_server.responder = responder
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: '{message}'\ninclude_input: false\ntools: [add]\n"
+    )
+    cases = "".join(
+        f"- id: c0{i}\n  input: {{message: Order c0{i}}}\n  assert: [{{contains: 'sum is'}}]\n"
+        for i in range(4)
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+    reprec = pytester.inline_run(
+        "--prompt=agent", "--prompteval-concurrency=4", "-p", "no:randomly"
+    )
+    reprec.assertoutcome(passed=4)
+    assert waited == [True]
+    assert len(anthropic_server.requests) == 8  # each step once
+    log = pytester.path / "ran.log"
+    assert sorted(log.read_text().splitlines()) == [f"add {i} 1" for i in range(4)]
+    results = item_results(reprec)
+    assert [(r["calls_live"], r["attempts"]) for r in results] == [(2, 2)] * 4
+    # the tools' outcomes were recorded with the answers: replayed, none runs again
+    anthropic_server.requests.clear()
+    again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    again.assertoutcome(passed=4)
+    assert anthropic_server.requests == [] and len(log.read_text().splitlines()) == 4
+
+
+def test_the_estimate_walks_the_recordings_then_bounds_the_rest_by_max_steps(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester)
+    unrecorded = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    unrecorded.stdout.fnmatch_lines(
+        [
+            "agent * 0 * 0 * 5 *",
+            "total: 5 new calls, *",
+            "1 agent items priced as up to max_steps calls each (5 of the new calls), each at "
+            "the input tokens of the item's first unrecorded step*",
+        ]
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    recorded = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    recorded.stdout.fnmatch_lines(["agent * 4 * 0 *", "total: 0 new calls, *"])
+    assert "agent items priced" not in recorded.stdout.str()
+    # a changed turn: the three steps before it replay, the rest are bounded by max_steps 5
+    cases = pytester.path / "prompt_cases" / "agent.yaml"
+    cases.write_text(cases.read_text().replace("credit instead?", "credit, please?"))
+    changed = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    changed.stdout.fnmatch_lines(
+        ["agent * 3 * 2 *", "total: 2 new calls, *", "1 agent items priced * (2 of the new calls)*"]
+    )
+    assert not [r for r in agent.requests if r.path.split("?")[0] == "/v1/messages"][4:]
+
+
+def test_a_batch_sends_a_step_per_round_and_each_tool_runs_once(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"sum": [[call("add", a=2, b=3)], [call("add", a=5, b=1)], ["The sum is 6."]]}
+    )
+    pytester.makeconftest(TOOLS_CONFTEST)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: sum\ninclude_input: false\ntools: [add]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: 'sum is 6'}]\n"
+    )
+    result = pytester.runpytest(
+        "--prompt=agent", "--prompteval-batch", "--prompteval-batch-poll=0.01"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*batch round 3: strategies' and agents' next calls"])
+    paths = [r.path.split("?")[0] for r in anthropic_server.requests]
+    assert "/v1/messages" not in paths  # every step went in a batch
+    assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1, 1, 1]
+    assert (pytester.path / "ran.log").read_text() == "add 2 3\nadd 5 1\n"
+
+
+SIMULATED = """\
+cases:
+- id: sim_001
+  input: {message: "Order A-1001 arrived broken."}
+  tool_results: [{tool: lookup_order, result: delivered}]
+  user_simulator: {instructions: "You want store credit, not a refund.", max_turns: %d,
+                   model: claude-sonnet-4-5}
+  assert: [{contains: "store credit"}]
+"""
+
+
+@pytest.mark.parametrize(("max_turns", "user_calls"), [(4, 2), (1, 1)])
+def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, max_turns: int, user_calls: int
+) -> None:
+    agent = ScriptedAgent(
+        {"Order A-1001": [
+            [call("lookup_order", order_id="A-1001")],
+            ["It is delivered; I can refund it."],
+            ["Done: store credit of 42.0."],
+            ["Anything else about store credit?"],
+        ]}
+    )  # fmt: skip
+    asked: list[dict[str, Any]] = []
+
+    def responder(request: dict[str, Any]) -> Any:
+        if "You play the user" not in str(request.get("system")):
+            return agent(request)
+        asked.append(request)
+        return "Thanks, that works. [DONE]" if len(asked) > 1 else "Store credit instead?"
+
+    anthropic_server.responder = responder
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % max_turns)
+    reprec = pytester.inline_run("--prompt=agent")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    trajectory = result["trajectory"]
+    assert [s["turn"] for s in trajectory["steps"]] == [None, "Store credit instead?", None]
+    assert (trajectory["user_calls"], trajectory["user_turns"]) == (user_calls, 1)
+    # the agent's figures are its own three calls; the user's apart
+    assert result["attempts"] == 3 and result["user_calls"] == user_calls
+    assert result["calls_live"] == 3 + user_calls and result["user_output_tokens"] > 0
+    # the simulated user sees the instructions and what the agent said, in its own model
+    assert len(asked) == user_calls and asked[0]["model"] == "claude-sonnet-4-5"
+    assert "You want store credit, not a refund." in asked[0]["system"]
+    assert "[DONE]" in asked[0]["system"]
+    transcript = asked[0]["messages"][0]["content"]
+    assert "User: Order A-1001 arrived broken." in str(transcript)
+    assert "Assistant: It is delivered; I can refund it." in str(transcript)
+    # replayed offline, the user's calls too
+    anthropic_server.requests.clear()
+    again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    again.assertoutcome(passed=1)
+    assert anthropic_server.requests == []
+    (replayed,) = item_results(again)
+    assert replayed["trajectory"] == trajectory and replayed["user_calls"] == user_calls
+
+
+APP = '''
+import anthropic
+
+
+def sdk(content, stop_reason):
+    return anthropic.types.Message.model_validate({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": content, "stop_reason": stop_reason,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    })
+
+
+def answer(request, case, prompt, sample):
+    """The app's own agent: its whole conversation, as dicts or as the SDK's Messages."""
+    lookup = {"type": "tool_use", "id": "t1", "name": "lookup_order",
+              "input": {"order_id": "A-1001"}}
+    refund = {"type": "tool_use", "id": "t2", "name": "issue_refund",
+              "input": {"order_id": "A-1001"}}
+    turns = [
+        {"role": "user", "content": "Order A-1001 arrived broken."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, lookup]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "delivered"}]},
+        {"role": "assistant", "content": [refund]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "limit", "is_error": True}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "You get store credit."}]},
+    ]
+    if case.id == "sdk_001":
+        for index in (1, 3, 5):
+            stop = "end_turn" if index == 5 else "tool_use"
+            turns[index] = sdk(turns[index]["content"], stop)
+    return turns
+'''
+
+
+def test_a_python_provider_returns_a_whole_transcript_graded_by_the_same_assertions(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(myapp=APP)
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    asserts = (
+        "  assert:\n"
+        "    - {type: tool_called, value: lookup_order, input: {order_id: A-1001}}\n"
+        "    - {type: tool_sequence, value: [lookup_order, issue_refund]}\n"
+        "    - {type: tool_not_called, value: delete_account}\n"
+        "    - {type: max_steps, value: 3}\n"
+        "    - {contains: store credit}\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: {name}\n  input: {{message: x}}\n{asserts}" for name in ("dicts_001", "sdk_001")
+        )
+    )
+    provider = "--prompteval-provider=python:myapp:answer"
+    reprec = pytester.inline_run("--prompt=agent", provider)
+    reprec.assertoutcome(passed=2)
+    dicts, sdk = item_results(reprec)
+    assert dicts["trajectory"] == sdk["trajectory"]
+    steps = dicts["trajectory"]["steps"]
+    assert [(s["stop_reason"], s["text"]) for s in steps] == [
+        ("tool_use", "Looking."), ("tool_use", ""), ("end_turn", "You get store credit.")
+    ]  # fmt: skip
+    assert [(c["name"], c["result"], c["is_error"]) for s in steps for c in s["calls"]] == [
+        ("lookup_order", "delivered", False),
+        ("issue_refund", "limit", True),
+    ]
+    assert dicts["response"] == "You get store credit." and sdk["output_tokens"] == 15
+    # replayed from its recording, the same trajectory; and a failing assertion says so
+    cases = pytester.path / "prompt_cases" / "c.yaml"
+    cases.write_text(cases.read_text().replace("value: 3}", "value: 2}"))
+    again = pytester.inline_run("--prompt=agent", provider, "--prompteval-record=none")
+    again.assertoutcome(failed=2)
+    assert [r["trajectory"] for r in item_results(again)] == [dicts["trajectory"]] * 2
+    shown = pytester.runpytest("--prompt=agent", provider, "--prompteval-record=none")
+    shown.stdout.fnmatch_lines(["*failed assert max_steps: expected: 3 steps <= 2*"])
+
+
+def test_a_transcript_that_is_not_one_fails_naming_the_message(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        badapp="def answer(request, **kw):\n    return [{'role': 'user', 'content': 'hi'}, 3]\n"
+    )
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {message: x}\n  assert: [{contains: x}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--prompteval-provider=python:badapp:answer")
+    result.stdout.fnmatch_lines(
+        ["*provider 'python:badapp:answer' returned a transcript whose message 1 is int; "
+         "expected {role, content} or an anthropic Message*"]
+    )  # fmt: skip
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("result: {status: delivered, amount: 42.0}", "result: {status: shipped}",
+         "step 2 of the conversation: no recording answers it: the result of tool call "
+         'lookup_order({"order_id": "A-1001"}) changed: recorded \'{"status": "delivered", '
+         '"amount": 42.0}\', now \'{"status": "shipped"}\' since it was recorded'),
+        ('error: "refund limit exceeded"', "result: ok",
+         "step 3 of the conversation: no recording answers it: the result of tool call "
+         'issue_refund({"order_id": "A-1001"}) changed: is_error is now False'),
+        ("store credit instead?", "store credit, please?",
+         "step 4 of the conversation: no recording answers it: a user turn changed: recorded "
+         "'Can you make it store credit instead?', now 'Can you make it store credit, please?'"),
+        ("  tool_results:", "  tools: [{name: escalate, input_schema: {type: object}}]\n"
+         "  tool_results:",
+         "the first step of the conversation: no recording answers it: the tools changed: "
+         "'escalate' added"),
+    ],
+)  # fmt: skip
+def test_a_replay_miss_names_the_step_and_what_changed(
+    pytester: pytest.Pytester, agent: AnthropicServer, old: str, new: str, why: str
+) -> None:
+    project(pytester)
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    cases = pytester.path / "prompt_cases" / "agent.yaml"
+    assert old in cases.read_text()
+    cases.write_text(cases.read_text().replace(old, new))
+    result = pytester.runpytest("--prompt=agent", "--prompteval-record=none")
+    result.assert_outcomes(errors=1)
+    assert why in result.stdout.str().replace("\n", " ")
+
+
+def test_the_html_report_folds_each_transcript_and_json_report_carries_the_counts(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester, "    - {type: max_steps, value: 3}")
+    pytester.runpytest(
+        "--prompt=agent",
+        "--prompteval-html=report.html",
+        "--json-report",
+        "--json-report-file=report.json",
+    ).assert_outcomes(failed=1)
+    page = (pytester.path / "report.html").read_text()
+    assert (
+        '<details class="detail"><summary>Agent transcript: 4 steps, 2 tool calls, '
+        "1 tool errors</summary>" in page
+    )
+    assert "step 2 (tool_use)" in page and "issue_refund" in page
+    assert "user: Can you make it store credit instead?" in page
+    report = json.loads((pytester.path / "report.json").read_text())
+    version = report["prompteval"]["versions"]["agent"]
+    assert {k: version[k] for k in ("agent_items", "agent_steps", "tool_calls", "tool_errors",
+                                    "hit_max_steps", "mean_steps")} == {
+        "agent_items": 1, "agent_steps": 4, "tool_calls": 2, "tool_errors": 1,
+        "hit_max_steps": 0, "mean_steps": 4.0,
+    }  # fmt: skip
+    (test,) = report["tests"]
+    assert len(test["metadata"]["prompteval"]["trajectory"]["steps"]) == 4
+
+
+def test_the_estimate_bounds_a_simulated_users_calls_by_max_turns(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % 2)
+    result = pytester.runpytest("--prompt=agent", "--prompteval-estimate")
+    # max_steps 5 of the agent's, and the user's 2 turns and the call saying it is done
+    result.stdout.fnmatch_lines(["total: 8 new calls, *", "1 agent items priced * (8 of the new*"])
+    assert {r.path.split("?")[0] for r in anthropic_server.requests} == {
+        "/v1/messages/count_tokens"
+    }
+
+
+def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    agent = ScriptedAgent(
+        {"Order A-1001": [[call("lookup_order", order_id="A-1001")], ["Delivered."],
+                          ["Done: store credit."]]}
+    )  # fmt: skip
+    users: list[str] = []
+
+    def responder(request: dict[str, Any]) -> Any:
+        if "You play the user" not in str(request.get("system")):
+            return agent(request)
+        users.append(request["model"])
+        return "[DONE]" if len(users) > 1 else "Store credit instead?"
+
+    anthropic_server.responder = responder
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(SIMULATED % 4)
+    reprec = pytester.inline_run(
+        "--prompt=agent", "--prompteval-batch", "--prompteval-batch-poll=0.01"
+    )
+    reprec.assertoutcome(passed=1)
+    paths = [r.path.split("?")[0] for r in anthropic_server.requests]
+    assert "/v1/messages" not in paths
+    # agent, agent, user, agent, user: a round each
+    assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
+    (result,) = item_results(reprec)
+    assert (result["attempts"], result["user_calls"]) == (3, 2)

@@ -153,7 +153,7 @@ def test_strategies_extra_calls_go_into_batches_in_rounds(
     result.stdout.fnmatch_lines(
         [
             "prompteval: message batch msgbatch_test_0001: 5 requests sent",
-            "prompteval: batch round 2: strategies' next calls",
+            "prompteval: batch round 2: strategies' and agents' next calls",
             "prompteval: message batch msgbatch_test_0002: 2 requests sent",
         ]
     )

@@ -18,7 +18,14 @@ import uvicorn
 from pytest_prompteval.core.history import RunHistory
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.core.result import CheckResult, ItemResult, JudgeResult
+from pytest_prompteval.core.result import (
+    CheckResult,
+    ItemResult,
+    JudgeResult,
+    Step,
+    ToolCall,
+    Trajectory,
+)
 from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.view.app import TOKEN_HEADER, ViewConfig, build_app
 from pytest_prompteval.view.index import Index
@@ -28,6 +35,13 @@ from pytest_prompteval.workflows.review import SEED_DIMENSIONS, load_reviews
 TOKEN = "session-token-for-tests"
 HOSTILE = 'Beware <script>window.pwned = 1</script> and <img src=x onerror="window.pwned = 2">'
 SECRET = "outside-the-results-folder"
+TRAJECTORY = Trajectory(
+    [
+        Step(1, "tool_use", "Let me look.", [ToolCall("grep", {"q": "loop"}, HOSTILE, True)]),
+        Step(2, "end_turn", "Found it.", turn="thanks"),
+    ],
+    max_steps=5,
+)
 
 
 def _result(version: str, case: str, passed: bool, answer: str, **fields: object) -> ItemResult:
@@ -79,7 +93,9 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
         ("v2", "inline_001", True, "Inlined call."),
     ]
     for version, case, passed, answer in rows:
-        extra = {"recording": f"recordings/{recording}"} if answer == HOSTILE else {}
+        extra: dict[str, object] = {}
+        if answer == HOSTILE:
+            extra = {"recording": f"recordings/{recording}", "trajectory": TRAJECTORY}
         history.add(_result(version, case, passed, answer, **extra))
     summaries = {}
     for version in ("v1", "v2"):
@@ -219,6 +235,15 @@ def test_the_case_page_escapes_the_answer_and_shows_the_request(served: Served) 
     assert "<script>window.pwned" not in page and "&lt;script&gt;window.pwned" in page
     assert 'onerror="window' not in page
     assert "You explain code." in page and "Explain the loop in &lt;b&gt;main&lt;/b&gt;" in page
+    # the agent's transcript, folded, its tool's result escaped
+    assert (
+        '<details class="detail"><summary>Agent transcript: 2 steps, 1 tool calls, '
+        "1 tool errors</summary>" in page
+    )
+    assert (
+        "step 1 (tool_use)" in page and "-&gt; grep({&#34;q&#34;: &#34;loop&#34;}) error: " in page
+    )
+    assert "user: thanks" in page
 
 
 def chromium() -> str:

@@ -86,6 +86,7 @@ CASE_FIELDS = frozenset(
         "tools",
         "tool_results",
         "turns",
+        "user_simulator",
     }
 )
 _DECLARE = (

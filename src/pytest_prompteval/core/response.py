@@ -13,6 +13,7 @@ from pytest_prompteval.core.content import (
     blocks_from_api,
 )
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.request import Message
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class Response:
     content: tuple[Block, ...] = ()
     #: what the project's own tools gave the answer's calls, recorded with it
     tools_ran: tuple[RanTool, ...] = ()
+    #: a ``python:`` provider's whole conversation (an app's own agent): the item's
+    #: trajectory is read from it
+    transcript: tuple[Message, ...] = ()
 
     @property
     def blocks(self) -> tuple[Block, ...]:
@@ -54,6 +58,13 @@ class Response:
             data["tools_ran"] = [t.to_json() for t in self.tools_ran]
         else:
             del data["tools_ran"]
+        if self.transcript:
+            data["transcript"] = [
+                {"role": m.role, "content": [block_to_api(b) for b in m.content]}
+                for m in self.transcript
+            ]
+        else:
+            del data["transcript"]
         return data
 
     @classmethod
@@ -67,7 +78,27 @@ class Response:
             if not isinstance(ran, list) or len(ran) > MAX_BLOCKS:
                 raise PromptevalError("'tools_ran' is not a list of tool outcomes")
             values["tools_ran"] = tuple(RanTool.from_json(t) for t in ran)
+        if "transcript" in values:
+            values["transcript"] = transcript_from_api(values["transcript"])
         return cls(**values)
+
+
+def transcript_from_api(messages: Any) -> tuple[Message, ...]:
+    """A conversation's messages as the API writes them ({role, content}), checked."""
+    if not isinstance(messages, list) or len(messages) > MAX_BLOCKS:
+        raise PromptevalError("a transcript is a list of messages {role, content}")
+    found = []
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant"):
+            raise PromptevalError(
+                f"transcript message {index}: expected {{role: user | assistant, content}}"
+            )
+        try:
+            found.append(Message(role, blocks_from_api(message.get("content"))))
+        except PromptevalError as exc:
+            raise PromptevalError(f"transcript message {index}: {exc.message}") from None
+    return tuple(found)
 
 
 def only_text(blocks: tuple[Block, ...]) -> bool:

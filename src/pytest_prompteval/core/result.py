@@ -111,6 +111,9 @@ class Trajectory:
     max_steps: int = 0
     hit_max_steps: bool = False
     failure: str | None = None
+    #: a simulated user's calls (its last may say it is done) and the turns it sent
+    user_calls: int = 0
+    user_turns: int = 0
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -191,6 +194,11 @@ class ItemResult:
     judge_output_tokens: int = 0
     judge_cost_usd: float = 0.0
     judge_calls: int = 0
+    #: an agent case's simulated user's calls, apart from the agent's (the figures above)
+    user_input_tokens: int = 0
+    user_output_tokens: int = 0
+    user_cost_usd: float = 0.0
+    user_calls: int = 0
     execution: ExecutionResult | None = None
     #: an agent case's conversation (tool calls, turns), None for a single answer
     trajectory: Trajectory | None = None

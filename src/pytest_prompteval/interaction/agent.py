@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,11 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.replaydiff import what_changed
 from pytest_prompteval.interaction.tools import PythonTool
+from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.ledger import Ledger, Purpose
 from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
 
 DEFAULT_MAX_STEPS = 10
@@ -68,6 +70,18 @@ class ToolRule:
 
 
 @dataclass(frozen=True)
+class UserSimulator:
+    """A second Claude playing the user: after the scripted turns, it is asked for each
+    next turn until it answers ``DONE_SIGNAL`` or has sent ``max_turns``."""
+
+    instructions: str
+    max_turns: int = 4
+    #: None: the agent's model
+    model: str | None = None
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     #: the tool definitions the requests send, as the API takes them
     tools: tuple[Mapping[str, Any], ...]
@@ -77,6 +91,7 @@ class AgentSpec:
     turns: tuple[str, ...] = ()
     #: the project's Python tools the definitions name
     python: Mapping[str, PythonTool] = dataclasses.field(default_factory=dict)
+    simulator: UserSimulator | None = None
 
     @property
     def names(self) -> frozenset[str]:
@@ -89,7 +104,17 @@ class UnansweredCall(PromptevalError):
     kind = "unanswered_tool_call"
 
 
-AGENT_CASE_FIELDS = ("tools", "tool_results", "turns")
+AGENT_CASE_FIELDS = ("tools", "tool_results", "turns", "user_simulator")
+SIMULATOR_KEYS = ("instructions", "max_turns", "model", "max_tokens")
+MAX_USER_TURNS = 50
+#: a simulated user's reply holding this ends the conversation (nothing more is sent)
+DONE_SIGNAL = "[DONE]"
+SIMULATOR_SYSTEM = (
+    "You play the user in a conversation with an AI assistant, to test the assistant. "
+    "Stay in character and follow these instructions:\n\n{instructions}\n\n"
+    "Reply with the user's next message only. When the user's goal is met, or the "
+    "assistant cannot help further, reply with " + DONE_SIGNAL + " alone."
+)
 AGENT_PROMPT_FIELDS = ("tools", "tool_choice", "max_steps")
 
 
@@ -230,6 +255,33 @@ def _turns(case: Case) -> tuple[str, ...]:
     return tuple(turns)
 
 
+def _simulator(case: Case) -> UserSimulator | None:
+    given = case.raw.get("user_simulator")
+    if given is None:
+        return None
+    at = line_of(case.raw, "user_simulator")
+
+    def fail(message: str) -> PromptevalError:
+        return PromptevalError(f"case {case.id!r}, user_simulator: {message}", case.path, at)
+
+    if not isinstance(given, Mapping):
+        raise fail("expected a mapping {instructions, max_turns, model}")
+    check_keys(given, SIMULATOR_KEYS, case.path, f"case {case.id!r}, user_simulator: ")
+    instructions = given.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise fail("instructions: expected the user's part and goal (a string)")
+    numbers = {}
+    for key, default, top in (("max_turns", 4, MAX_USER_TURNS), ("max_tokens", 512, 64000)):
+        value = given.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+            raise fail(f"{key}: expected a whole number from 1 to {top}")
+        numbers[key] = value
+    model = given.get("model")
+    if model is not None and not isinstance(model, str):
+        raise fail("model: expected a model name")
+    return UserSimulator(instructions, numbers["max_turns"], model, numbers["max_tokens"])
+
+
 def _max_steps(prompt: PromptVersion) -> int:
     value = prompt.raw.get("max_steps", DEFAULT_MAX_STEPS)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
@@ -274,6 +326,7 @@ def parse_agent(
         rules=_rules(case, names),
         turns=_turns(case),
         python={n: t for n, t in python.items() if n in names},
+        simulator=_simulator(case),
     )
 
 
@@ -346,18 +399,49 @@ def describe(call: ToolUse | ToolCall) -> str:
 #: A conversation's course: yields the request of its next step, is sent that step's
 #: response, and returns the trajectory (the final answer is the last response sent).
 Conversation = Generator[Request, Response, Trajectory]
+#: the simulated user's reply to the conversation so far (its request and its answer's text)
+UserTurn = Callable[[Request], str]
 
 
-def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> Conversation:
+def simulator_request(
+    simulator: UserSimulator, request: Request, messages: Sequence[Message]
+) -> Request:
+    """What the simulated user is asked: the conversation so far as a transcript (the
+    agent's tool activity left out: a user sees only what the agent says)."""
+    lines = []
+    for message in messages:
+        said = message.text.strip()
+        if said:
+            lines.append(f"{'User' if message.role == 'user' else 'Assistant'}: {said}")
+    transcript = "\n\n".join(lines)
+    return Request.create(
+        simulator.model or request.model,
+        [
+            Message(
+                "user",
+                (f"The conversation so far:\n\n{transcript}\n\nWrite the user's next message.",),
+            )
+        ],
+        SIMULATOR_SYSTEM.format(instructions=simulator.instructions.strip()),
+        max_tokens=simulator.max_tokens,
+    )
+
+
+def conversation(
+    agent: AgentSpec, request: Request, execute: ToolExecutor, user: UserTurn | None = None
+) -> Conversation:
     """The tool loop, step by step: the same course whether its calls are made one by one
-    or looked up in recordings."""
+    or looked up in recordings. ``user``: asks the simulated user, if the case has one."""
     trajectory = Trajectory(max_steps=agent.max_steps)
+    simulator = agent.simulator if user is not None else None
     messages = list(request.messages)
     turns = list(agent.turns)
     asked = request
     last: ToolUse | None = None
     for number in range(1, agent.max_steps + 1):
         response = yield asked
+        if response.transcript:  # the app's own agent held the whole conversation
+            return transcript_trajectory(response.transcript, agent.max_steps)
         step = Step(number, response.stop_reason, response.text)
         trajectory.steps.append(step)
         said = response.blocks
@@ -383,6 +467,19 @@ def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> C
         elif turns:
             step.turn = turns.pop(0)
             messages += [Message("assistant", said), Message("user", (step.turn,))]
+        elif (
+            simulator is not None
+            and user is not None
+            and trajectory.user_turns < simulator.max_turns
+        ):
+            messages.append(Message("assistant", said))
+            trajectory.user_calls += 1
+            reply = user(simulator_request(simulator, request, messages)).strip()
+            if DONE_SIGNAL in reply or not reply:
+                return trajectory
+            step.turn = reply
+            trajectory.user_turns += 1
+            messages.append(Message("user", (reply,)))
         else:
             return trajectory
         asked = dataclasses.replace(request, messages=tuple(messages))
@@ -390,6 +487,10 @@ def conversation(agent: AgentSpec, request: Request, execute: ToolExecutor) -> C
     what = f"; the last call: {describe(last)}" if last is not None else ""
     trajectory.failure = f"reached max_steps {agent.max_steps} before the conversation ended{what}"
     return trajectory
+
+
+#: how a walk gets a step's outcome: (request, purpose) -> outcome
+StepGetter = Callable[[Request, Purpose], Outcome]
 
 
 def converse(
@@ -401,13 +502,56 @@ def converse(
     execute: ToolExecutor,
 ) -> tuple[Outcome, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
-    final answer) and the trajectory."""
+    final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
+    answered, with their Python tools' outcomes."""
+
+    def get(asked: Request, purpose: Purpose) -> Outcome:
+        return ledger.get(store, asked, for_purpose(context, purpose), purpose)
+
+    return _walk(agent, store, get, request, context, execute, keep=False)
+
+
+def converse_ahead(
+    agent: AgentSpec,
+    store: Store,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+    going: Callable[[], bool],
+) -> None:
+    """Walk the conversation ahead of its item (on the store's pool): each step's outcome
+    is kept for the item's own walk, with the outcomes of the Python tools its calls ran,
+    so that walk makes no call and runs no tool again. ``going``: False once the run stops
+    (no new calls)."""
+
+    def get(asked: Request, purpose: Purpose) -> Outcome:
+        if not going():
+            raise PromptevalError("stopping: no new calls")  # left for the item
+        return store.get(asked, for_purpose(context, purpose), keep=True)
+
+    _walk(agent, store, get, request, context, execute, keep=True)
+
+
+def for_purpose(context: CallContext, purpose: Purpose) -> CallContext:
+    """A simulated user's calls are labelled as the user's."""
+    return dataclasses.replace(context, purpose="user") if purpose == "user" else context
+
+
+def _walk(
+    agent: AgentSpec,
+    store: Store,
+    get: StepGetter,
+    request: Request,
+    context: CallContext,
+    execute: ToolExecutor,
+    keep: bool,
+) -> tuple[Outcome, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
 
     def run_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """A Python tool's outcome: as recorded with a replayed answer, else run (and kept
-        for the answer's recording)."""
+        """A Python tool's outcome: as the answer holds it (a replay, or a step walked
+        ahead), else run (and kept with the answer)."""
         if name not in agent.python:
             return execute(name, arguments)
         given = canonical_json(dict(arguments))
@@ -427,13 +571,33 @@ def converse(
         ran.append(RanTool(name, given, outcome))
         return outcome
 
-    walk = conversation(agent, request, run_tool)
+    def user(asked: Request) -> str:
+        return get(asked, "user").response.text
+
+    def step_get(asked: Request, step: int) -> Outcome:
+        """The step's outcome; a replay's miss names what changed from the recording."""
+        try:
+            return get(asked, "generation" if step == 1 else "agent")
+        except MissingRecording as exc:
+            changed = what_changed(store.root, asked, context)
+            where = f"step {step} of the conversation" if step > 1 else None
+            if changed is None:
+                if where is None:
+                    raise
+                raise type(exc)(f"{where}: {exc.message}", exc.path) from None
+            raise type(exc)(
+                f"{where or 'the first step of the conversation'}: no recording answers it: "
+                f"{changed} since it was recorded; run with --prompteval-record=new",
+                exc.path,
+            ) from None
+
+    walk = conversation(agent, request, run_tool, user)
     asked = next(walk)
-    outcome = ledger.get(store, asked, context, "generation")
+    outcome = step_get(asked, 1)
     step = 1
     while True:
         ran.clear()
-        recorded[:] = outcome.response.tools_ran if outcome.replayed else ()
+        recorded[:] = outcome.response.tools_ran  # a live answer has none
         try:
             said = asked
             asked = walk.send(outcome.response)
@@ -443,8 +607,7 @@ def converse(
             if ran and not outcome.replayed:  # kept with the answer whose calls they are
                 answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
                 store.record(said, context, answer)
+                if keep:
+                    store.keep(said, context.sample, dataclasses.replace(outcome, response=answer))
         step += 1
-        try:
-            outcome = ledger.get(store, asked, context, "agent")
-        except MissingRecording as exc:
-            raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None
+        outcome = step_get(asked, step)

@@ -19,7 +19,7 @@ from pytest_prompteval.providers.base import CallContext
 
 #: "generation": a prompt's own request (a strategy's further calls too); "judge": a
 #: verdict on an answer; "improve": ``prompteval improve``'s answer about a prompt file.
-PURPOSES = ("generation", "judge", "improve")
+PURPOSES = ("generation", "judge", "improve", "user")
 _DIGEST = re.compile(r"[0-9a-f]{64}|")
 
 
@@ -96,6 +96,8 @@ def why_missing(labels: Iterable[tuple[Label, int]], request: Request, context: 
             f"{display(prompt.path)} changed since its recordings ({len(cases)} "
             f"case{'s' if len(cases) != 1 else ''})"
         )
+    if purpose == "user":
+        return "the conversation the simulated user answers changed since it was recorded"
     if purpose != "generation":
         return "the judged answer or the rubric changed since its verdicts were recorded"
     models = sorted({lab.model for lab, _ in current})

@@ -62,9 +62,10 @@ class Ledger:
         )
         return outcome
 
-    def judge_totals(self) -> tuple[int, int, float]:
-        """The judge's (input tokens, cache reads included; output tokens; cost)."""
-        judge = [e for e in self.entries if e.purpose == "judge"]
+    def judge_totals(self, purpose: Purpose = "judge") -> tuple[int, int, float]:
+        """The judge's (or the simulated user's) (input tokens, cache reads included; output
+        tokens; cost)."""
+        judge = [e for e in self.entries if e.purpose == purpose]
         return (
             sum(e.input_tokens + e.cache_read_tokens for e in judge),
             sum(e.output_tokens for e in judge),
@@ -73,8 +74,9 @@ class Ledger:
 
     def settle(self, result: ItemResult) -> None:
         """The item's figures from its calls: tokens, cost and latency of the answer's calls
-        (the generation and a strategy's later ones), the judge's apart, calls by source."""
-        answer = [e for e in self.entries if e.purpose != "judge"]
+        (the generation, a strategy's later ones, an agent's steps), the judge's and a
+        simulated user's apart, calls by source."""
+        answer = [e for e in self.entries if e.purpose not in ("judge", "user")]
         if answer:
             costs = [e.cost_usd for e in answer]
             result.attempts = len(answer)
@@ -94,6 +96,12 @@ class Ledger:
             result.judge_output_tokens,
             result.judge_cost_usd,
         ) = self.judge_totals()
-        result.judge_calls = len(self.entries) - len(answer)
+        (
+            result.user_input_tokens,
+            result.user_output_tokens,
+            result.user_cost_usd,
+        ) = self.judge_totals("user")
+        result.user_calls = sum(e.purpose == "user" for e in self.entries)
+        result.judge_calls = len(self.entries) - len(answer) - result.user_calls
         result.calls_replayed = sum(e.replayed for e in self.entries)
         result.calls_live = len(self.entries) - result.calls_replayed

@@ -122,6 +122,22 @@ class Store:
                 self._inflight[key] = self._pool.submit(self._fetch, request, context)
             return True
 
+    def submit(self, task: Callable[[], None]) -> Future[None] | None:
+        """Run ``task`` (a conversation walked ahead of its item) on the pool, if there is
+        one: it holds a worker for the whole walk, so the calls in flight stay within the
+        concurrency."""
+        if self._pool is None:
+            return None
+        try:
+            return self._pool.submit(task)
+        except RuntimeError:  # the pool shut down meanwhile (a stop)
+            return None
+
+    def keep(self, request: Request, sample: int, outcome: Outcome) -> None:
+        """The next plain ``get`` of this sample takes ``outcome`` as it is."""
+        with self._lock:
+            self._kept[request.key(sample)] = outcome
+
     def stop(self) -> None:
         """Start no more calls (``-x``, a stop, the end): drop what has not started."""
         if self._pool is not None:
@@ -151,8 +167,7 @@ class Store:
                 return kept
         outcome = self._get(key, request, context, check, answers)
         if keep:
-            with self._lock:
-                self._kept[key] = outcome
+            self.keep(answers or request, context.sample, outcome)
         return outcome
 
     def _get(

@@ -3,11 +3,13 @@
 Before the first item runs, every request whose recording is missing (or, with
 ``--prompteval-record all``, every request) goes into a batch, matched back by ``custom_id``
 (the recording key), with best_of_n's other candidates. Strategies' later calls (refine and
-self_verify rounds) depend on the answers before them: they go into further batches, one
-round at a time, until no item needs another call. Each batch is polled with progress
-lines, cancelled on Ctrl-C, and each result is kept as a recording like any other, so the
-items then replay. Only the items whose result errored, expired or was cancelled fail, with
-the reason.
+self_verify rounds) and agent conversations' later steps depend on the answers before them:
+they go into further batches, one round at a time (a step per round; the scripted results
+and Python tools answer the step's calls between rounds, each tool's outcome kept with its
+answer so that the item does not run it again), until no item needs another call. Each batch
+is polled with progress lines, cancelled on Ctrl-C, and each result is kept as a recording
+like any other, so the items then replay. Only the items whose result errored, expired or was
+cancelled fail, with the reason.
 """
 
 from __future__ import annotations
@@ -22,14 +24,18 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.agent import for_purpose
+from pytest_prompteval.interaction.recorded import walk_recorded
 from pytest_prompteval.interaction.strategies import Call, pending
 from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.work import Work, WorkList
 
 Progress = Callable[[str], None]
-#: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered.
+#: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered
+#: (an agent's conversation takes up to its max_steps rounds).
 ROUNDS = 32
 
 
@@ -96,14 +102,28 @@ def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
     next round given the answers recorded so far."""
     store = engine.store
     context = work.context
-    code, strategy = work.spec.code, work.spec.strategy
-    if strategy is None or code is None:
-        return [(request, context)] if store.needs_call(request, context.sample) else []
+    code, strategy, agent = work.spec.code, work.spec.strategy, work.spec.agent
 
     def known(request: Request, context: CallContext) -> Response | None:
         if store.needs_call(request, context.sample):
             return None
         return store.get(request, context).response
+
+    if agent is not None and code is None:
+
+        def keep(said: Request, answer: Response) -> None:
+            store.record(said, context, answer)
+
+        def answered(asked: Request, purpose: Purpose) -> Response | None:
+            return known(asked, for_purpose(context, purpose))
+
+        walked = walk_recorded(agent, work.spec.case, request, answered, keep)
+        missing = walked.missing
+        if missing is None or missing.key(context.sample) in store.batch_failures:
+            return []
+        return [(missing, for_purpose(context, walked.purpose))]
+    if strategy is None or code is None:
+        return [(request, context)] if store.needs_call(request, context.sample) else []
 
     calls = pending(strategy, engine.code_scorer(), work.spec.case, code, request, context, known)
     return [(r, c) for r, c in calls if r.key(c.sample) not in store.batch_failures]
@@ -127,7 +147,8 @@ def send_session_batch(
             continue  # the item reports it when it runs
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     progress = reporter.write_line if reporter else print
-    for round_number in range(1, ROUNDS + 1):
+    steps = [w.spec.agent.max_steps for w, _ in waiting if w.spec.agent is not None]
+    for round_number in range(1, max([ROUNDS, *steps]) + 1):
         calls: dict[str, Call] = {}
         still = []
         for item, request in waiting:
@@ -141,7 +162,7 @@ def send_session_batch(
         if not calls:
             return
         if round_number > 1:
-            progress(f"prompteval: batch round {round_number}: strategies' next calls")
+            progress(f"prompteval: batch round {round_number}: strategies' and agents' next calls")
         run_batch(
             engine.store,
             provider,

@@ -24,7 +24,16 @@ def run_estimate(session: pytest.Session, work: WorkList, engine: Engine) -> Non
                 unrenderable += 1  # the run would fail it without a call
                 continue
             spec = item.spec
-            planned.append(Planned(spec.prompt.version, request, spec.sample, spec.samples))
+            planned.append(
+                Planned(
+                    spec.prompt.version,
+                    request,
+                    spec.sample,
+                    spec.samples,
+                    spec.agent if spec.code is None else None,
+                    spec.case,
+                )
+            )
     counter = TokenCounter(settings.recordings_dir, engine.store.provider)
     try:
         estimates = estimate(planned, engine.store, counter, engine.prices)

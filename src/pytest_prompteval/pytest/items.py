@@ -214,6 +214,7 @@ class CaseItem(pytest.Item):
         request = self.work.take()
         try:
             self.context.ahead(self.session, self.work)
+            self.work.walked()
             self._evaluate(request)
         finally:
             # the result as it stands once the calls are done (or failed): user_properties

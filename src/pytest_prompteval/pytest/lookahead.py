@@ -3,6 +3,10 @@ process keeps up to ``--prompteval-concurrency`` of them in flight while items s
 one by one, in pytest's order. Code items' samples are queued on the sandbox pool as soon as
 their answers are there.
 
+An agent item's whole conversation is walked ahead, step after step, on one of the pool's
+workers: its item waits for the walk and finds every step answered (the Python tools' outcomes
+with them, so each runs once).
+
 Which items come next: the rest of the work list (in ``session.items``' order) without
 xdist; under xdist, the indices waiting in this worker's queue (xdist hands each worker its
 share in advance).
@@ -15,7 +19,9 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.request import Request
 from pytest_prompteval.engine.engine import Engine
+from pytest_prompteval.interaction.agent import AgentSpec, converse_ahead, executor
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.pytest.adapters import xdist_upcoming
 from pytest_prompteval.pytest.work import Work, WorkList
@@ -60,11 +66,27 @@ class Lookahead:
             except PromptevalError:
                 continue  # the item reports it when it runs
             spec, context = other.spec, other.context
+            if spec.agent is not None and spec.code is None:
+                self._converse(other, spec.agent, request)
+                continue
             waits = self.engine.store.prefetch(request, context)
             if spec.code is not None and spec.strategy is None:
                 self.engine.code_scorer().ahead(
                     spec.case, spec.code, self._answer(request, context), index, waits
                 )
+
+    def _converse(self, work: Work, agent: AgentSpec, request: Request) -> None:
+        """The whole conversation walked ahead, step after step, on one of the pool's
+        workers; its item waits for the walk, then finds its steps answered."""
+        spec, context, store = work.spec, work.context, self.engine.store
+
+        def going() -> bool:
+            return not (self.session.shouldstop or self.session.shouldfail)
+
+        def walk() -> None:
+            converse_ahead(agent, store, request, context, executor(agent, spec.case), going)
+
+        work.walking = store.submit(walk)
 
     def _answer(self, request: Any, context: CallContext) -> Any:
         """The answer as it arrives: the call sent ahead, or the recording."""

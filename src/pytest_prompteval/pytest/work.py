@@ -5,6 +5,7 @@ The glue never needs the items themselves, so it does not import them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 
 import pytest
@@ -19,6 +20,8 @@ class Work:
     spec: ItemSpec
     build: Callable[[], Request]  # raises PromptevalError on a template error
     _request: Request | None = field(default=None, repr=False)
+    #: an agent item's conversation walked ahead on the pool (``Lookahead``)
+    walking: Future[None] | None = field(default=None, repr=False)
 
     def request(self) -> Request:
         """Built once: calls sent ahead and batches need it before the item runs (a template
@@ -32,6 +35,13 @@ class Work:
         held here)."""
         request, self._request = self._request, None
         return request
+
+    def walked(self) -> None:
+        """Wait for the conversation walked ahead, if any: the item then finds its steps
+        answered (and walks on itself from a step the walk ahead failed at)."""
+        if self.walking is not None:
+            wait([self.walking])
+            self.walking = None
 
     @property
     def context(self) -> CallContext:

@@ -6,12 +6,13 @@ hostile input: a ``<script>`` in an answer stays text), and a ``text`` filter th
 shows control characters and bidirectional overrides as escapes (``core/safetext``). The
 case model is shared: per version and case its samples, k/n, the ``min_pass`` verdict and
 every score with its reason; a case's ``details`` slot takes what later kinds of items
-leave (an agent's trajectory, a repository diff) without a template per kind.
+leave (an agent's transcript, folded; a repository diff) without a template per kind.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -19,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.core.result import ItemResult, Trajectory
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.flaky import CaseSamples, case_samples
@@ -46,10 +47,42 @@ class Detail:
     title: str
     text: str = ""
     steps: tuple[Detail, ...] = ()
+    #: shown unfolded; a long block (a transcript) starts folded
+    open: bool = True
 
 
 #: ``extra`` keys of a result that a kind of item fills with its details, by title.
-DETAIL_KEYS: tuple[tuple[str, str], ...] = (("trajectory", "Agent trajectory"), ("diff", "Diff"))
+DETAIL_KEYS: tuple[tuple[str, str], ...] = (("diff", "Diff"),)
+SHOWN_RESULT = 500  # characters of a tool's result in a transcript
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= SHOWN_RESULT else text[:SHOWN_RESULT] + "..."
+
+
+def transcript_detail(trajectory: Trajectory) -> Detail:
+    """An agent's conversation, folded: its counts in the title, a block per step (what
+    the agent said, each tool call with its input and result or error, the user's turn)."""
+    calls = trajectory.calls
+    counts = [f"{len(trajectory.steps)} steps", f"{len(calls)} tool calls"]
+    counts.append(f"{trajectory.tool_errors} tool errors")
+    if trajectory.user_calls:
+        counts.append(f"{trajectory.user_calls} simulated user calls")
+    if trajectory.hit_max_steps:
+        counts.append(f"hit max_steps {trajectory.max_steps}")
+    steps = []
+    for step in trajectory.steps:
+        lines = [step.text] if step.text else []
+        for call in step.calls:
+            what = "error" if call.is_error else "result"
+            shown = json.dumps(call.input, ensure_ascii=False, sort_keys=True)
+            lines.append(f"-> {call.name}({shown}) {what}: {_clipped(call.result)}")
+        if step.turn is not None:
+            lines.append(f"user: {step.turn}")
+        steps.append(Detail(f"step {step.number} ({step.stop_reason or '-'})", "\n".join(lines)))
+    if trajectory.failure is not None:
+        steps.append(Detail("ended", trajectory.failure))
+    return Detail(f"Agent transcript: {', '.join(counts)}", steps=tuple(steps), open=False)
 
 
 def _detail(title: str, value: Any) -> Detail:
@@ -66,6 +99,8 @@ def details_of(result: ItemResult) -> list[Detail]:
     shown = []
     if result.execution is not None and result.execution.code:
         shown.append(Detail("Extracted code", result.execution.code))
+    if result.trajectory is not None:
+        shown.append(transcript_detail(result.trajectory))
     for key, title in DETAIL_KEYS:
         if key in result.extra:
             shown.append(_detail(title, result.extra[key]))

@@ -125,6 +125,9 @@ class VersionSummary:
     #: repository cases: items whose tests ran, and those resolved (every listed test passes)
     repo_items: int = 0
     resolved: int = 0
+    #: simulated users' calls and cost (the cost is in ``cost_usd`` too: the run's spend)
+    user_calls: int = 0
+    user_cost_usd: float = 0.0
 
     @property
     def mean_steps(self) -> float | None:
@@ -268,6 +271,9 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
             s.tool_calls += len(r.trajectory.calls)
             s.tool_errors += r.trajectory.tool_errors
             s.hit_max_steps += r.trajectory.hit_max_steps
+            s.user_calls += r.user_calls
+            s.user_cost_usd += r.user_cost_usd
+            s.cost_usd += r.user_cost_usd
         if r.repo is not None:
             s.repo_items += 1
             s.resolved += r.repo.resolved

@@ -143,6 +143,11 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 f"agent: {s.agent_items} conversations, mean {s.mean_steps:.1f} steps, "
                 f"{s.tool_calls} tool calls, {s.tool_errors} tool errors, "
                 f"{s.hit_max_steps} hit max_steps"
+                + (
+                    f", {s.user_calls} simulated user calls ({figures.dollars(s.user_cost_usd)})"
+                    if s.user_calls
+                    else ""
+                )
             )
         if s.repo_items:
             notes.append(f"repository: {s.resolved}/{s.repo_items} resolved")
