@@ -205,7 +205,12 @@ def test_a_changed_model_turn_is_a_missing_recording_naming_its_step(
     no_network(monkeypatch)
     result = pytester.runpytest("--prompt=fixer", "--prompteval-record=none")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*step 3 of the conversation: no recording for case 'right_fix'*"])
+    result.stdout.fnmatch_lines(
+        [
+            "step 3 of the conversation: no recording answers it: message 3 (the agent's) "
+            "differs from its recording since it was recorded*"
+        ]
+    )
 
 
 def test_the_examples_replay_offline_every_case_resolved(
@@ -223,6 +228,17 @@ def test_the_examples_replay_offline_every_case_resolved(
             "fixer: cost: $0.0000 spent: all 13 calls replayed from recordings*",
         ]
     )
+
+
+def test_the_estimate_walks_a_repository_task_through_its_recordings(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the steps are recorded without their tools' output: the estimate finds every one
+    # without running a tool (before, the walk asked the scripted world for `bash`)
+    shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
+    no_network(monkeypatch)
+    result = pytester.runpytest("--prompt=fixer", "--prompteval-estimate")
+    result.stdout.fnmatch_lines(["fixer * 13 * 0 * 0 * 0 * 0.0000", "total: 0 new calls*"])
 
 
 HOSTILE = "HOSTILE"

@@ -139,6 +139,13 @@ class ItemSpec:
     #: a repository case's task with this prompt version (its agent is ``agent``)
     repo: RepoTask | None = None
 
+    @property
+    def scripted_agent(self) -> AgentSpec | None:
+        """The agent of a conversation whose tools answer without a sandbox (scripted
+        results, the project's Python tools): what may be walked ahead of the item or in
+        batch rounds. A repository task's tools run in its own sandbox, with the item."""
+        return self.agent if self.code is None and self.repo is None else None
+
 
 #: ``ItemResult.scorer`` of a code case, scored by running its tests
 EXECUTION = "execution"

@@ -500,15 +500,18 @@ def converse(
     request: Request,
     context: CallContext,
     execute: ToolExecutor,
+    key: Callable[[Request], Request] | None = None,
 ) -> tuple[Outcome, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
     final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
-    answered, with their Python tools' outcomes."""
+    answered, with their Python tools' outcomes. ``key``: the request a step is recorded
+    under, when not the step's own (a repository task's: without its tools' output)."""
 
     def get(asked: Request, purpose: Purpose) -> Outcome:
-        return ledger.get(store, asked, for_purpose(context, purpose), purpose)
+        answers = None if key is None else key(asked)
+        return ledger.get(store, asked, for_purpose(context, purpose), purpose, answers=answers)
 
-    return _walk(agent, store, get, request, context, execute, keep=False)
+    return _walk(agent, store, get, request, context, execute, keep=False, key=key)
 
 
 def converse_ahead(
@@ -545,6 +548,7 @@ def _walk(
     context: CallContext,
     execute: ToolExecutor,
     keep: bool,
+    key: Callable[[Request], Request] | None = None,
 ) -> tuple[Outcome, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
@@ -579,7 +583,7 @@ def _walk(
         try:
             return get(asked, "generation" if step == 1 else "agent")
         except MissingRecording as exc:
-            changed = what_changed(store.root, asked, context)
+            changed = what_changed(store.root, asked if key is None else key(asked), context)
             where = f"step {step} of the conversation" if step > 1 else None
             if changed is None:
                 if where is None:

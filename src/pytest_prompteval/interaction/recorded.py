@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.content import RanTool, ToolOutcome
+from pytest_prompteval.core.content import RanTool, ToolExecutor, ToolOutcome
 from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor
@@ -46,13 +46,18 @@ class Walked:
 
 
 def walk_recorded(
-    agent: AgentSpec, case: Case, request: Request, known: Known, keep: Keep | None = None
+    agent: AgentSpec,
+    case: Case,
+    request: Request,
+    known: Known,
+    keep: Keep | None = None,
+    tools: ToolExecutor | None = None,
 ) -> Walked:
     """The steps the answers there are cover, and the first request none answers. Scripted
     results answer as in a run; a Python tool's outcome is the one its answer holds, else
     (given ``keep``) the tool runs and its outcome is kept with the answer, so the item does
     not run it again."""
-    scripted = executor(agent, case)
+    scripted = tools or executor(agent, case)
     held: list[RanTool] = []
     ran: list[RanTool] = []
 

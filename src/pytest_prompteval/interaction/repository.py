@@ -32,10 +32,10 @@ from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.result import RepoResult, Trajectory
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.interaction.agent import AgentSpec, conversation
+from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
-from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
+from pytest_prompteval.providers.store import Outcome, Store
 from pytest_prompteval.sandbox.workspace import TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
@@ -118,6 +118,12 @@ def _sandbox(what: str) -> Iterator[None]:
         raise SandboxError(f"{what}: {exc.message}", exc.path, exc.line) from None
 
 
+def unkeyed_tool(name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+    """A tool's outcome as a recording's key holds it: enough to walk the recorded
+    conversation (the estimate) without running the tools."""
+    return ToolOutcome(NOT_KEYED, False)
+
+
 def tool_executor(run: Executor) -> ToolExecutor:
     """The workspace's executor as the tool loop's seam."""
 
@@ -127,31 +133,6 @@ def tool_executor(run: Executor) -> ToolExecutor:
         return ToolOutcome(result.text, result.is_error)
 
     return execute
-
-
-def _converse(
-    task: RepoTask,
-    store: Store,
-    ledger: Ledger,
-    request: Request,
-    context: CallContext,
-    execute: ToolExecutor,
-) -> tuple[Outcome, Trajectory]:
-    walk = conversation(task.agent, request, execute)
-    asked = next(walk)
-    step = 1
-    while True:
-        try:
-            outcome = ledger.get(
-                store, asked, context, "generation" if step == 1 else "agent", answers=keyed(asked)
-            )
-        except MissingRecording as exc:
-            raise type(exc)(f"step {step} of the conversation: {exc.message}", exc.path) from None
-        try:
-            asked = walk.send(outcome.response)
-        except StopIteration as done:
-            return outcome, done.value
-        step += 1
 
 
 def run_task(
@@ -165,8 +146,8 @@ def run_task(
             workspace = Workspace(copy.path, hidden=task.hidden)
         try:
             run = Executor(workspace, task.tools, task.case.timeout)
-            outcome, trajectory = _converse(
-                task, store, ledger, request, context, tool_executor(run)
+            outcome, trajectory = converse(
+                task.agent, store, ledger, request, context, tool_executor(run), keyed
             )
         finally:
             workspace.close()

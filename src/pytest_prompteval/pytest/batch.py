@@ -102,14 +102,14 @@ def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
     next round given the answers recorded so far."""
     store = engine.store
     context = work.context
-    code, strategy, agent = work.spec.code, work.spec.strategy, work.spec.agent
+    code, strategy, agent = work.spec.code, work.spec.strategy, work.spec.scripted_agent
 
     def known(request: Request, context: CallContext) -> Response | None:
         if store.needs_call(request, context.sample):
             return None
         return store.get(request, context).response
 
-    if agent is not None and code is None:
+    if agent is not None:
 
         def keep(said: Request, answer: Response) -> None:
             store.record(said, context, answer)

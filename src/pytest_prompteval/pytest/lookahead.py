@@ -66,8 +66,8 @@ class Lookahead:
             except PromptevalError:
                 continue  # the item reports it when it runs
             spec, context = other.spec, other.context
-            if spec.agent is not None and spec.code is None:
-                self._converse(other, spec.agent, request)
+            if spec.scripted_agent is not None:
+                self._converse(other, spec.scripted_agent, request)
                 continue
             waits = self.engine.store.prefetch(request, context)
             if spec.code is not None and spec.strategy is None:

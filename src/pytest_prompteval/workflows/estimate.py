@@ -19,6 +19,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec
 from pytest_prompteval.interaction.recorded import walk_recorded
+from pytest_prompteval.interaction.repository import keyed, unkeyed_tool
 from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.tokencount import TokenCounter
@@ -49,6 +50,8 @@ class Planned:
     #: an agent case's spec, and its case (its scripted world)
     agent: AgentSpec | None = None
     case: Case | None = None
+    #: a repository task: its steps are recorded without their tools' output
+    repository: bool = False
 
 
 def estimate(
@@ -110,9 +113,12 @@ def _agent(
     assert item.case is not None and item.agent is not None
 
     def known(asked: Request, purpose: Purpose) -> Response | None:
-        return None if store.mode == "all" else _recording(store, asked, item.sample)
+        if store.mode == "all":
+            return None
+        return _recording(store, keyed(asked) if item.repository else asked, item.sample)
 
-    walked = walk_recorded(item.agent, item.case, item.request, known)
+    tools = unkeyed_tool if item.repository else None
+    walked = walk_recorded(item.agent, item.case, item.request, known, tools=tools)
     done = walked.steps + walked.user
     figures.replayed += len(done)
     figures.replayed_tokens += sum(r.input_tokens + r.output_tokens for r in done)
