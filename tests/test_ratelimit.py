@@ -125,6 +125,37 @@ def test_until_the_first_answer_one_call_at_a_time_then_the_full_limit() -> None
     assert [isinstance(t, Ticket) for t in started] == [True] * 4 + [False]
 
 
+def test_the_call_an_item_waits_on_takes_the_next_place_before_calls_sent_ahead() -> None:
+    # one place (as until the first answer, or at a limit of one): a call sent ahead waits,
+    # then the item's own asks; when the place frees, the item's call takes it (it waited a
+    # round behind the calls sent ahead before; under -x those were calls not needed)
+    gate = RateGate(1, clock=Clock())
+    held = gate.try_acquire()
+    assert isinstance(held, Ticket)
+    admitted: list[str] = []
+    tickets: dict[str, Ticket] = {}
+
+    def call(name: str, first: bool) -> None:
+        tickets[name] = gate.acquire(first)
+        admitted.append(name)
+
+    ahead = threading.Thread(target=call, args=("ahead", False))
+    ahead.start()
+    own = threading.Thread(target=call, args=("own", True))
+    own.start()
+    for _ in range(6000):  # both are waiting (no wall-clock bound: a count of looks)
+        with gate._cond:
+            if gate._first_waiting == 1 and len(gate._cond._waiters) == 2:  # type: ignore[attr-defined]
+                break
+        threading.Event().wait(0.005)
+    gate.release(held)
+    own.join(60)
+    assert admitted == ["own"]
+    gate.release(tickets["own"])
+    ahead.join(60)
+    assert admitted == ["own", "ahead"]
+
+
 def limit_headers(limit: int, remaining: int) -> dict[str, str]:
     return {
         "anthropic-ratelimit-requests-limit": str(limit),

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.sandbox import client
+from pytest_prompteval.sandbox import client, server
 from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
@@ -403,3 +403,14 @@ def test_a_judge_that_kept_a_samples_memory_judges_no_more() -> None:
     finally:
         box.close()
     assert str(first).startswith("AssertionError: ") and second != first
+
+
+def test_the_interpreters_folder_is_not_hidden_with_the_project_holding_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytest's script puts its folder (a .venv's bin, in the project) first on the import
+    # path; hidden with the project, a repository task's shell found no `python`
+    programs = os.path.dirname(sys.executable)
+    monkeypatch.setattr(sys, "path", [programs, *sys.path])
+    shown, _ = server.view([os.path.dirname(os.path.dirname(programs))])
+    assert programs not in shown.hidden

@@ -319,7 +319,9 @@ class AnthropicProvider:
         import anthropic
 
         gate = self.gate
-        ticket = gate.acquire() if gate is not None else None
+        # items run on the main thread, calls sent ahead on the store's pool
+        first = threading.current_thread() is threading.main_thread()
+        ticket = gate.acquire(first) if gate is not None else None
         started = time.perf_counter()
         try:
             raw = self.client().messages.with_raw_response.create(**kwargs)

@@ -210,6 +210,7 @@ class RateGate:
         self._read_at = float("-inf")
         self._cond = threading.Condition()
         self._reading = threading.Lock()
+        self._first_waiting = 0  # calls an item waits on now, waiting for a place
         if shared is not None:
             shared.touch()
 
@@ -264,14 +265,28 @@ class RateGate:
         with self._cond:
             return self._admit(until)
 
-    def acquire(self) -> Ticket:
-        while True:
-            until = self.paused_until()  # not under the lock: it may read the shared file
-            with self._cond:
-                got = self._admit(until)
-                if isinstance(got, Ticket):
-                    return got
-                self._cond.wait(timeout=min(max(got, 0.005), 0.5))
+    def acquire(self, first: bool = False) -> Ticket:
+        """A place for a call. ``first``: the call an item waits on now, which takes the
+        next place before the calls sent ahead for later items (else, while the first
+        answer is awaited and one call goes at a time, the item waits a round behind them)."""
+        with self._cond:
+            self._first_waiting += first
+        try:
+            while True:
+                until = self.paused_until()  # not under the lock: it may read the shared file
+                with self._cond:
+                    if True:
+                        got = self._admit(until)
+                        if isinstance(got, Ticket):
+                            return got
+                    else:
+                        got = 0.5  # a release or the first call's admission wakes it
+                    self._cond.wait(timeout=min(max(got, 0.005), 0.5))
+        finally:
+            if first:
+                with self._cond:
+                    self._first_waiting -= 1
+                    self._cond.notify_all()
 
     def release(self, ticket: Ticket) -> None:
         with self._cond:

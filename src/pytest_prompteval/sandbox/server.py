@@ -710,7 +710,10 @@ def view(hidden: list[str]) -> tuple[View, list[str]]:
     ]
     hidden = [os.path.realpath(h) for h in hidden]
     kept = [p for p in sys.path if p and os.path.exists(p) and _installed(p, interpreter, hidden)]
-    dropped = [p for p in sys.path if p and os.path.isdir(p) and p not in kept]
+    # the interpreter's own folder stays (pytest's script puts it first on the import
+    # path): a repository task's shell finds ``python`` there
+    programs = os.path.dirname(sys.executable)
+    dropped = [p for p in sys.path if p and os.path.isdir(p) and p not in (*kept, programs)]
     shown = [p for p in (*SYSTEM, *interpreter, *kept) if os.path.exists(p)]
     return View(
         shown=tuple(shown),
