@@ -27,10 +27,13 @@ from pytest_prompteval.core.result import (
     Trajectory,
 )
 from pytest_prompteval.report.summary import summarize
+from pytest_prompteval.testing import AnthropicServer
 from pytest_prompteval.view.app import TOKEN_HEADER, ViewConfig, build_app
 from pytest_prompteval.view.index import Index
 from pytest_prompteval.view.serve import listen
 from pytest_prompteval.workflows.review import SEED_DIMENSIONS, load_reviews
+
+from .conftest import generated_project, item_results
 
 TOKEN = "session-token-for-tests"
 HOSTILE = 'Beware <script>window.pwned = 1</script> and <img src=x onerror="window.pwned = 2">'
@@ -93,7 +96,7 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
         ("v2", "inline_001", True, "Inlined call."),
     ]
     for version, case, passed, answer in rows:
-        extra: dict[str, object] = {}
+        extra: dict[str, object] = {"extra": {"tags": ["hot"]}} if case == "loop_002" else {}
         if answer == HOSTILE:
             extra = {"recording": f"recordings/{recording}", "trajectory": TRAJECTORY}
         history.add(_result(version, case, passed, answer, **extra))
@@ -159,6 +162,14 @@ def test_runs_page_lists_both_runs_from_head_and_tail(served: Served) -> None:
     assert _run_name(served.results, "v1") in page and _run_name(served.results, "v2") in page
     entry = Index(served.results).entry(_run_name(served.results, "v2"))
     assert (entry.items, entry.passed, entry.failed, entry.partial) == (3, 2, 1, False)
+
+
+def test_a_run_filtered_by_a_marker_shows_the_cases_with_that_label(served: Served) -> None:
+    name = _run_name(served.results, "v2")
+    status, page = served.get(f"/run/{name}?marker=hot")
+    assert status == 200 and "loop_002" in page
+    assert "loop_001" not in page and "inline_001" not in page
+    assert "inline_001" in served.get(f"/run/{name}?marker=inline")[1]  # a category
 
 
 def test_a_partial_run_is_marked_and_counted_from_its_journal(tmp_path: Path) -> None:
@@ -399,3 +410,13 @@ def test_prompteval_view_serves_on_loopback_and_names_a_misspelled_rubric(tmp_pa
                 assert answer.status == 200 and b"no runs in this folder yet" in answer.read()
         finally:
             server.terminate()
+
+
+def test_a_run_keeps_each_cases_own_labels_with_its_results(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    # what the view's marker filter reads, from a real run
+    anthropic_server.responder = lambda request: "loop"
+    generated_project(pytester, 2, fields="  tags: [hot]\n  expected_topics: [loop]\n")
+    reprec = pytester.inline_run("--prompt=v")
+    assert [r.get("tags") for r in item_results(reprec)] == [["hot"], ["hot"]]

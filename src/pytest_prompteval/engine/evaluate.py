@@ -72,6 +72,8 @@ def new_result(
         quality=case.quality,
         scorer=scorer,
         threshold=threshold,
+        # the case's own labels (-m picks by them): the view filters on them
+        extra={"tags": list(case.tags)} if case.tags else {},
     )
 
 
