@@ -14,8 +14,8 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.providers.anthropic import AnthropicProvider
 from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.batches import run_batch
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.pytest.batch import run_batch
 from pytest_prompteval.testing import AnthropicServer
 
 from .conftest import generated_project, item_results
@@ -97,7 +97,7 @@ def test_ctrl_c_cancels_the_batch(
         if len(polls) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("pytest_prompteval.pytest.batch.time.sleep", interrupted_sleep)
+    monkeypatch.setattr("pytest_prompteval.providers.batches.time.sleep", interrupted_sleep)
     lines: list[str] = []
     with pytest.raises(KeyboardInterrupt):
         case = Case(id="c", input={}, path=tmp_path / "c.yaml", line=1)

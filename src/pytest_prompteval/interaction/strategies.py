@@ -26,7 +26,7 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.schema import check_keys
-from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.base import Call, CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.sandbox.client import Limits, SampleRun
@@ -110,7 +110,6 @@ def _refine_prompt(request: Request, code: str, failures: str) -> str:
     )
 
 
-Call = tuple[Request, CallContext]
 #: A strategy's course: yields the calls it needs next, is sent their responses, and
 #: returns the final answer and its prefill.
 Course = Generator[list[Call], list[Response], tuple[str, str]]

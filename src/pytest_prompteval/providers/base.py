@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from pytest_prompteval.core.cases import Case
@@ -20,6 +20,10 @@ class CallContext:
     #: "generation" for the prompt's own request, "judge" for a verdict on its response,
     #: "improve" for `prompteval improve`'s answer (written into the recording's label).
     purpose: str = "generation"
+
+
+#: A call to make: the request, and why it is sent.
+Call: TypeAlias = "tuple[Request, CallContext]"
 
 
 class Provider(Protocol):

@@ -14,10 +14,6 @@ cancelled fail, with the reason.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
-
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
@@ -26,75 +22,16 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import for_purpose
 from pytest_prompteval.interaction.recorded import walk_recorded
-from pytest_prompteval.interaction.strategies import Call, pending
-from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
-from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.interaction.strategies import pending
+from pytest_prompteval.providers.anthropic import AnthropicProvider
+from pytest_prompteval.providers.base import Call, CallContext
+from pytest_prompteval.providers.batches import run_batch
 from pytest_prompteval.providers.ledger import Purpose
-from pytest_prompteval.providers.store import Store
 from pytest_prompteval.pytest.work import Work, WorkList
 
-Progress = Callable[[str], None]
 #: More rounds than any strategy has attempts: a bound should a batch leave a call unanswered
 #: (an agent's conversation takes up to its max_steps rounds).
 ROUNDS = 32
-
-
-def _describe(result: Any) -> str:
-    if result.type == "errored":
-        error = getattr(result.error, "error", result.error)
-        return (
-            f"batch request errored: {getattr(error, 'type', 'error')}: "
-            f"{getattr(error, 'message', error)}"
-        )
-    return f"batch request {result.type} (the batch did not answer it)"
-
-
-def run_batch(
-    store: Store,
-    provider: AnthropicProvider,
-    calls: Sequence[Call],
-    progress: Progress,
-    poll: float = 5.0,
-    max_poll: float = 60.0,
-) -> str | None:
-    """Send ``calls`` as one batch; record what comes back. Returns the batch id, or None
-    when there was nothing to send."""
-    by_key = {request.key(context.sample): (request, context) for request, context in calls}
-    if not by_key:
-        return None
-    client = provider.client()
-    batch = client.messages.batches.create(
-        requests=[
-            {"custom_id": key, "params": request.to_api()} for key, (request, _) in by_key.items()
-        ]
-    )
-    progress(f"prompteval: message batch {batch.id}: {len(by_key)} requests sent")
-    try:
-        while batch.processing_status != "ended":
-            time.sleep(poll)
-            poll = min(poll * 2, max_poll)
-            batch = client.messages.batches.retrieve(batch.id)
-            counts = batch.request_counts
-            progress(
-                f"prompteval: batch {batch.id} {batch.processing_status}: "
-                f"{counts.succeeded} succeeded, {counts.errored} errored, "
-                f"{counts.processing} processing"
-            )
-    except BaseException:
-        client.messages.batches.cancel(batch.id)  # Ctrl-C: stop paying for it
-        progress(f"prompteval: batch {batch.id} cancelled")
-        raise
-    for entry in client.messages.batches.results(batch.id):
-        if entry.custom_id not in by_key:
-            continue
-        request, context = by_key[entry.custom_id]
-        if entry.result.type == "succeeded":
-            store.record(
-                request, context, response_from_message(entry.result.message, 0.0, None, batch=True)
-            )
-        else:
-            store.batch_failures[entry.custom_id] = _describe(entry.result)
-    return str(batch.id)
 
 
 def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
