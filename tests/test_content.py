@@ -23,7 +23,7 @@ from pytest_prompteval.core.content import (
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.providers.store import UnreadableRecording, parse
+from pytest_prompteval.providers.recording_file import UnreadableRecording, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import pytest
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.providers.labels import Label
-from pytest_prompteval.providers.store import Recording
+from pytest_prompteval.providers.recording_file import Recording
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows.recordings import Current, stale_reason
 

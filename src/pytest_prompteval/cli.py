@@ -337,7 +337,7 @@ def cmd_improve(args: argparse.Namespace) -> int:
 
 def cmd_recordings(args: argparse.Namespace) -> int:
     """The recordings per prompt version; the stale ones listed, or pruned."""
-    from pytest_prompteval.providers.store import read_all
+    from pytest_prompteval.providers.recording_file import read_all
     from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.workflows import recordings
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.store import Recording, read_all
+from pytest_prompteval.providers.recording_file import Recording, read_all
 
 SHOWN = 80
 

@@ -39,8 +39,8 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import StoredRun
 from pytest_prompteval.core.paths import resolve_inside
 from pytest_prompteval.core.result import ItemResult
-from pytest_prompteval.providers.store import UnreadableRecording
-from pytest_prompteval.providers.store import load as load_recording
+from pytest_prompteval.providers.recording_file import UnreadableRecording
+from pytest_prompteval.providers.recording_file import load as load_recording
 from pytest_prompteval.report import pages
 from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.summary import summarize

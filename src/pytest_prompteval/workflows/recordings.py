@@ -17,7 +17,7 @@ from pathlib import Path
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.providers.store import Recording, UnreadableRecording
+from pytest_prompteval.providers.recording_file import Recording, UnreadableRecording
 
 UNLABELLED = "unlabelled"
 UNREADABLE = "unreadable"
