@@ -28,7 +28,7 @@ from pytest_prompteval.interaction.repository import RepoTask, repo_result, run_
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
-from pytest_prompteval.providers.store import MissingRecording, Outcome
+from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
     TRAJECTORY_TYPES,
     Assertion,
@@ -106,7 +106,7 @@ def make_request(
 
 
 def _sample_texts(
-    engine: Engine, request: Request, ctx: CallContext, own: Outcome, n: int
+    engine: Engine, request: Request, ctx: CallContext, own: Fetched, n: int
 ) -> list[str]:
     """Every sample's text, for consistency; samples not recorded yet are fetched now."""
     texts = []
@@ -283,7 +283,7 @@ def _score_parts(
     spec: ItemSpec,
     request: Request,
     ctx: CallContext,
-    outcome: Outcome,
+    outcome: Fetched,
     ledger: Ledger,
     result: ItemResult,
     parts: Parts,

@@ -51,7 +51,7 @@ from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger, Purpose
-from pytest_prompteval.providers.store import MissingRecording, Outcome, Store
+from pytest_prompteval.providers.store import Fetched, MissingRecording, Store
 
 DEFAULT_MAX_STEPS = 10
 MAX_STEPS_LIMIT = 100
@@ -490,7 +490,7 @@ def conversation(
 
 
 #: how a walk gets a step's outcome: (request, purpose) -> outcome
-StepGetter = Callable[[Request, Purpose], Outcome]
+StepGetter = Callable[[Request, Purpose], Fetched]
 
 
 def converse(
@@ -501,13 +501,13 @@ def converse(
     context: CallContext,
     execute: ToolExecutor,
     key: Callable[[Request], Request] | None = None,
-) -> tuple[Outcome, Trajectory]:
+) -> tuple[Fetched, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
     final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
     answered, with their Python tools' outcomes. ``key``: the request a step is recorded
     under, when not the step's own (a repository task's: without its tools' output)."""
 
-    def get(asked: Request, purpose: Purpose) -> Outcome:
+    def get(asked: Request, purpose: Purpose) -> Fetched:
         answers = None if key is None else key(asked)
         return ledger.get(store, asked, for_purpose(context, purpose), purpose, answers=answers)
 
@@ -527,7 +527,7 @@ def converse_ahead(
     so that walk makes no call and runs no tool again. ``going``: False once the run stops
     (no new calls)."""
 
-    def get(asked: Request, purpose: Purpose) -> Outcome:
+    def get(asked: Request, purpose: Purpose) -> Fetched:
         if not going():
             raise PromptevalError("stopping: no new calls")  # left for the item
         return store.get(asked, for_purpose(context, purpose), keep=True)
@@ -549,7 +549,7 @@ def _walk(
     execute: ToolExecutor,
     keep: bool,
     key: Callable[[Request], Request] | None = None,
-) -> tuple[Outcome, Trajectory]:
+) -> tuple[Fetched, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
 
@@ -578,7 +578,7 @@ def _walk(
     def user(asked: Request) -> str:
         return get(asked, "user").response.text
 
-    def step_get(asked: Request, step: int) -> Outcome:
+    def step_get(asked: Request, step: int) -> Fetched:
         """The step's outcome; a replay's miss names what changed from the recording."""
         try:
             return get(asked, "generation" if step == 1 else "agent")

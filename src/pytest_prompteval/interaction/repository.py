@@ -35,7 +35,7 @@ from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
-from pytest_prompteval.providers.store import Outcome, Store
+from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.workspace import TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
@@ -137,7 +137,7 @@ def tool_executor(run: Executor) -> ToolExecutor:
 
 def run_task(
     task: RepoTask, store: Store, ledger: Ledger, request: Request, context: CallContext
-) -> tuple[Outcome, Trajectory, RepoVerdict]:
+) -> tuple[Fetched, Trajectory, RepoVerdict]:
     """The conversation in the item's copy, then the verdict on what it left."""
     with _sandbox(f"copying {task.case.id!r}'s repository"):
         copy = Copy(snapshot_of(task.case))

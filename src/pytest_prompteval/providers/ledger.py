@@ -11,7 +11,7 @@ from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.store import Check, Outcome, Store
+from pytest_prompteval.providers.store import Check, Fetched, Store
 
 #: generation: the item's own call; strategy: a strategy's later calls; agent: an agent's
 #: later steps; user: a simulated user's; judge: the judge's
@@ -44,7 +44,7 @@ class Ledger:
         purpose: Purpose,
         check: Check | None = None,
         answers: Request | None = None,
-    ) -> Outcome:
+    ) -> Fetched:
         """``store.get``, recorded."""
         outcome = store.get(request, context, check, answers=answers)
         response = outcome.response

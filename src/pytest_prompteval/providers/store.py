@@ -52,7 +52,10 @@ class InvalidRecording(MissingRecording):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Fetched:
+    """A response as the store got it: replayed or called, and from which recording (named
+    apart from an item's outcome, which is passed, failed or errored)."""
+
     response: Response
     replayed: bool
     recording: Path
@@ -77,8 +80,8 @@ class Store:
         self._pool: ThreadPoolExecutor | None = None
         #: sample keys a message batch answered with an error: their items fail with it
         self.batch_failures: dict[str, str] = {}
-        self._inflight: dict[str, Future[Outcome]] = {}
-        self._kept: dict[str, Outcome] = {}  # see ``get(keep=True)``
+        self._inflight: dict[str, Future[Fetched]] = {}
+        self._kept: dict[str, Fetched] = {}  # see ``get(keep=True)``
         self._labels: list[tuple[Label, int]] | None = None  # read on the first miss
         #: recordings read as a trusted ref has them; ``strict``: one the ref does not have
         #: fails its item instead of being replayed (gates mode without a key)
@@ -119,7 +122,7 @@ class Store:
         except RuntimeError:  # the pool shut down meanwhile (a stop)
             return None
 
-    def keep(self, request: Request, sample: int, outcome: Outcome) -> None:
+    def keep(self, request: Request, sample: int, outcome: Fetched) -> None:
         """The next plain ``get`` of this sample takes ``outcome`` as it is."""
         with self._lock:
             self._kept[request.key(sample)] = outcome
@@ -137,7 +140,7 @@ class Store:
         check: Check | None = None,
         answers: Request | None = None,
         keep: bool = False,
-    ) -> Outcome:
+    ) -> Fetched:
         """The sample's response: from a call already in flight for it (started ahead, or
         by another thread asking for the same sample), else fetched here. ``check``: an
         answer it rejects is not recorded (the outcome says why), a recording it rejects is
@@ -163,7 +166,7 @@ class Store:
         context: CallContext,
         check: Check | None,
         answers: Request | None,
-    ) -> Outcome:
+    ) -> Fetched:
         with self._lock:
             future = self._inflight.get(key)
             mine = future is None or future.cancelled()
@@ -174,7 +177,7 @@ class Store:
         assert future is not None
         if not mine:
             try:
-                result: Outcome = future.result()  # its error, if any, is this item's error
+                result: Fetched = future.result()  # its error, if any, is this item's error
                 return result
             finally:
                 self._forget(key, future)
@@ -189,7 +192,7 @@ class Store:
         finally:
             self._forget(key, future)
 
-    def _forget(self, key: str, future: Future[Outcome]) -> None:
+    def _forget(self, key: str, future: Future[Fetched]) -> None:
         with self._lock:
             if self._inflight.get(key) is future:
                 del self._inflight[key]
@@ -223,7 +226,7 @@ class Store:
         context: CallContext,
         check: Check | None = None,
         answers: Request | None = None,
-    ) -> Outcome:
+    ) -> Fetched:
         asked = answers or request
         key = asked.key(context.sample)
         if key in self.batch_failures:
@@ -237,7 +240,7 @@ class Store:
             invalid = check(response) if check is not None else None
             if invalid is None:
                 replayed = key not in self._recorded
-                return Outcome(
+                return Fetched(
                     response, replayed, path, unverified=None if unverified is None else "replayed"
                 )
             if self.mode == "none":
@@ -263,8 +266,8 @@ class Store:
         if unverified is not None:
             same = unverified.text == response.text
             compared = f"asked again: {'same' if same else 'different'} answer"
-            return Outcome(response, False, path, invalid, compared)
-        return Outcome(response, replayed=False, recording=path, rejected=invalid)
+            return Fetched(response, False, path, invalid, compared)
+        return Fetched(response, replayed=False, recording=path, rejected=invalid)
 
     def _unverified(
         self, path: Path, key: str, asked: Request, context: CallContext
