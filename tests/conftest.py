@@ -12,7 +12,7 @@ from typing import Any
 import anthropic  # noqa: F401
 import pytest
 
-from pytest_prompteval.sandbox.client import Limits, SampleRun
+from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.sandbox.pool import NOW, SandboxPool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,12 +114,12 @@ class LoggingPool(SandboxPool):
 
     def submit(
         self, job: dict[str, Any], limits: Limits, priority: int = NOW, rank: int = 0
-    ) -> Future[SampleRun]:
+    ) -> Future[SampleReport]:
         future = super().submit(job, limits, priority, rank)
         self.log.append("submit")
         result = future.result
 
-        def logged(timeout: float | None = None) -> SampleRun:
+        def logged(timeout: float | None = None) -> SampleReport:
             self.log.append("wait")
             return result(timeout)
 

@@ -13,7 +13,7 @@ from pytest_prompteval.pytest import hookspecs
 from pytest_prompteval.pytest.fixture import Prompteval
 from pytest_prompteval.pytest.items import CaseItem
 from pytest_prompteval.pytest.reporting import RunReport
-from pytest_prompteval.pytest.run import RUN_KEY, PromptevalRun, build_settings, include_case_dirs
+from pytest_prompteval.pytest.run import RUN_KEY, RunPlugin, build_settings, include_case_dirs
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -41,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     settings = build_settings(config)
-    run = PromptevalRun(config, settings)
+    run = RunPlugin(config, settings)
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(run, "prompteval-run")
     report = None if run.worker else RunReport(config, run)  # workers: the controller reports

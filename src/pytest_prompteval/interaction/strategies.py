@@ -29,7 +29,7 @@ from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import Call, CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.sandbox.client import Limits, SampleRun
+from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics, measure
 from pytest_prompteval.scoring.code.scorer import CodeScorer
@@ -73,7 +73,7 @@ def _visible(spec: CodeSpec) -> CodeSpec:
 
 def _submit(
     scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
-) -> tuple[str, Future[SampleRun]]:
+) -> tuple[str, Future[SampleReport]]:
     """The answer's code, and its run handed to the sandbox pool."""
     code, _ = extract_code(text, prefill, spec)
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)

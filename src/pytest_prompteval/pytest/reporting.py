@@ -24,7 +24,7 @@ from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.pytest.adapters import junit_global_property
 
 if TYPE_CHECKING:
-    from pytest_prompteval.pytest.run import PromptevalRun
+    from pytest_prompteval.pytest.run import RunPlugin
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import Comparison, compare, correct
 from pytest_prompteval.report.flaky import (
@@ -53,7 +53,7 @@ MIN_PASS_KEY = "prompteval_min_pass"
 
 
 class RunReport:
-    def __init__(self, config: pytest.Config, run: PromptevalRun):
+    def __init__(self, config: pytest.Config, run: RunPlugin):
         self.config = config
         self.run = run
         settings = self.settings = run.settings

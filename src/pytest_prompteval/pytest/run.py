@@ -35,7 +35,7 @@ from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
 
 RUN_DIR_KEY = "prompteval_run_dir"
-RUN_KEY = pytest.StashKey["PromptevalRun"]()
+RUN_KEY = pytest.StashKey["RunPlugin"]()
 PATH_OPTIONS = tuple(
     name for s in SETTINGS if s.option and s.metavar in ("FILE", "DIR") for name in (s.option,)
 )
@@ -122,7 +122,10 @@ def build_settings(config: pytest.Config) -> Settings:
 _collection_frozen = False
 
 
-class PromptevalRun:
+class RunPlugin:
+    """The run's lifecycle as a pytest plugin: settings, the engine, collection, the work
+    list and the calls sent ahead (an item sees it as its ``ItemContext``)."""
+
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings

@@ -4,6 +4,6 @@ See ``server.py`` for what is isolated and how, and the README's "Sandbox" secti
 what it does not guarantee.
 """
 
-from pytest_prompteval.sandbox.client import SampleRun, Sandbox
+from pytest_prompteval.sandbox.client import SampleReport, Sandbox
 
-__all__ = ["SampleRun", "Sandbox"]
+__all__ = ["SampleReport", "Sandbox"]

@@ -34,7 +34,7 @@ class Limits:
 
 
 @dataclass
-class SampleRun:
+class SampleReport:
     """What one sample did: the harness's events and how its process ended."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -201,7 +201,7 @@ class Sandbox:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace")
 
-    def run(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> SampleRun:
+    def run(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> SampleReport:
         """Run one job; ``hypothesis``: start the server with hypothesis loaded."""
         with self._lock:
             self.send(job, limits, hypothesis)
@@ -239,7 +239,7 @@ class Sandbox:
     def outstanding(self) -> int:
         return len(self._sent)
 
-    def receive(self) -> SampleRun:
+    def receive(self) -> SampleReport:
         """The answer to the oldest job sent. A server that stops answering is ended: that
         job crashed, and those sent behind it are lost with it (``outstanding`` is 0): the
         caller sends them again, to a new server."""
@@ -253,8 +253,8 @@ class Sandbox:
             data = None
         if not isinstance(data, dict):
             self._stop()
-            return SampleRun(crashed="the code sandbox stopped answering; restarted")
-        return SampleRun(
+            return SampleReport(crashed="the code sandbox stopped answering; restarted")
+        return SampleReport(
             events=[e for e in data.get("events", []) if isinstance(e, dict)],
             timed_out=bool(data.get("timed_out", False)),
             signal=data.get("signal"),

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from pytest_prompteval.sandbox.client import Limits, SampleRun, Sandbox, SandboxUnavailable
+from pytest_prompteval.sandbox.client import Limits, SampleReport, Sandbox, SandboxUnavailable
 
 NOW, AHEAD = 0, 1
 
@@ -34,8 +34,8 @@ def default_workers() -> int:
     return 2 * cpus
 
 
-Task = tuple[int, int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleRun] | None"]
-Sent = tuple[dict[str, Any], Limits, "Future[SampleRun]"]
+Task = tuple[int, int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleReport] | None"]
+Sent = tuple[dict[str, Any], Limits, "Future[SampleReport]"]
 #: Jobs each server holds: the one it runs and the next, so it never waits for us.
 DEPTH = 2
 
@@ -85,8 +85,8 @@ class SandboxPool:
 
     def submit(
         self, job: dict[str, Any], limits: Limits, priority: int = NOW, rank: int = 0
-    ) -> Future[SampleRun]:
-        future: Future[SampleRun] = Future()
+    ) -> Future[SampleReport]:
+        future: Future[SampleReport] = Future()
         if self.unavailable is not None:
             future.set_exception(self.unavailable)
             return future
@@ -97,7 +97,7 @@ class SandboxPool:
         self._queue.put((priority, rank, next(self._order), job, limits, future))
         return future
 
-    def run(self, job: dict[str, Any], limits: Limits) -> SampleRun:
+    def run(self, job: dict[str, Any], limits: Limits) -> SampleReport:
         """Run one job now (before anything queued ahead) and wait for it."""
         return self.submit(job, limits).result()
 

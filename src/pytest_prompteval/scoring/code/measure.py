@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_prompteval.sandbox import SampleRun
+from pytest_prompteval.sandbox import SampleReport
 from pytest_prompteval.sandbox.harness import canonical
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
@@ -101,7 +101,7 @@ def _io_event(
     }
 
 
-def reference_outputs(spec: CodeSpec, run: SampleRun) -> dict[int, str]:
+def reference_outputs(spec: CodeSpec, run: SampleReport) -> dict[int, str]:
     """The reference's outputs on the io tests, as canonical text by test index."""
     found = {}
     for index, event in run.tests.items():
@@ -114,7 +114,7 @@ def reference_outputs(spec: CodeSpec, run: SampleRun) -> dict[int, str]:
 
 
 def measure(
-    spec: CodeSpec, code: str, run: SampleRun, reference: Mapping[int, str] | None = None
+    spec: CodeSpec, code: str, run: SampleReport, reference: Mapping[int, str] | None = None
 ) -> Metrics:
     """The metrics of one run; ``reference``: the reference's io outputs (for semantic
     equivalence), when known."""
@@ -167,7 +167,7 @@ def measure(
 
 
 def _classify(
-    run: SampleRun, syntax: Any, load: Any, basic: Any, edge: Any
+    run: SampleReport, syntax: Any, load: Any, basic: Any, edge: Any
 ) -> tuple[str | None, str | None]:
     if run.crashed:
         return "runtime", run.crashed

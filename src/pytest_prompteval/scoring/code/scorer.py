@@ -16,7 +16,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.sandbox import SampleRun
+from pytest_prompteval.sandbox import SampleReport
 from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.pool import AHEAD, NOW, SandboxPool
 from pytest_prompteval.scoring.code.extract import extract_code
@@ -27,7 +27,7 @@ from pytest_prompteval.scoring.score import Score
 CALIBRATION = (10.0, 0.25)  # CPU timeout = factor x reference CPU time, at least this
 
 
-def _within(run: SampleRun, timeout: float) -> bool:
+def _within(run: SampleReport, timeout: float) -> bool:
     """The run ended on its own, in less CPU time than ``timeout``."""
     return not (run.timed_out or run.crashed) and run.cpu is not None and run.cpu <= timeout
 
@@ -62,7 +62,7 @@ class CodeScorer:
         self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
         # One run per distinct code (and tests and limits): samples with the same code get
         # its verdict (temperature 0, or a model that repeats itself, runs once).
-        self._runs: dict[RunKey, Future[SampleRun]] = {}
+        self._runs: dict[RunKey, Future[SampleReport]] = {}
         self._lock = threading.Lock()
         self._feeder: ThreadPoolExecutor | None = None
         self._refused = False
@@ -105,7 +105,7 @@ class CodeScorer:
         key: tuple[str, str],
         spec: CodeSpec,
         future: Future[Calibration],
-        done: Future[SampleRun],
+        done: Future[SampleReport],
     ) -> None:
         """The reference's run is done: resolve the case's calibration (whatever happens
         here, or items waiting for it would wait forever)."""
@@ -122,7 +122,7 @@ class CodeScorer:
         else:
             future.set_result(calibration)
 
-    def _calibrate(self, spec: CodeSpec, run: SampleRun) -> Calibration:
+    def _calibrate(self, spec: CodeSpec, run: SampleReport) -> Calibration:
         timeout = self.default_timeout
         if run.cpu is not None:
             factor, floor = CALIBRATION
@@ -131,7 +131,7 @@ class CodeScorer:
         if spec.reference is not None and _within(run, calibration.timeout):
             # a sample whose code is the reference's would run the same, within its limit;
             # kept before the calibration resolves, so samples queued on it find the run
-            same = Future[SampleRun]()
+            same = Future[SampleReport]()
             same.set_result(run)
             limits = Limits(calibration.timeout, self.memory_mb)
             with self._lock:
@@ -187,7 +187,7 @@ class CodeScorer:
             if key not in self._runs:
                 self._runs[key] = self.sandbox.submit(spec.job(code), limits, AHEAD, rank)
 
-    def run(self, case: Case, spec: CodeSpec, code: str) -> tuple[SampleRun, Limits]:
+    def run(self, case: Case, spec: CodeSpec, code: str) -> tuple[SampleReport, Limits]:
         """The sample's run: the one queued ahead or already made for the same code, else
         one now."""
         limits = self._limits(case, spec)
