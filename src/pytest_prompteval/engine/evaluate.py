@@ -366,6 +366,42 @@ def assemble(engine: Engine, spec: ItemSpec, result: ItemResult, parts: Parts) -
     result.outcome = "passed" if result.passed else "failed"
 
 
+def _answer(
+    engine: Engine,
+    spec: ItemSpec,
+    request: Request,
+    ctx: CallContext,
+    ledger: Ledger,
+    result: ItemResult,
+    parts: Parts,
+) -> Fetched:
+    """The item's final answer: one call, an agent's conversation, or a repository task's
+    conversation and verdict (its trajectory and verdict kept as they come)."""
+    if spec.repo is not None:
+        fetched, result.trajectory, parts.repo = run_task(
+            spec.repo, engine.store, ledger, request, ctx
+        )
+        return fetched
+    if spec.agent is None:
+        return ledger.get(engine.store, request, ctx, "generation")
+    fetched, result.trajectory = converse(
+        spec.agent, engine.store, ledger, request, ctx, executor(spec.agent, spec.case)
+    )
+    return fetched
+
+
+def _answered(result: ItemResult, request: Request, fetched: Fetched) -> None:
+    """What the result says of the answer and where it came from."""
+    response = fetched.response
+    result.response = response.text
+    result.prefill = request.prefill
+    result.replayed = fetched.replayed
+    result.recording = display(fetched.recording)
+    result.unverified = fetched.unverified
+    result.stop_reason = response.stop_reason
+    result.request_id = response.request_id
+
+
 def evaluate(
     hook: pluggy.HookRelay,
     engine: Engine,
@@ -383,24 +419,9 @@ def evaluate(
             request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
         result.model = request.model
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        if spec.repo is not None:
-            outcome, result.trajectory, parts.repo = run_task(
-                spec.repo, engine.store, ledger, request, ctx
-            )
-        elif spec.agent is None:
-            outcome = ledger.get(engine.store, request, ctx, "generation")
-        else:
-            outcome, result.trajectory = converse(
-                spec.agent, engine.store, ledger, request, ctx, executor(spec.agent, spec.case)
-            )
+        outcome = _answer(engine, spec, request, ctx, ledger, result, parts)
         response = outcome.response
-        result.response = response.text
-        result.prefill = request.prefill
-        result.replayed = outcome.replayed
-        result.recording = display(outcome.recording)
-        result.unverified = outcome.unverified
-        result.stop_reason = response.stop_reason
-        result.request_id = response.request_id
+        _answered(result, request, outcome)
         _score_parts(engine, spec, request, ctx, outcome, ledger, result, parts)
     except PromptevalError as exc:
         result.error_type, result.error = exc.kind, str(exc)
