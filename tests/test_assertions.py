@@ -265,3 +265,25 @@ def test_judge_assertion_asks_the_question(
     result.stdout.fnmatch_lines(
         ["*failed assert judge: judge: as asked (score 0.20 < 0.50)*", "PASSED*c1*"]
     )
+
+
+def test_a_schema_sharing_nodes_through_aliases_is_checked_once_per_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # each level holds the one below twice, as YAML aliases make it: 2**16 paths, 17 nodes
+    from pytest_prompteval.core.errors import PromptevalError
+    from pytest_prompteval.scoring import assertions
+
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(16):
+        node = {"type": "object", "properties": {"a": node, "b": node}}
+    looked: list[int] = []
+    real = assertions._subschemas
+
+    def counted(schema: Any) -> Any:
+        looked.append(id(schema))
+        return real(schema)
+
+    monkeypatch.setattr(assertions, "_subschemas", counted)
+    assertions._check_schema(node, lambda message, line=None: PromptevalError(message))
+    assert len(looked) == 17

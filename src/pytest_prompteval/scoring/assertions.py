@@ -505,9 +505,11 @@ def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
     patterns: list[tuple[str, int | None]] = []
     keyed, unevaluated = False, []
     todo = [schema]
+    seen: set[int] = set()  # a YAML alias shares a node: each is looked at once
     for node in todo:  # grows as it goes: every schema, outermost first
-        if not isinstance(node, Mapping):
+        if not isinstance(node, Mapping) or id(node) in seen:
             continue  # true and false are schemas too
+        seen.add(id(node))
         for key in node:
             if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
                 raise fail(
