@@ -275,7 +275,7 @@ class RateGate:
             while True:
                 until = self.paused_until()  # not under the lock: it may read the shared file
                 with self._cond:
-                    if True:
+                    if first or not self._first_waiting:
                         got = self._admit(until)
                         if isinstance(got, Ticket):
                             return got
