@@ -20,7 +20,7 @@ from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.sandbox.client import Sandbox
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
 
 from .conftest import LoggingPool, item_results
@@ -339,7 +339,7 @@ def answer(request, *, case, prompt, sample):
 
 
 @pytest.fixture
-def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeScorer]]:
+def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeRunner]]:
     """A one-test code case whose reference is ``def f(x): return x``, and a scorer."""
     path = tmp_path / "c.yaml"
     path.write_text(
@@ -347,7 +347,7 @@ def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeScorer]]
         "  tests: [{args: [1], expected: 1}]\n"
     )
     (case,) = load_case_file(path).cases
-    scorer = CodeScorer(workers=1)
+    scorer = CodeRunner(workers=1)
     yield case, parse_code_spec(case), scorer
     scorer.close()
 
@@ -366,7 +366,7 @@ def test_the_calibrations_of_the_cases_ahead_start_side_by_side(tmp_path: Path) 
         )
     )
     cases = [(case, parse_code_spec(case)) for case in load_case_file(path).cases]
-    scorer = CodeScorer(workers=1)
+    scorer = CodeRunner(workers=1)
     scorer.sandbox = pool = LoggingPool()
     answered = threading.Event()
 
@@ -446,7 +446,7 @@ def test_an_unreadable_recording_ahead_fails_only_its_own_item(pytester: pytest.
 
 
 def test_samples_with_the_same_code_share_one_run(
-    identity_case: tuple[Case, CodeSpec, CodeScorer],
+    identity_case: tuple[Case, CodeSpec, CodeRunner],
 ) -> None:
     case, spec, scorer = identity_case
     first, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
@@ -457,7 +457,7 @@ def test_samples_with_the_same_code_share_one_run(
 
 
 def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
-    identity_case: tuple[Case, CodeSpec, CodeScorer],
+    identity_case: tuple[Case, CodeSpec, CodeRunner],
 ) -> None:
     case, spec, scorer = identity_case
     assert spec.reference is not None

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_prompteval.cli import main
 from pytest_prompteval.core.cases import load_case_file
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import parse_code_spec
 from pytest_prompteval.scoring.mutation import mutation_test
 
@@ -132,7 +132,7 @@ def test_a_cases_mutants_run_side_by_side(cases: Path) -> None:
     every survivor's probe."""
     (case,) = [c for c in load_case_file(cases / "c.yaml").cases if c.id == "clamp_001"]
     spec = parse_code_spec(case)
-    scorer = CodeScorer()
+    scorer = CodeRunner()
     scorer.sandbox = pool = LoggingPool()
     try:
         scorer.timeout_for(case, spec)  # the reference's run: one job, waited for

@@ -14,7 +14,7 @@ from pytest_prompteval.core.prompts import load_prompt
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.interaction.strategies import course, parse_strategy
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import parse_code_spec
 
 from .conftest import LoggingPool, item_results
@@ -159,7 +159,7 @@ def test_best_of_n_runs_its_candidates_side_by_side(tmp_path: Path) -> None:
     )
     prompt = load_prompt(tmp_path / "best.yaml")
     request = Request.create("claude-haiku-4-5", [Message("user", ("Write clamp.",))])
-    scorer = CodeScorer()
+    scorer = CodeRunner()
     scorer.sandbox = pool = LoggingPool()
     wrong, right = (
         Response(f"```python\ndef clamp(x, low, high):\n    return {body}\n```", "claude")

@@ -160,7 +160,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     --mutation, mutation-test the code cases' tests."""
     from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
-    from pytest_prompteval.scoring.code.scorer import CodeScorer
+    from pytest_prompteval.scoring.code.runner import CodeRunner
     from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
     from pytest_prompteval.workflows.repocheck import check_repo_cases
@@ -183,7 +183,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         return _report_problems(problems)
     reports, untested = [], []
     if args.mutation:
-        scorer = CodeScorer()
+        scorer = CodeRunner()
         try:
             for case, spec in code_cases:
                 if spec.reference is None:

@@ -34,7 +34,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
 
@@ -162,7 +162,7 @@ class Engine:
                 )
             )
         self._judge: Judge | None = None
-        self._code: CodeScorer | None = None
+        self._code: CodeRunner | None = None
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
         self._warn_deprecated(self.versions, settings.model_override)
@@ -260,13 +260,13 @@ class Engine:
             )
         return self._judge
 
-    def code_scorer(self) -> CodeScorer:
+    def code_runner(self) -> CodeRunner:
         if self._code is None:
             s = self.settings
             # no sample sees the project, its cases, recordings or results
             hidden = [s.rootpath, *s.case_dirs, s.prompt_dir, s.recordings_dir]
             hidden += [s.results_dir] if s.results_dir else []
-            self._code = CodeScorer(
+            self._code = CodeRunner(
                 s.code_timeout, workers=s.code_workers, unsafe=s.unsafe_sandbox, hidden=hidden
             )
         return self._code

@@ -260,14 +260,14 @@ def _code_parts(
             spec.strategy,
             engine.store,
             ledger,
-            engine.code_scorer(),
+            engine.code_runner(),
             spec.case,
             code,
             request,
             ctx,
             response,
         )
-    parts.main, metrics = engine.code_scorer().score(spec.case, code, text, prefill)
+    parts.main, metrics = engine.code_runner().score(spec.case, code, text, prefill)
     parts.execution = ExecutionResult(
         error_class=metrics.error_class,
         first_failure=metrics.first_failure,

@@ -32,7 +32,7 @@ from pytest_prompteval.providers.store import Store
 from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics, measure
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec
 
 NAMES = ("self_verify", "refine", "best_of_n")
@@ -72,7 +72,7 @@ def _visible(spec: CodeSpec) -> CodeSpec:
 
 
 def _submit(
-    scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
+    scorer: CodeRunner, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Future[SampleReport]]:
     """The answer's code, and its run handed to the sandbox pool."""
     code, _ = extract_code(text, prefill, spec)
@@ -81,7 +81,7 @@ def _submit(
 
 
 def _check(
-    scorer: CodeScorer, case: Case, spec: CodeSpec, text: str, prefill: str
+    scorer: CodeRunner, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Metrics]:
     code, run = _submit(scorer, case, spec, text, prefill)
     return code, measure(spec, code, run.result())
@@ -117,7 +117,7 @@ Course = Generator[list[Call], list[Response], tuple[str, str]]
 
 def course(
     strategy: Strategy,
-    scorer: CodeScorer,
+    scorer: CodeRunner,
     case: Case,
     spec: CodeSpec,
     request: Request,
@@ -170,7 +170,7 @@ def apply(
     strategy: Strategy,
     store: Store,
     ledger: Ledger,
-    scorer: CodeScorer,
+    scorer: CodeRunner,
     case: Case,
     spec: CodeSpec,
     request: Request,
@@ -199,7 +199,7 @@ def apply(
 
 def pending(
     strategy: Strategy,
-    scorer: CodeScorer,
+    scorer: CodeRunner,
     case: Case,
     spec: CodeSpec,
     request: Request,

@@ -62,7 +62,7 @@ def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
     if strategy is None or code is None:
         return [(request, context)] if store.needs_call(request, context.sample) else []
 
-    calls = pending(strategy, engine.code_scorer(), work.spec.case, code, request, context, known)
+    calls = pending(strategy, engine.code_runner(), work.spec.case, code, request, context, known)
     return [(r, c) for r, c in calls if r.key(c.sample) not in store.batch_failures]
 
 

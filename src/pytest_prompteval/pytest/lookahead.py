@@ -71,7 +71,7 @@ class Lookahead:
                 continue
             waits = self.engine.store.prefetch(request, context)
             if spec.code is not None and spec.strategy is None:
-                self.engine.code_scorer().ahead(
+                self.engine.code_runner().ahead(
                     spec.case, spec.code, self._answer(request, context), index, waits
                 )
 

@@ -331,7 +331,7 @@ class RunPlugin:
             return
         code = [w.spec.code for w in self.work if w is not None and w.spec.code]
         if code:  # with hypothesis if the first code item, the first to run, needs it
-            self.engine.code_scorer().sandbox.warm(code[0].properties is not None)
+            self.engine.code_runner().sandbox.warm(code[0].properties is not None)
 
     # -- running --------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from typing import Any
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox.client import Limits
 from pytest_prompteval.scoring.code.measure import measure
-from pytest_prompteval.scoring.code.scorer import CodeScorer
+from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
 BINARY = {
@@ -234,7 +234,7 @@ def _probe(spec: CodeSpec, probes: list[list[Any]]) -> CodeSpec:
     return dataclasses.replace(spec, tests=(CodeTest("check", check),), properties=None)
 
 
-def mutation_test(case: Case, spec: CodeSpec, scorer: CodeScorer) -> MutationReport:
+def mutation_test(case: Case, spec: CodeSpec, scorer: CodeRunner) -> MutationReport:
     """Every mutant's run is handed to the sandbox pool at once, then the survivors'
     probes: the pool's servers run them side by side."""
     assert spec.reference is not None

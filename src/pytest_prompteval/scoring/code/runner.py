@@ -1,7 +1,8 @@
-"""The code scorer: a case's calibration (its reference run once), samples queued ahead in
-the sandbox pool, one run per distinct code, and a sample's score.
+"""The code runner (named apart from the scorers, which turn an answer into a score): a
+case's calibration (its reference run once), samples queued ahead in the sandbox pool, one
+run per distinct code, and a sample's score from its run.
 
-Samples run in a pool of warm sandbox servers (``sandbox/pool.py``); ``CodeScorer.ahead``
+Samples run in a pool of warm sandbox servers (``sandbox/pool.py``); ``CodeRunner.ahead``
 queues an upcoming item's sample as soon as its answer is there, and ``score`` picks up the
 run (or runs it at once, before anything queued ahead).
 """
@@ -47,7 +48,7 @@ class Calibration:
     outputs: dict[int, str] = field(default_factory=dict)
 
 
-class CodeScorer:
+class CodeRunner:
     def __init__(
         self,
         default_timeout: float = 3.0,
