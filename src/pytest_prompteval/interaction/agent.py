@@ -535,6 +535,19 @@ def converse_ahead(
     _walk(agent, store, get, request, context, execute, keep=True)
 
 
+def take_held(
+    held: list[RanTool], name: str, arguments: Mapping[str, Any]
+) -> tuple[str, ToolOutcome | None]:
+    """A Python tool call's input as kept, and the outcome an answer holds for it (taken out
+    of ``held``: the same call twice has two outcomes), or None."""
+    given = canonical_json(dict(arguments))
+    found = next((r for r in held if r.name == name and r.input_json == given), None)
+    if found is None:
+        return given, None
+    held.remove(found)
+    return given, found.outcome
+
+
 def for_purpose(context: CallContext, purpose: Purpose) -> CallContext:
     """A simulated user's calls are labelled as the user's."""
     return dataclasses.replace(context, purpose="user") if purpose == "user" else context
@@ -558,11 +571,9 @@ def _walk(
         ahead), else run (and kept with the answer)."""
         if name not in agent.python:
             return execute(name, arguments)
-        given = canonical_json(dict(arguments))
-        found = next((r for r in recorded if r.name == name and r.input_json == given), None)
+        given, found = take_held(recorded, name, arguments)
         if found is not None:
-            recorded.remove(found)
-            return found.outcome
+            return found
         if store.mode == "none":
             raise UnansweredCall(
                 f"case {context.case.id!r}: the recording of this step has no outcome of the "

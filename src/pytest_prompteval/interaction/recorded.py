@@ -11,9 +11,9 @@ from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.content import RanTool, ToolExecutor, ToolOutcome
-from pytest_prompteval.core.request import Request, canonical_json
+from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor
+from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor, take_held
 from pytest_prompteval.providers.ledger import Purpose
 
 #: the answer there is (a recording) to a request made for a purpose ("generation" and
@@ -64,11 +64,9 @@ def walk_recorded(
     def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         if name not in agent.python:
             return scripted(name, arguments)
-        given = canonical_json(dict(arguments))
-        found = next((r for r in held if r.name == name and r.input_json == given), None)
+        given, found = take_held(held, name, arguments)
         if found is not None:
-            held.remove(found)
-            return found.outcome
+            return found
         if keep is None:
             raise _NotHeld
         outcome = scripted(name, arguments)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.marks import marked, marker
 
 MARK = "__prompteval_tool__"
 ToolFunction = Callable[..., Any]
@@ -38,23 +39,12 @@ _JSON_TYPES: dict[Any, str] = {
 
 def tool(name: str) -> Callable[[F], F]:
     """Mark a function as the Python tool ``name`` that agent cases may call."""
-
-    def mark(function: F) -> F:
-        setattr(function, MARK, name)
-        return function
-
-    return mark
+    return marker(MARK, name)
 
 
 def marked_tools(modules: Iterable[object]) -> dict[str, ToolFunction]:
     """The functions marked with ``@tool`` among the attributes of ``modules``."""
-    found: dict[str, ToolFunction] = {}
-    for module in modules:
-        for value in list(vars(module).values()) if hasattr(module, "__dict__") else ():
-            name = getattr(value, MARK, None)
-            if isinstance(name, str) and callable(value):
-                found[name] = value
-    return found
+    return marked(modules, MARK)
 
 
 def _schema_of(hint: Any) -> dict[str, Any]:

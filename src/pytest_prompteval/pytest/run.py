@@ -10,7 +10,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -186,16 +186,18 @@ class RunPlugin:
     def _scorers(self) -> dict[str, Any]:
         """``@scorer`` functions in the run's plugins (conftests first of all), then what
         the ``pytest_prompteval_scorers`` hook returns."""
-        found = marked_scorers(self.config.pluginmanager.get_plugins())
-        for named in reversed(self.config.hook.pytest_prompteval_scorers()):
-            found.update(named or {})
-        return found
+        return self._named(marked_scorers, self.config.hook.pytest_prompteval_scorers)
 
     def _tools(self) -> dict[str, Any]:
         """``@tool`` functions in the run's plugins, then the ``pytest_prompteval_tools``
         hook's."""
-        found = marked_tools(self.config.pluginmanager.get_plugins())
-        for named in reversed(self.config.hook.pytest_prompteval_tools()):
+        return self._named(marked_tools, self.config.hook.pytest_prompteval_tools)
+
+    def _named(
+        self, marked: Callable[[Iterable[Any]], dict[str, Any]], hook: Any
+    ) -> dict[str, Any]:
+        found = dict(marked(self.config.pluginmanager.get_plugins()))
+        for named in reversed(hook()):
             found.update(named or {})
         return found
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
+from pytest_prompteval.core.marks import marked, marker
+
 ENTRY_POINT_GROUP = "pytest_prompteval.scorers"
 MARK = "__prompteval_scorer__"
 
@@ -21,23 +23,12 @@ F = TypeVar("F", bound=ScorerFunction)
 
 def scorer(name: str) -> Callable[[F], F]:
     """Mark a function as the scorer ``name`` for cases' ``assert:`` entries."""
-
-    def mark(function: F) -> F:
-        setattr(function, MARK, name)
-        return function
-
-    return mark
+    return marker(MARK, name)
 
 
 def marked_scorers(modules: Iterable[object]) -> dict[str, ScorerFunction]:
     """The functions marked with ``@scorer`` among the attributes of ``modules``."""
-    found: dict[str, ScorerFunction] = {}
-    for module in modules:
-        for value in list(vars(module).values()) if hasattr(module, "__dict__") else ():
-            name = getattr(value, MARK, None)
-            if isinstance(name, str) and callable(value):
-                found[name] = value
-    return found
+    return marked(modules, MARK)
 
 
 def entry_point_scorers() -> Mapping[str, ScorerFunction]:
