@@ -10,6 +10,7 @@ the file goes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -74,16 +75,10 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = No
     """The bytes of a regular file of at most ``limit`` bytes; devices, FIFOs, directories
     and larger files are errors naming the path. ``root``: the folder the file must lie in,
     after its symlinks (a link leading out of it is an error, not followed)."""
-    where = path
-    if root is not None:
-        # the resolved name, opened without following a link swapped in since the check
-        where = Path(os.path.realpath(path))
-        if not _inside(where, Path(os.path.realpath(root))):
-            raise PromptevalError(f"is a link to {where}, outside {display(root)}", path)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (_NOFOLLOW if root is not None else 0)
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (_NOFOLLOW if root is not None else 0)
-        fd = os.open(where, flags)
+        fd = _open_inside(path, root, flags)
     except OSError as exc:
         raise PromptevalError(f"cannot read file: {exc.strerror}", path) from None
     try:
@@ -101,6 +96,20 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = No
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _open_inside(path: Path, root: Path | None, flags: int) -> int:
+    if root is None:
+        return os.open(path, flags)
+    if path.parent == root:
+        # a file of the folder itself (a recording, every item): not a link, it is inside
+        with contextlib.suppress(OSError):
+            return os.open(path, flags)
+    # the resolved name, opened without following a link swapped in since the check
+    where = Path(os.path.realpath(path))
+    if not _inside(where, Path(os.path.realpath(root))):
+        raise PromptevalError(f"is a link to {where}, outside {display(root)}", path)
+    return os.open(where, flags)
 
 
 def read_inside(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pytest_prompteval.core.patterns import pattern
 from pytest_prompteval.scoring.code.spec import CodeSpec, defines
 
@@ -22,17 +24,23 @@ def extract_code(text: str, prefill: str, spec: CodeSpec) -> tuple[str, str]:
     Code that does not define the entry point but whose case has a prompt (imports and
     helpers) gets the prompt in front.
     """
+    return _extract(text, prefill, spec.entry_point, spec.prompt)
+
+
+# each answer is read twice: when its run is queued ahead, and when its item scores it
+@functools.lru_cache(maxsize=256)
+def _extract(text: str, prefill: str, entry_point: str, prompt: str) -> tuple[str, str]:
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(prefill + text)]
     if blocks:
         python = [b for lang, b in blocks if lang in ("", "python", "py", "python3")]
-        defining = [b for b in python if defines(b, spec.entry_point)]
+        defining = [b for b in python if defines(b, entry_point)]
         code, rule = (defining or python or [blocks[0][1]])[0], "fenced"
     elif prefill.strip() and ("def " in prefill or prefill.rstrip().endswith(":")):
         code, rule = prefill + text, "prefill"
-    elif not defines(text, spec.entry_point) and spec.prompt:
-        code, rule = spec.prompt + text, "completion"
+    elif not defines(text, entry_point) and prompt:
+        code, rule = prompt + text, "completion"
     else:
         code, rule = text, "whole"
-    if not defines(code, spec.entry_point) and spec.prompt and rule != "completion":
-        code = spec.prompt + code
+    if not defines(code, entry_point) and prompt and rule != "completion":
+        code = prompt + code
     return code, rule
