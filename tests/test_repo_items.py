@@ -394,6 +394,33 @@ def test_a_repository_case_needs_the_client_tools_named_by_file_and_line(
     )
 
 
+@pytest.mark.parametrize(
+    ("tool", "limit"),
+    [("text_editor_20250728", 0), ("text_editor_20250728", '"many"'), ("bash_20250124", 100)],
+)
+def test_a_bad_max_characters_is_named_by_file_and_line(
+    pytester: pytest.Pytester, tool: str, limit: object
+) -> None:
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    prompt = pytester.path / "prompts" / "fixer.yaml"
+    name = "bash" if tool.startswith("bash") else "str_replace_based_edit_tool"
+    text = PROMPT.replace(
+        f"{{type: {tool}, name: {name}}}",
+        f"{{type: {tool}, name: {name}, max_characters: {limit}}}",
+    )
+    assert text != PROMPT
+    prompt.write_text(text)
+    result = pytester.runpytest("--prompt=fixer")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            f"*prompts/fixer.yaml:*: tool '{name}': max_characters: expected a whole number of "
+            "at least 1 on a text_editor_20250728 tool*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_a_sandbox_that_fails_is_an_error_of_the_item_not_a_failure(
     pytester: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:

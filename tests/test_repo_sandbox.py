@@ -170,6 +170,21 @@ def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
         run({"command": "undo_edit", "path": "a.py"}, top)
 
 
+def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    (tmp_path / "long.py").write_text("".join(f"x{i} = {i}\n" for i in range(400)))
+    whole = editor.run({"command": "view", "path": "long.py"}, str(tmp_path))
+    bounded = editor.run({"command": "view", "path": "long.py"}, str(tmp_path), 200)
+    assert bounded == whole[:200] + f"\n[output truncated: {len(whole):,} characters, 200 shown]"
+    with Copy(Snapshot(folder=tmp_path)) as copy, Workspace(copy.path) as workspace:
+        limits = {"str_replace_based_edit_tool": 200}
+        run = Executor(workspace, TOOLS, timeout=30.0, max_characters=limits)
+        shown = run("str_replace_based_edit_tool", {"command": "view", "path": "long.py"})
+        assert shown == ToolResult(bounded, False)
+        assert run("bash", {"command": "wc -l < long.py"}) == ToolResult("400\n", False)
+
+
 def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
     # other programs' processes under ``nobody`` (as other sandboxes' would be) reach the
     # commands' process limit; the agent's shell and what it starts must still run

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.content import ToolExecutor, ToolOutcome, ToolResult
@@ -36,7 +36,7 @@ from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
-from pytest_prompteval.sandbox.workspace import TOOL_TYPES, Copy, Executor, Workspace
+from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
 #: What a recording's request holds in place of a tool result's content (not keyed).
@@ -53,6 +53,8 @@ class RepoTask:
     tools: Mapping[str, str]
     #: folders the agent's sandbox must not show (the project: its recordings, patches)
     hidden: tuple[str, ...] = ()
+    #: a text editor's ``max_characters`` (what ``view`` shows), by the tool's name
+    max_characters: Mapping[str, int] = field(default_factory=dict)
 
 
 def repo_task(
@@ -68,6 +70,7 @@ def repo_task(
             f"{wanted}",
             *where,
         )
+    limits: dict[str, int] = {}
     for tool in agent.tools:
         if tool.get("type") not in TOOL_TYPES:
             raise PromptevalError(
@@ -75,6 +78,15 @@ def repo_task(
                 f"{prompt.version!r} is not one the sandbox runs; give {wanted}",
                 *where,
             )
+        limit = tool.get("max_characters")
+        if limit is not None:
+            if tool["type"] != TEXT_EDITOR or type(limit) is not int or limit < 1:
+                raise PromptevalError(
+                    f"tool {tool['name']!r}: max_characters: expected a whole number of at "
+                    f"least 1 on a {TEXT_EDITOR} tool, got {limit!r:.40}",
+                    *where,
+                )
+            limits[str(tool["name"])] = limit
     if agent.rules or agent.turns:
         key = "tool_results" if agent.rules else "turns"
         raise PromptevalError(
@@ -85,7 +97,7 @@ def repo_task(
         )
     tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
     hidden = () if case.root is None else (str(case.root),)
-    return RepoTask(repo, agent, tools, hidden)
+    return RepoTask(repo, agent, tools, hidden, limits)
 
 
 def keyed(request: Request) -> Request:
@@ -145,7 +157,7 @@ def run_task(
         with _sandbox("the repository sandbox"):
             workspace = Workspace(copy.path, hidden=task.hidden)
         try:
-            run = Executor(workspace, task.tools, task.case.timeout)
+            run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             outcome, trajectory = converse(
                 task.agent, store, ledger, request, context, tool_executor(run), keyed
             )

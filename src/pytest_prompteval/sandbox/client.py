@@ -83,6 +83,31 @@ class SandboxUnavailable(PromptevalError):
     """The sandbox cannot run samples safely here; the message says why and what to do."""
 
 
+class LineReader:
+    """A server's answers, a line each, read from the descriptor into our own buffer, which
+    may already hold the next line (a buffered ``readline`` would hide it from ``select``)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def next(self, stream: IO[Any], timeout: float) -> str | None:
+        """The next line, None when none comes in ``timeout`` or the server ended."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                return None
+            chunk = os.read(stream.fileno(), 1 << 20)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def clear(self) -> None:
+        self._buffer.clear()
+
+
 def cache_dir() -> str:
     """Per-machine cache (hypothesis' character map), shared by workers and shards."""
     return str(user_cache_dir() / "sandbox")
@@ -138,7 +163,7 @@ class Sandbox:
         self._lock = threading.Lock()
         self._hypothesis = False
         self._sent: deque[Limits] = deque()  # what each outstanding job may take
-        self._buffer = bytearray()  # what the server wrote that is not read yet
+        self._lines = LineReader()
         self.info: dict[str, Any] = {}
 
     def _start(self, hypothesis: bool) -> subprocess.Popen[str]:
@@ -164,7 +189,7 @@ class Sandbox:
         )
         hold_non_dumpable(+1)
         assert process.stdout is not None
-        ready = self._readline(process.stdout, 60.0)
+        ready = self._lines.next(process.stdout, 60.0)
         try:
             self.info = json.loads(ready or "")
         except ValueError:
@@ -184,22 +209,6 @@ class Sandbox:
             return f"the code sandbox cannot isolate samples here: {missing}. {UNSAFE_HINT}"
         tail = " | ".join(stderr.strip().splitlines()[-5:]) or "no output"
         return f"the code sandbox did not start: {tail}"
-
-    def _readline(self, stream: IO[str], timeout: float) -> str | None:
-        """The server's next line, None when none comes in ``timeout`` or it ended. Read
-        from the descriptor into our own buffer, which may already hold the next answer
-        (a buffered ``readline`` would hide it from ``select``)."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([stream], [], [], left)[0]:
-                return None
-            chunk = os.read(stream.fileno(), 1 << 16)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode(errors="replace")
 
     def run(self, job: dict[str, Any], limits: Limits, hypothesis: bool = False) -> SampleReport:
         """Run one job; ``hypothesis``: start the server with hypothesis loaded."""
@@ -245,7 +254,7 @@ class Sandbox:
         caller sends them again, to a new server."""
         process = self._process
         assert process is not None and process.stdout is not None
-        line = self._readline(process.stdout, 3 * self._sent[0].timeout + 15)
+        line = self._lines.next(process.stdout, 3 * self._sent[0].timeout + 15)
         self._sent.popleft()
         try:
             data = json.loads(line or "")
@@ -279,7 +288,7 @@ class Sandbox:
 
     def _stop(self) -> None:
         self._sent.clear()
-        self._buffer.clear()
+        self._lines.clear()
         if self._process is not None:
             self._end(self._process)
             self._process = None

@@ -70,10 +70,10 @@ def _write(path: str, text: str) -> None:
         raise EditError(f"Error: cannot write {path}: {exc.strerror}") from None
 
 
-def _bounded(text: str) -> str:
-    if len(text) <= MAX_TEXT:
+def _bounded(text: str, limit: int = MAX_TEXT) -> str:
+    if len(text) <= limit:
         return text
-    return text[:MAX_TEXT] + f"\n[output truncated: {len(text):,} characters, {MAX_TEXT:,} shown]"
+    return text[:limit] + f"\n[output truncated: {len(text):,} characters, {limit:,} shown]"
 
 
 def _numbered(text: str, first: int) -> str:
@@ -135,8 +135,9 @@ def _text(command: Mapping[str, Any], *names: str) -> str:
     raise EditError(f"Error: Parameter `{names[0]}` is required for command: {command['command']}")
 
 
-def run(command: Mapping[str, Any], top: str = REPO) -> str:
-    """One editor command; its result text, or an EditError whose text is the result."""
+def run(command: Mapping[str, Any], top: str = REPO, max_characters: int | None = None) -> str:
+    """One editor command; its result text, or an EditError whose text is the result.
+    ``max_characters``: the tool definition's bound on what ``view`` shows."""
     name = command.get("command")
     if name not in COMMANDS:
         raise EditError(
@@ -146,7 +147,8 @@ def run(command: Mapping[str, Any], top: str = REPO) -> str:
     shown = command.get("path")
     path = resolve(shown, top)
     if name == "view":
-        return _bounded(_view(path, str(shown), command.get("view_range")))
+        limit = min(max_characters or MAX_TEXT, MAX_TEXT)
+        return _bounded(_view(path, str(shown), command.get("view_range")), limit)
     if name == "create":
         if os.path.isdir(path):
             raise EditError(f"Error: {shown} is a directory")

@@ -35,6 +35,7 @@ from pytest_prompteval.core.gitversions import GitRefError, Repository
 from pytest_prompteval.sandbox.client import (
     PACKAGES,
     SAFE_ENV,
+    LineReader,
     SandboxUnavailable,
     hold_non_dumpable,
     server_sys_path,
@@ -194,7 +195,7 @@ class Workspace:
         self.base = base
         self.hidden = [os.getcwd(), *(os.fspath(h) for h in hidden)]
         self._lock = threading.Lock()
-        self._buffer = bytearray()
+        self._lines = LineReader()
         self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
@@ -226,22 +227,10 @@ class Workspace:
         self.info = ready
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
-        import select
-        import time
-
         stream = self._process.stdout
         assert stream is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([stream], [], [], left)[0]:
-                return None
-            chunk = os.read(stream.fileno(), 1 << 20)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        answer: dict[str, Any] = json.loads(line)
+        line = self._lines.next(stream, timeout)
+        answer: dict[str, Any] | None = json.loads(line) if line is not None else None
         return answer
 
     def job(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any]:
@@ -265,8 +254,11 @@ class Workspace:
     def restart(self, timeout: float) -> dict[str, Any]:
         return self.job({"op": "restart"}, timeout)
 
-    def edit(self, command: Mapping[str, Any], timeout: float) -> dict[str, Any]:
-        return self.job({"op": "edit", "input": dict(command)}, timeout)
+    def edit(
+        self, command: Mapping[str, Any], timeout: float, max_characters: int | None = None
+    ) -> dict[str, Any]:
+        job = {"op": "edit", "input": dict(command), "max_characters": max_characters}
+        return self.job(job, timeout)
 
     def run(self, script: str, timeout: float) -> dict[str, Any]:
         return self.job({"op": "run", "script": script}, timeout)
@@ -325,17 +317,25 @@ class Copy:
 class Executor:
     """The tool loop's executor for one item: ``executor(name, input) -> ToolResult``.
     ``tools`` maps each tool's ``name`` to its ``type`` (one of ``TOOL_TYPES``);
-    ``timeout`` is the case's, per command."""
+    ``timeout`` is the case's, per command; ``max_characters`` a text editor's own bound on
+    what ``view`` shows, by its name."""
 
-    def __init__(self, workspace: Workspace, tools: Mapping[str, str], timeout: float) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        tools: Mapping[str, str],
+        timeout: float,
+        max_characters: Mapping[str, int] | None = None,
+    ) -> None:
         self.workspace = workspace
         self.tools = dict(tools)
         self.timeout = timeout
+        self.max_characters = dict(max_characters or {})
 
     def __call__(self, name: str, command: Mapping[str, Any]) -> ToolResult:
         kind = self.tools.get(name)
         if kind == TEXT_EDITOR:
-            answer = self.workspace.edit(command, self.timeout)
+            answer = self.workspace.edit(command, self.timeout, self.max_characters.get(name))
             if "error" in answer:
                 return ToolResult(f"Error: {answer['error']}", True)
             return ToolResult(str(answer["text"]), bool(answer["is_error"]))

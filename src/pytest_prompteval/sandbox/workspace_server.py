@@ -290,9 +290,9 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
         return {"error": f"no answer within {timeout:g} s"}
 
 
-def edit(command: dict[str, Any]) -> dict[str, Any]:
+def edit(command: dict[str, Any], max_characters: int | None = None) -> dict[str, Any]:
     try:
-        return {"text": editor.run(command), "is_error": False}
+        return {"text": editor.run(command, max_characters=max_characters), "is_error": False}
     except editor.EditError as exc:
         return {"text": str(exc), "is_error": True}
 
@@ -421,7 +421,8 @@ def main() -> None:
             shell = Shell()
             answer = {"output": "tool has been restarted.", "status": 0, "timed_out": False}
         elif op == "edit":
-            answer = in_child(functools.partial(edit, job["input"]), timeout)
+            limit = job.get("max_characters")
+            answer = in_child(functools.partial(edit, job["input"], limit), timeout)
         elif op == "diff":
             answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
         elif op == "run":
