@@ -332,9 +332,8 @@ class _Entry:
         """The file's cases, unchecked (they were when the entry was written); None when
         there is no entry of ours."""
         try:
-            signed, _, payload = read_bounded(self.file, self.limit + 65, self.cache_dir).partition(
-                b"\n"
-            )
+            stored = read_bounded(self.file, self.limit + 65, self.cache_dir)
+            signed, _, payload = stored.partition(b"\n")
             if hmac.compare_digest(signed, self.signature(payload)):
                 return _case_file(self.path, _decode(payload), self.root)
         except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
