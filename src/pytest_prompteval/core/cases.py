@@ -142,12 +142,10 @@ class _CaseReader:
         node: MarkedDict,
         index: int,
         known: Collection[str] = CASE_FIELDS,
-        root: Path | None = None,
     ):
         self.path = path
         self.node = node
         self.known = known
-        self.root = root
         self.case_id = node.get("id") if isinstance(node.get("id"), str) else f"#{index + 1}"
 
     def fail(self, key: str, expected: str) -> PromptevalError:
@@ -198,34 +196,43 @@ class _CaseReader:
             raise self.fail(key, f"{kind} from {low:g} to {high:g}")
         return value
 
-    def read(self) -> Case:
+    def check(self) -> None:
+        """Raise at the case's first problem; ``_case`` builds it from what passed."""
         case_id = self.string("id", required=True, name=True)
-        assert case_id is not None
         check_keys(self.node, self.known, self.path, f"case {case_id!r}: ", _DECLARE)
-        payload = self.node.get("input")
-        if not isinstance(payload, Mapping):
+        if not isinstance(self.node.get("input"), Mapping):
             raise self.fail("input", "a mapping of the request's fields")
-        variables = self.node.get("vars") or {}
-        if not isinstance(variables, Mapping):
+        if not isinstance(self.node.get("vars") or {}, Mapping):
             raise self.fail("vars", "a mapping of template variables")
-        threshold = self.number("threshold", 0.0, 1.0)
-        return Case(
-            id=case_id,
-            input=payload,
-            path=self.path,
-            line=self.node.line,
-            category=self.string("category", name=True),
-            quality=self.string("quality", name=True),
-            difficulty=self.string("difficulty", name=True),
-            description=self.string("description") or "",
-            expected_topics=self.string_list("expected_topics"),
-            tags=self.string_list("tags", names=True),
-            threshold=float(threshold) if threshold is not None else None,
-            samples=self.number("samples", 1, 1000, integer=True),
-            vars=variables,
-            raw=self.node,
-            root=self.root,
-        )
+        self.number("threshold", 0.0, 1.0)
+        for key in ("category", "quality", "difficulty"):  # the order errors were found in
+            self.string(key, name=True)
+        self.string("description")
+        self.string_list("expected_topics")
+        self.string_list("tags", names=True)
+        self.number("samples", 1, 1000, integer=True)
+
+
+def _case(path: Path, node: MarkedDict, root: Path | None) -> Case:
+    """A case from a node that passed ``_CaseReader.check`` (now or when it was cached)."""
+    threshold = node.get("threshold")
+    return Case(
+        id=node["id"],
+        input=node["input"],
+        path=path,
+        line=node.line,
+        category=node.get("category"),
+        quality=node.get("quality"),
+        difficulty=node.get("difficulty"),
+        description=node.get("description") or "",
+        expected_topics=tuple(node.get("expected_topics") or ()),
+        tags=tuple(node.get("tags") or ()),
+        threshold=float(threshold) if threshold is not None else None,
+        samples=node.get("samples"),
+        vars=node.get("vars") or {},
+        raw=node,
+        root=root,
+    )
 
 
 def inline_case(
@@ -234,7 +241,8 @@ def inline_case(
     """A case written in Python (the ``prompteval`` fixture), validated like a YAML one."""
     node = MarkedDict(fields)
     node.line, node.key_lines = line, {}
-    return _CaseReader(path, node, 0, CASE_FIELDS.union(extra_fields)).read()
+    _CaseReader(path, node, 0, CASE_FIELDS.union(extra_fields)).check()
+    return _case(path, node, None)
 
 
 def load_case_file_cached(
@@ -243,17 +251,28 @@ def load_case_file_cached(
     extra_fields: Collection[str] = (),
     root: Path | None = None,
 ) -> CaseFile:
-    """``load_case_file`` with the parsed YAML kept as JSON under ``cache_dir``, keyed by the
-    file's path, content digest and the plugin version: YAML construction is most of a large
-    suite's collection time. An entry is signed with this machine's key (``machine_key``,
-    outside the project), so one a pull request plants (a ``threshold: 0.0`` of its own) is
-    not ours and the YAML is parsed again; without a key nothing is cached."""
+    """``load_case_file``, parsed and checked once per content: a file that passed is kept
+    as JSON under ``cache_dir``, keyed by its path and content digest, the plugin's version
+    and rules, and all else the checks read (the declared fields, the root); a hit builds
+    the cases from it (YAML construction, then the checks, are most of a large suite's
+    collection time). A file that fails is not kept: it fails the same way next time. An
+    entry is signed with this machine's key (``machine_key``, outside the project), so one a
+    pull request plants (a ``threshold: 0.0`` of its own) is not ours and the file is parsed
+    and checked again; without a key nothing is cached."""
     if root is not None:
         check_inside(root, path)  # a case file linked to a file outside is not read
     key = machine_key() if cache_dir is not None else None
-    if cache_dir is not None and key is not None:
-        return read_case_file(path, _parse_cached(path, cache_dir, key), extra_fields, root)
-    return read_case_file(path, _parse(path), extra_fields, root)
+    if cache_dir is None or key is None:
+        return read_case_file(path, _parse(path), extra_fields, root)
+    text = _read_text(path)  # checks the file is regular and bounded, as without a cache
+    entry = _Entry(cache_dir, key, path, text.encode(), extra_fields, root)
+    cached = entry.read()
+    if cached is not None:
+        return cached
+    data = parse_yaml(text, path)
+    case_file = read_case_file(path, data, extra_fields, root)  # a mistake: nothing is kept
+    entry.write(data)
+    return case_file
 
 
 def _parse(path: Path) -> Any:
@@ -267,31 +286,68 @@ def _read_text(path: Path) -> str:
         raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
 
 
-def _parse_cached(path: Path, cache_dir: Path, key: bytes) -> Any:
-    text = _read_text(path)  # checks the file is regular and bounded, as without a cache
-    source = text.encode()
-    name = f"{path.resolve()}|{hashlib.sha256(source).hexdigest()}|{__version__}"
-    entry = cache_dir / (hmac.new(key, name.encode(), "sha256").hexdigest()[:32] + ".json")
-    limit = 4 * len(source) + 4096  # an entry is a few times the YAML, never more
+#: What the checks hold to besides the code: an entry kept under other rules is not used
+#: (an editable install keeps its version while a field is dropped).
+_RULES = hashlib.sha256(
+    json.dumps(
+        [sorted(CASE_FIELDS), sorted(FILE_FIELDS), sorted(_RESERVED_MARKERS), NAME.pattern]
+    ).encode()
+).hexdigest()
 
-    def signature(payload: bytes) -> bytes:
-        return hmac.new(key, entry.name.encode() + b"\n" + payload, "sha256").hexdigest().encode()
 
-    try:
-        signed, _, payload = read_bounded(entry, limit + 65, cache_dir).partition(b"\n")
-        if hmac.compare_digest(signed, signature(payload)):
-            return _decode(payload)
-    except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
-        pass  # absent or not ours: parse again
-    data = parse_yaml(text, path)
-    try:
-        encoded = json.dumps(_encode(data), ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError):
-        return data  # dates or NaN: not worth caching
-    if len(encoded) > limit:
-        return data  # aliases expanded it: not worth caching
-    write_atomically(entry, signature(encoded) + b"\n" + encoded)
-    return data
+class _Entry:
+    """A checked case file's entry in the cache: its name is signed, so it is found only
+    for the same content, version, rules, declared fields and root."""
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        key: bytes,
+        path: Path,
+        source: bytes,
+        extra_fields: Collection[str],
+        root: Path | None,
+    ):
+        name = json.dumps(
+            [
+                "checked",
+                str(path.resolve()),
+                hashlib.sha256(source).hexdigest(),
+                __version__,
+                _RULES,
+                sorted(extra_fields),
+                None if root is None else str(root),
+            ]
+        )
+        digest = hmac.new(key, name.encode(), "sha256").hexdigest()[:32]
+        self.cache_dir, self.key, self.file = cache_dir, key, cache_dir / f"{digest}.json"
+        self.path, self.root = path, root
+        self.limit = 4 * len(source) + 4096  # an entry is a few times the YAML, never more
+
+    def signature(self, payload: bytes) -> bytes:
+        message = self.file.name.encode() + b"\n" + payload
+        return hmac.new(self.key, message, "sha256").hexdigest().encode()
+
+    def read(self) -> CaseFile | None:
+        """The file's cases, unchecked (they were when the entry was written); None when
+        there is no entry of ours."""
+        try:
+            stored = read_bounded(self.file, self.limit + 65, self.cache_dir)
+            signed, _, payload = stored.partition(b"\n")
+            if hmac.compare_digest(signed, self.signature(payload)):
+                return _case_file(self.path, _decode(payload), self.root)
+        except (PromptevalError, ValueError, TypeError, KeyError, RecursionError):
+            pass  # absent or not ours: parse and check again
+        return None
+
+    def write(self, data: Any) -> None:
+        """Keep ``data``, the parsed YAML of a file that passed the checks."""
+        try:
+            encoded = json.dumps(_encode(data), ensure_ascii=False, allow_nan=False).encode()
+        except (TypeError, ValueError):
+            return  # dates or NaN: not worth caching
+        if len(encoded) <= self.limit:  # else aliases expanded it: not worth caching
+            write_atomically(self.file, self.signature(encoded) + b"\n" + encoded)
 
 
 # A mapping is {"line": n, "keys": [...], "lines": [...], "values": [...]}: every JSON object
@@ -316,8 +372,8 @@ def _decode(entry: bytes) -> Any:
 
 
 def _mapping(value: dict[str, Any]) -> MarkedDict:
-    # the entry's signature says we wrote it (``_encode``): no conversion (once a third of
-    # a cached collection's time), and the cases are validated as a file's all the same
+    # the entry's signature says we wrote it (``_encode``) for a file that passed the
+    # checks: no conversion (once a third of a cached collection's time), no checks
     keys = value["keys"]
     node = MarkedDict(zip(keys, value["values"], strict=True))
     node.line, node.key_lines = value["line"], dict(zip(keys, value["lines"], strict=True))
@@ -338,6 +394,11 @@ def read_case_file(
 ) -> CaseFile:
     """Validate one case file's parsed YAML; ``extra_fields`` are the project's declared
     case fields, ``root`` the folder the files its cases name must lie in."""
+    _check_file(path, data, CASE_FIELDS.union(extra_fields))
+    return _case_file(path, data, root)
+
+
+def _check_file(path: Path, data: Any, known: Collection[str]) -> None:
     if not isinstance(data, MarkedDict):
         raise PromptevalError(
             f"expected a mapping with 'description' and 'cases', got {_type_name(data)}", path, 1
@@ -355,9 +416,7 @@ def read_case_file(
         raise PromptevalError(
             "field 'description': expected a string", path, line_of(data, "description")
         )
-    cases: list[Case] = []
     seen: dict[str, int] = {}
-    known = CASE_FIELDS.union(extra_fields)
     for index, node in enumerate(cases_node):
         if not isinstance(node, MarkedDict):
             raise PromptevalError(
@@ -366,13 +425,21 @@ def read_case_file(
                 path,
                 line_of(data, "cases"),
             )
-        case = _CaseReader(path, node, index, known, root).read()
-        if case.id in seen:
+        _CaseReader(path, node, index, known).check()
+        case_id = node["id"]
+        if case_id in seen:
             raise PromptevalError(
-                f"duplicate case id {case.id!r}: first defined at {display(path, seen[case.id])}",
+                f"duplicate case id {case_id!r}: first defined at {display(path, seen[case_id])}",
                 path,
-                case.line,
+                node.line,
             )
-        seen[case.id] = case.line
-        cases.append(case)
-    return CaseFile(path=path, description=description or "", cases=tuple(cases))
+        seen[case_id] = node.line
+
+
+def _case_file(path: Path, data: Any, root: Path | None) -> CaseFile:
+    """The cases of a file's YAML that passed ``_check_file``."""
+    return CaseFile(
+        path=path,
+        description=data.get("description") or "",
+        cases=tuple(_case(path, node, root) for node in data["cases"]),
+    )
