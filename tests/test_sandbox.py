@@ -368,6 +368,48 @@ def test_one_judge_serves_sample_after_sample_each_against_a_candidate_of_its_ow
         box.close()
 
 
+@pytest.mark.parametrize(
+    ("code", "error_class", "message"),
+    [
+        ("def f(:\n", "syntax", "SyntaxError: invalid syntax (<candidate>, line 1) (line 1)"),
+        ("raise ValueError('no')\n", "runtime", "loading the code: ValueError: no"),
+        ("def g():\n    return 1\n", "runtime", "loading the code: the code defines no 'f'"),
+    ],
+)
+def test_code_that_never_reaches_its_tests_ends_as_what_it_is_and_keeps_the_judge(
+    code: str, error_class: str, message: str
+) -> None:
+    """The judge says the sample is over when the code does not compile or load (the server
+    waits for that word: without it, the sample ran into its wall-clock backstop and read
+    as a timeout), and judges the next sample."""
+    box = Sandbox()
+    try:
+        before, _ = _judge_and_output(box, LOOKS)
+        spec = CodeSpec(entry_point="f", tests=(CodeTest("assert", "f() == 1"),))
+        run = box.run(spec.job(code), Limits(timeout=0.5))
+        assert not run.timed_out and run.done == {"done": True}
+        metrics = measure(spec, code, run)
+        assert (metrics.error_class, metrics.first_failure) == (error_class, message)
+        assert _judge_and_output(box, LOOKS)[0] == before
+    finally:
+        box.close()
+
+
+def test_a_judge_keeps_each_tests_own_lines_across_samples(sandbox: Sandbox) -> None:
+    """A judge compiles a test once for the samples that share it; a failure still quotes
+    the line of the test that failed, whichever test ran before."""
+    checks = [
+        f"def check(candidate):\n    assert candidate() == {n}, 'check {n}'\n" for n in (1, 2)
+    ]
+    code = "def f():\n    return 0\n"
+    seen = []
+    for check in (*checks, *checks):
+        spec = CodeSpec(entry_point="f", tests=(CodeTest("check", check),))
+        seen.append(sandbox.run(spec.job(code), Limits()).tests[0]["message"])
+    quoted = [f"AssertionError: assert candidate() == {n}, 'check {n}' (check {n})" for n in (1, 2)]
+    assert seen == quoted * 2
+
+
 def test_a_reused_judges_earlier_cpu_time_is_not_the_next_samples() -> None:
     """Each sample's CPU limit counts the judge's time from that sample's start: eight
     samples whose tests take a fair part of the limit in the judge (about 0.12 s of 0.6

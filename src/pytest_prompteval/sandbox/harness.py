@@ -1,15 +1,17 @@
 """Inside the sandbox: a sample is two processes, the judge and the candidate.
 
-The judge (this module's ``run``) checks the code compiles, hands it to the candidate's
-process (forked by the zygote, ``zygote.py``, whose memory never held the tests), and runs
-the tests, calling the candidate's functions through ``remote.py``: the candidate's process
-executes the code and answers calls with data. Only the judge writes to ``out`` (a pipe the
+The judge (this module's ``run``) hands the code to the candidate's process (forked by the
+zygote, ``zygote.py``, whose memory never held the tests), which compiles it and says whether
+it did before any of it runs (the compiler's word, not the code's), and runs the tests,
+calling the candidate's functions through ``remote.py``: the candidate's process executes
+the code and answers calls with data. Only the judge writes to ``out`` (a pipe the
 candidate never holds; and the judge is not dumpable, so the candidate cannot reach it
 through /proc or ptrace either): one JSON event a line, written at the end (or when the
 server's SIGTERM says time is up), so that what finished before a timeout is known:
 ``{"phase": "syntax"|"load", ...}``, ``{"test": i, "passed": bool, ...}`` for assert and
 check tests, ``{"test": i, "output": value}`` for io tests, ``{"property": ...}``,
-``{"done": true, "cpu": seconds}``.
+``{"done": true, "cpu": seconds}`` (``{"done": true}`` when the code did not compile or load:
+the server waits for a last event).
 
 An io test's expected value never reaches the sandbox: its output is compared by pytest.
 When the candidate's process dies, the judge ends the same way (exit code or signal, as the
@@ -107,6 +109,25 @@ def _compile(source: str, name: str) -> Any:
     return compile(source, name, "exec", dont_inherit=True)
 
 
+#: A judge's compiled tests, by source: the samples of a case share them.
+_TESTS: dict[tuple[str, str], Any] = {}
+
+
+def _compile_test(source: str, name: str) -> Any:
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    code = _TESTS.get((source, name))
+    if code is None:
+        if len(_TESTS) >= 256:
+            _TESTS.clear()
+        code = _TESTS[source, name] = _compile(source, name)
+    return code
+
+
+def _syntax_error(exc: SyntaxError | ValueError) -> str:
+    line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
+    return f"{exc}{line}"[:500]
+
+
 def _load(source: str, name: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": name}
     exec(_compile(source, name), namespace)
@@ -120,13 +141,13 @@ def _run_test(
         # HumanEval runs the test in the candidate's module: it may use the helpers there.
         namespace = dict(module)
         namespace["__builtins__"] = builtins  # the judge's own, whatever the module says
-        exec(_compile(test["check"], "<check>"), namespace)
+        exec(_compile_test(test["check"], "<check>"), namespace)
         namespace["check"](candidate)
         return None
     statement = test["assert"].strip()
     if not statement.startswith("assert"):
         statement = f"assert {statement}"
-    exec(_compile(statement, "<assert>"), {entry_point: candidate})
+    exec(_compile_test(statement, "<assert>"), {entry_point: candidate})
     return None
 
 
@@ -199,12 +220,23 @@ class Pipes(NamedTuple):
 
 
 def candidate(code: str, channel: Channel) -> None:
-    """The candidate's process: run the code, then answer the judge's calls."""
+    """The candidate's process: compile the code and say whether it did (before any of it
+    runs: what it says then is the compiler's), run it, then answer the judge's calls."""
     module = types.ModuleType("__candidate__")
     sys.modules[module.__name__] = module  # where dataclasses and pickle look for it
     namespace = module.__dict__
     try:
-        exec(_compile(code, CANDIDATE), namespace)
+        compiled = _compile(code, CANDIDATE)
+    except (SyntaxError, ValueError) as exc:
+        channel.send({"syntax": _syntax_error(exc)})
+        return
+    except BaseException as exc:
+        channel.send({"syntax": None})
+        channel.send({"loaded": False, "err": describe(exc)})
+        return
+    channel.send({"syntax": None})
+    try:
+        exec(compiled, namespace)
     except BaseException as exc:
         channel.send({"loaded": False, "err": describe(exc)})
         return
@@ -283,13 +315,6 @@ def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
     a job: it cannot read the tests, or another sample's code, to answer them."""
     global _JUDGE_PID
     _JUDGE_PID = os.getpid()
-    try:
-        _compile(job["code"], CANDIDATE)
-    except (SyntaxError, ValueError) as exc:
-        line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
-        _emit(out, {"phase": "syntax", "ok": False, "message": f"{exc}{line}"[:500]})
-        return
-    _emit(out, {"phase": "syntax", "ok": True})
     pid = _start(job["code"], pipes)
     channel = Channel(pipes.read, pipes.write, peer="the candidate's process", guarded=True)
 
@@ -308,8 +333,24 @@ def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
         _end_as(pipes, out)
 
 
+#: The last event of a sample that ended before its tests (the server waits for a last one).
+ENDED = {"done": True}
+
+
 def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> None:
     entry_point = job["entry_point"]
+    try:
+        compiled = channel.receive()
+        syntax = None if compiled == {"syntax": None} else compiled.get("syntax", "no answer")
+    except Gone:
+        raise
+    except BaseException as exc:
+        syntax = message_of(exc)
+    if syntax is not None:
+        _emit(out, {"phase": "syntax", "ok": False, "message": str(syntax)[:500]})
+        _emit(out, ENDED)
+        return
+    _emit(out, {"phase": "syntax", "ok": True})
     try:
         loaded = channel.receive()
         if loaded.get("loaded") is not True:
@@ -320,10 +361,12 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
     except BaseException as exc:
         failed = {"phase": "load", "ok": False, "kind": kind_of(exc)}
         _emit(out, {**failed, "message": message_of(exc)})
+        _emit(out, ENDED)
         return
     if entry_point not in namespace:
         message = f"the code defines no {entry_point!r}"
         _emit(out, {"phase": "load", "ok": False, "kind": "error", "message": message})
+        _emit(out, ENDED)
         return
     candidate = namespace[entry_point]
     _emit(out, {"phase": "load", "ok": True})
