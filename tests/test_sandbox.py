@@ -410,6 +410,24 @@ def test_a_judge_keeps_each_tests_own_lines_across_samples(sandbox: Sandbox) -> 
     assert seen == quoted * 2
 
 
+def test_unseeded_random_numbers_are_the_same_for_every_sample_on_every_server() -> None:
+    """A test that draws its inputs unseeded, and code that draws its own: each sample sees
+    the same numbers, whichever server runs it and whatever its judge judged before."""
+    check = "def check(candidate):\n    import random\n    assert candidate() == random.random()\n"
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", check), CodeTest("args", [])))
+    code = "import random\ndef f():\n    return random.random()\n"
+    seen = []
+    for _ in range(2):
+        box = Sandbox()  # a server of its own: its modules were seeded at random
+        try:
+            for _ in range(3):
+                run = box.run(spec.job(code), Limits())
+                seen.append((run.tests[0]["passed"], run.tests[1]["output"]))
+        finally:
+            box.close()
+    assert len(set(seen)) == 1 and seen[0][0] is True
+
+
 def test_a_reused_judges_earlier_cpu_time_is_not_the_next_samples() -> None:
     """Each sample's CPU limit counts the judge's time from that sample's start: eight
     samples whose tests take a fair part of the limit in the judge (about 0.12 s of 0.6
