@@ -395,6 +395,38 @@ def test_code_that_never_reaches_its_tests_ends_as_what_it_is_and_keeps_the_judg
         box.close()
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param("import colorsys\n", id="defines-no-entry-point"),
+        # its own word on what it loaded: a module, then a value that is not one
+        pytest.param(
+            "import os\n"
+            'os.write(4, b\'{"loaded": true, "globals": {"c": {"module": "colorsys"}, '
+            '"x": {"bad": 1}}}\\n\')\n'
+            "os._exit(0)\n",
+            id="malformed-module",
+        ),
+    ],
+)
+def test_a_judge_that_imported_a_module_for_code_that_did_not_load_judges_no_more(
+    code: str,
+) -> None:
+    """The last event of a sample that ended before its tests carries the judge's wish to
+    retire too: the import may have changed it for the next sample."""
+    box = Sandbox()
+    try:
+        before, _ = _judge_and_output(box, LOOKS)
+        spec = CodeSpec(entry_point="f", tests=(CodeTest("assert", "f() == 1"),))
+        run = box.run(spec.job(code), Limits())
+        load = run.phase("load")
+        assert load is not None and load["ok"] is False
+        assert run.done == {"done": True, "retire": True}
+        assert _judge_and_output(box, LOOKS)[0] != before
+    finally:
+        box.close()
+
+
 def test_a_judge_keeps_each_tests_own_lines_across_samples(sandbox: Sandbox) -> None:
     """A judge compiles a test once for the samples that share it; a failure still quotes
     the line of the test that failed, whichever test ran before."""

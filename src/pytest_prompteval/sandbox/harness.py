@@ -348,8 +348,11 @@ def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
         _end_as(pipes, out)
 
 
-#: The last event of a sample that ended before its tests (the server waits for a last one).
-ENDED = {"done": True}
+def _last(**fields: Any) -> dict[str, Any]:
+    """The sample's last event (the server waits for one), however it ended: a judge that
+    imported a module on a candidate's word asks to retire in it, even when the code then
+    did not load (the import may have changed it for the next sample)."""
+    return {"done": True, **fields, **({"retire": True} if _RETIRE else {})}
 
 
 def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> None:
@@ -363,7 +366,7 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
         syntax = message_of(exc)
     if syntax is not None:
         _emit(out, {"phase": "syntax", "ok": False, "message": str(syntax)[:500]})
-        _emit(out, ENDED)
+        _emit(out, _last())
         return
     _emit(out, {"phase": "syntax", "ok": True})
     try:
@@ -376,12 +379,12 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
     except BaseException as exc:
         failed = {"phase": "load", "ok": False, "kind": kind_of(exc)}
         _emit(out, {**failed, "message": message_of(exc)})
-        _emit(out, ENDED)
+        _emit(out, _last())
         return
     if entry_point not in namespace:
         message = f"the code defines no {entry_point!r}"
         _emit(out, {"phase": "load", "ok": False, "kind": "error", "message": message})
-        _emit(out, ENDED)
+        _emit(out, _last())
         return
     candidate = namespace[entry_point]
     _emit(out, {"phase": "load", "ok": True})
@@ -402,12 +405,5 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
     if job.get("properties") and job.get("reference"):
         reference = _load(job["reference"], "<reference>").get(entry_point)
         _properties(job, candidate, reference, out)
-    _emit(
-        out,
-        {
-            "done": True,
-            "seconds": time.perf_counter() - started,
-            "cpu": time.process_time() + cpu_seconds(pid) - cpu,
-            **({"retire": True} if _RETIRE else {}),
-        },
-    )
+    seconds = time.perf_counter() - started
+    _emit(out, _last(seconds=seconds, cpu=time.process_time() + cpu_seconds(pid) - cpu))
