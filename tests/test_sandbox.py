@@ -374,6 +374,13 @@ def test_one_judge_serves_sample_after_sample_each_against_a_candidate_of_its_ow
         ("def f(:\n", "syntax", "SyntaxError: invalid syntax (<candidate>, line 1) (line 1)"),
         ("raise ValueError('no')\n", "runtime", "loading the code: ValueError: no"),
         ("def g():\n    return 1\n", "runtime", "loading the code: the code defines no 'f'"),
+        # a lone surrogate (a JSON answer may carry one): no UTF-8 text, so no source
+        (
+            "s = '\ud800'\n",
+            "syntax",
+            "SyntaxError: 'utf-8' codec can't encode characters in position 5-7: "
+            "surrogates not allowed",
+        ),
     ],
 )
 def test_code_that_never_reaches_its_tests_ends_as_what_it_is_and_keeps_the_judge(

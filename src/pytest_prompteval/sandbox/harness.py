@@ -260,8 +260,9 @@ def candidate(code: str, channel: Channel) -> None:
 
 def _start(code: str, pipes: Pipes) -> int:
     """Hand the code to the candidate's process; its pid, from the zygote (0 if none)."""
+    # any str gets through (a lone surrogate: the candidate's compiler says it is no source)
     with contextlib.suppress(OSError), os.fdopen(pipes.code, "wb") as sink:
-        sink.write(code.encode())
+        sink.write(code.encode(errors="surrogatepass"))
     line = _status_line(pipes.status)
     return int(line) if line.isdigit() else 0
 

@@ -115,7 +115,9 @@ def _candidate(request: dict[str, Any], fds: list[int], isolation: Isolation, ro
                 break
             source += chunk
         os.close(code)
-        harness.candidate(source.decode(errors="replace"), Channel(read, write, peer="the judge"))
+        # what is not UTF-8 stays (as lone surrogates) for the compiler to refuse
+        text = source.decode(errors="surrogateescape")
+        harness.candidate(text, Channel(read, write, peer="the judge"))
     finally:
         os._exit(0)
 
