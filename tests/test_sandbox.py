@@ -451,8 +451,9 @@ def test_a_judge_keeps_each_tests_own_lines_across_samples(sandbox: Sandbox) -> 
 
 def test_unseeded_random_numbers_are_the_same_for_every_sample_on_every_server() -> None:
     """A test that draws its inputs unseeded, and code that draws its own: each sample sees
-    the same numbers, whichever server runs it and whatever its judge judged before."""
-    check = "def check(candidate):\n    import random\n    assert candidate() == random.random()\n"
+    the same numbers, whichever server runs it and whatever its judge judged before; the
+    test's are not the code's."""
+    check = "def check(candidate):\n    import random\n    raise AssertionError(random.random())\n"
     spec = CodeSpec(entry_point="f", tests=(CodeTest("check", check), CodeTest("args", [])))
     code = "import random\ndef f():\n    return random.random()\n"
     seen = []
@@ -461,10 +462,49 @@ def test_unseeded_random_numbers_are_the_same_for_every_sample_on_every_server()
         try:
             for _ in range(3):
                 run = box.run(spec.job(code), Limits())
-                seen.append((run.tests[0]["passed"], run.tests[1]["output"]))
+                seen.append((run.tests[0]["message"], run.tests[1]["output"]))
         finally:
             box.close()
-    assert len(set(seen)) == 1 and seen[0][0] is True
+    assert len(set(seen)) == 1
+    tests_draw, codes_draw = seen[0]
+    assert tests_draw.startswith("AssertionError: ") and repr(codes_draw) not in tests_draw
+
+
+#: A round trip through the test's own encoder: only code that decodes gets the text back.
+ROUND_TRIP = (
+    "def check(candidate):\n"
+    "    import random, string\n"
+    "    for _ in range(20):\n"
+    "        size = random.randint(10, 20)\n"
+    "        text = ''.join(random.choice(string.ascii_lowercase) for _ in range(size))\n"
+    "        assert candidate(text[::-1]) == text\n"
+)
+
+
+@pytest.mark.parametrize(
+    "draws",
+    [
+        pytest.param("import random as r\n", id="seeded-alike"),
+        pytest.param("import random\nr = random.Random(0)\n", id="seeded-as-documented"),
+    ],
+)
+def test_code_cannot_draw_a_tests_unseeded_inputs_in_step_with_it(
+    sandbox: Sandbox, draws: str
+) -> None:
+    """Code that never decodes, drawing what the test draws the way the test draws it (its
+    source public, HumanEval's say), would return the very text the test drew: the test's
+    seed is the run's own, never the code's to know."""
+    spec = CodeSpec(entry_point="f", tests=(CodeTest("check", ROUND_TRIP),))
+    code = (
+        f"{draws}import string\n"
+        "def f(encoded):\n"
+        "    size = r.randint(10, 20)\n"
+        "    return ''.join(r.choice(string.ascii_lowercase) for _ in range(size))\n"
+    )
+    run = sandbox.run(spec.job(code), Limits())
+    assert run.tests[0]["passed"] is False and run.tests[0]["kind"] == "assert"
+    decodes = "def f(encoded):\n    return encoded[::-1]\n"
+    assert sandbox.run(spec.job(decodes), Limits()).tests[0]["passed"] is True
 
 
 def test_a_reused_judges_earlier_cpu_time_is_not_the_next_samples() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import select
@@ -23,6 +24,17 @@ from pytest_prompteval.sandbox.isolation import set_dumpable
 
 #: Variables a sample may see; everything else (API keys above all) stays out.
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+def _run_seed() -> int:
+    """The judges' random seed: one for the run, on every server and xdist worker (their
+    run's id), and unknown to the candidates, which never see a job or this process."""
+    shared = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    digest = hashlib.sha256(shared.encode() if shared else os.urandom(32)).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+SEED = _run_seed()
 
 
 @dataclass(frozen=True)
@@ -241,7 +253,8 @@ class Sandbox:
         self._sent.append(limits)
         # a server that died is found by ``receive``, which restarts it
         with contextlib.suppress(OSError):
-            process.stdin.write(json.dumps({**job, "limits": asdict(limits)}) + "\n")
+            line = json.dumps({**job, "limits": asdict(limits), "seed": SEED})
+            process.stdin.write(line + "\n")
             process.stdin.flush()
 
     @property

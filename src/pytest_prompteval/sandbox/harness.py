@@ -124,16 +124,17 @@ def _compile_test(source: str, name: str) -> Any:
     return code
 
 
-def reseed() -> None:
-    """The same random numbers for every sample, judge and candidate alike: a test that
-    draws its inputs unseeded (five of HumanEval's do) gives every sample the same ones,
-    whichever server runs it and whatever the judge ran before (it serves sample after
-    sample); a verdict never depends on the schedule."""
-    random.seed(0)
+def reseed(seed: int) -> None:
+    """The same random numbers for every sample: a test that draws its inputs unseeded
+    (five of HumanEval's do) gives every sample the same ones, whichever server runs it and
+    whatever the judge ran before (it serves sample after sample); a verdict never depends
+    on the schedule. The judge's seed is the run's (in the job), never the candidate's to
+    know: code drawing in step with a test would know inputs the test never passed it."""
+    random.seed(seed)
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         with contextlib.suppress(Exception):
-            numpy_random.seed(0)
+            numpy_random.seed(seed % 2**32)
 
 
 def _syntax_error(exc: SyntaxError | ValueError) -> str:
@@ -248,7 +249,7 @@ def candidate(code: str, channel: Channel) -> None:
         channel.send({"loaded": False, "err": describe(exc)})
         return
     channel.send({"syntax": None})
-    reseed()
+    reseed(0)  # the code's own draws: the same for every sample, and no secret
     try:
         exec(compiled, namespace)
     except BaseException as exc:
@@ -330,7 +331,7 @@ def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
     a job: it cannot read the tests, or another sample's code, to answer them."""
     global _JUDGE_PID
     _JUDGE_PID = os.getpid()
-    reseed()
+    reseed(int(job.get("seed", 0)))
     pid = _start(job["code"], pipes)
     channel = Channel(pipes.read, pipes.write, peer="the candidate's process", guarded=True)
 
