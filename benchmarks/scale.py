@@ -58,10 +58,9 @@ def write_project(root: Path, cases: int) -> None:
         "model_config: {model: claude-haiku-4-5}\n"
     )
     (root / "prompt_cases").mkdir()
-    per_file = cases // 10
-    for f in range(10):
+    for f in range(10):  # N cases in all, spread over the ten files
         lines = ["description: generated\ncases:\n"]
-        for i in range(f * per_file, (f + 1) * per_file):
+        for i in range(f * cases // 10, (f + 1) * cases // 10):
             lines.append(
                 f"- id: case_{i:05d}\n  category: cat_{i % 7}\n  difficulty: beginner\n"
                 f"  expected_topics: [loop_optimization, early_termination]\n"
