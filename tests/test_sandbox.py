@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -28,6 +30,7 @@ from pytest_prompteval.scoring.code.measure import measure
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
 
 from .conftest import generated_project, item_results
+from .test_sandbox_hostile import interpreter_for
 
 RETURNS_NONE = "def f():\n    return None\n"
 SPEC = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
@@ -306,9 +309,12 @@ print(json.dumps({"events": result["events"], "alive": alive}))
 """
 
 
-def test_without_isolation_a_samples_escaped_children_are_still_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["as-is", "unprivileged"])
+def test_without_isolation_a_samples_escaped_children_are_still_killed(unprivileged: bool) -> None:
     """The opt-in mode without namespaces: the server is a subreaper, so a setsid'd and
-    re-exec'd grandchild comes back to it and dies with the sample."""
+    re-exec'd grandchild comes back to it and dies with the sample. Unprivileged, with more
+    of the user's processes running than a sample may start (its limit counts them all when
+    it has no user of its own), the sample's forks still succeed."""
     seconds = str(60 + int.from_bytes(os.urandom(3), "big") / 1e8)  # names our sleeper
     code = (
         "import os\n"
@@ -320,14 +326,42 @@ def test_without_isolation_a_samples_escaped_children_are_still_killed(tmp_path:
         "        os._exit(0)\n"
     )
     job = {**SPEC.job(code), "limits": asdict(Limits())}
-    done = subprocess.run(
-        [sys.executable, "-c", UNSAFE_RUN, json.dumps(job), seconds],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    python, user = interpreter_for(env, unprivileged)
+    read, write = os.pipe()
+    holders = []
+    for _ in range(Limits().processes + 2 if user is not None else 0):
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            os.setgid(user)
+            os.setuid(user)
+            os.read(read, 1)  # until the test ends
+            os._exit(0)
+        holders.append(pid)
+    os.close(read)
+    # pytest's own temporary folders are root's alone: a folder the user may enter
+    workdir = tempfile.mkdtemp()
+    os.chmod(workdir, 0o777)
+    try:
+        done = subprocess.run(
+            [python, "-c", UNSAFE_RUN, json.dumps(job), seconds],
+            cwd=workdir,
+            env=env,
+            user=user,
+            group=user,
+            extra_groups=[] if user is not None else None,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+        for pid in holders:
+            os.waitpid(pid, 0)
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert {"test": 0, "output": None} in report["events"]
     assert report["alive"] == []

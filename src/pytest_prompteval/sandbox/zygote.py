@@ -47,6 +47,15 @@ def _vm_size() -> int:
         os.close(fd)
 
 
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+    return count
+
+
 def bound(limits: dict[str, Any], isolation: Isolation, root: bool, reusable: bool = False) -> None:
     """What bounds a sample's process, judge or candidate: limits, then privileges. The
     memory is the sample's, however many processes it forks: each of its at most
@@ -55,12 +64,19 @@ def bound(limits: dict[str, Any], isolation: Isolation, root: bool, reusable: bo
     set again for each (``rebound``), below ceilings it cannot raise."""
     share = limits["memory_mb"] * 1024 * 1024 // limits["processes"]
     memory, cpu = _vm_size() + share, math.ceil(limits["timeout"]) + 1
+    processes = limits["processes"]
+    if isolation.mode == "none" and not root:
+        # no user of its own: the limit counts every process of the user running pytest
+        processes += _processes_of(os.getuid())
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        if hard != resource.RLIM_INFINITY:
+            processes = min(processes, hard)
     for name, value, ceiling in (
         # backstop to the server's CPU watch, which bounds each sample
         ("RLIMIT_CPU", cpu, resource.RLIM_INFINITY if reusable else cpu),
         ("RLIMIT_AS", memory, memory + limits["memory_mb"] * 1024 * 1024 if reusable else memory),
         ("RLIMIT_FSIZE", limits["output_bytes"], limits["output_bytes"]),
-        ("RLIMIT_NPROC", limits["processes"], limits["processes"]),
+        ("RLIMIT_NPROC", processes, processes),
         ("RLIMIT_NOFILE", 256, 256),
         ("RLIMIT_CORE", 0, 0),
     ):
