@@ -13,11 +13,13 @@ from pytest_prompteval.core.history import RunHistory
 from pytest_prompteval.core.result import ItemResult, JudgeResult
 from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.workflows import calibrate as calibrate_module
 from pytest_prompteval.workflows.calibrate import (
     Agreement,
     Calibration,
     Pair,
     judge_rating,
+    latest,
     save,
     weighted_kappa,
 )
@@ -106,6 +108,20 @@ def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) 
         [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
     )
     return save(results, Calibration(model, {"correctness": agreement}))
+
+
+def test_calibrations_of_one_judge_in_the_same_instant_keep_apart_and_the_last_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(calibrate_module.time, "time_ns", lambda: 1_780_000_000_123_456_789)
+    first = _calibration(tmp_path, "judge-model", [(1, 1), (5, 5)])
+    second = _calibration(tmp_path, "judge-model", [(1, 5), (5, 1)])
+    assert first != second and first.exists() and second.exists()
+    found = latest(tmp_path, "judge-model")
+    assert found is not None and found[0] == second
+    assert found[1]["dimensions"]["correctness"]["kappa"] < 0
+    (tmp_path / "calibrations" / second.name.replace("0123457", "0123458")).touch()
+    assert latest(tmp_path, "judge-model") == found  # a name taken, its file not yet written
 
 
 def test_the_summary_warns_when_the_judge_is_uncalibrated_or_below_min_kappa(

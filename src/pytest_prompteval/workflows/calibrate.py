@@ -30,7 +30,7 @@ from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import is_run_file, load_run, write_json_atomically
-from pytest_prompteval.core.paths import MAX_FILE_BYTES, output_inside, read_bounded
+from pytest_prompteval.core.paths import MAX_FILE_BYTES, create_new, output_inside, read_bounded
 from pytest_prompteval.core.stats import spearman
 from pytest_prompteval.workflows.review import load_reviews, review_path
 
@@ -182,13 +182,28 @@ def _model_part(model: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "+" for c in model)
 
 
+def _reserve(folder: Path, model: str) -> Path:
+    """A name of its own for a new calibration, taken (an empty file) so that another
+    calibration of the same judge in the same microsecond takes the next one."""
+    nanoseconds = time.time_ns()
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(nanoseconds // 10**9))
+    micro = nanoseconds // 1000 % 10**6
+    for step in range(1000):
+        target = output_inside(folder, f"{stamp}_{micro + step:07d}_{_model_part(model)}.json")
+        try:
+            create_new(target).close()
+        except FileExistsError:
+            continue
+        return target
+    raise PromptevalError("no free name for a calibration in this microsecond", folder)
+
+
 def save(directory: Path, calibration: Calibration) -> Path:
-    """``<results>/calibrations/<time>_<judge model>.json``: the latest is what the run
-    summary checks."""
+    """``<results>/calibrations/<time>_<microseconds>_<judge model>.json``: the latest is
+    what the run summary checks."""
     folder = directory / FOLDER
     folder.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d_%H%M%S")
-    target = output_inside(folder, f"{stamp}_{_model_part(calibration.judge_model)}.json")
+    target = _reserve(folder, calibration.judge_model)
     write_json_atomically(
         target,
         {
@@ -209,7 +224,10 @@ def latest(directory: Path, model: str) -> tuple[Path, dict[str, Any]] | None:
     for name in reversed(names):
         path = folder / name
         try:
-            data = json.loads(read_bounded(path, MAX_FILE_BYTES, folder))
+            content = read_bounded(path, MAX_FILE_BYTES, folder)
+            if not content:
+                continue  # a name taken for a calibration being written
+            data = json.loads(content)
         except (PromptevalError, ValueError) as exc:
             message = exc.message if isinstance(exc, PromptevalError) else str(exc)
             raise PromptevalError(f"unreadable calibration: {message}", path) from None
