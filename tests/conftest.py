@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -125,3 +128,27 @@ class LoggingPool(SandboxPool):
 
         future.result = logged  # type: ignore[method-assign]
         return future
+
+
+@contextlib.contextmanager
+def processes_of(uid: int, count: int) -> Iterator[None]:
+    """``count`` processes of ``uid`` (``nobody``: as other programs' or sandboxes' would
+    be), alive until the block ends; only root can start them."""
+    read, write = os.pipe()
+    holders = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            os.setgid(uid)
+            os.setuid(uid)
+            os.read(read, 1)  # until the block ends
+            os._exit(0)
+        holders.append(pid)
+    os.close(read)
+    try:
+        yield
+    finally:
+        os.close(write)
+        for pid in holders:
+            os.waitpid(pid, 0)

@@ -20,6 +20,8 @@ from pytest_prompteval.sandbox.remote import Channel, Remote, WireError
 from pytest_prompteval.scoring.code.measure import measure
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
+from .conftest import processes_of
+
 
 def crossed(value: Any) -> Any:
     """``value`` sent from one channel and read by another."""
@@ -307,18 +309,6 @@ def test_cpu_spent_in_children_it_waited_for_counts(sandbox: Sandbox) -> None:
 def test_processes_of_others_do_not_count_against_a_sample(sandbox: Sandbox) -> None:
     # other programs' processes under ``nobody`` (as other samples' would be) reach the
     # sample's process limit; its fork must still succeed: its verdict is its own
-    read, write = os.pipe()
-    holders = []
-    for _ in range(Limits().processes + 2):
-        pid = os.fork()
-        if pid == 0:
-            os.close(write)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.read(read, 1)  # until the test ends
-            os._exit(0)
-        holders.append(pid)
-    os.close(read)
     code = (
         "import os\n"
         "def f():\n"
@@ -328,11 +318,6 @@ def test_processes_of_others_do_not_count_against_a_sample(sandbox: Sandbox) -> 
         "    os.waitpid(child, 0)\n"
         "    return 1\n"
     )
-    try:
-        assert verdicts(sandbox, code, "def check(candidate):\n    assert candidate() == 1\n") == [
-            True
-        ]
-    finally:
-        os.close(write)
-        for pid in holders:
-            os.waitpid(pid, 0)
+    with processes_of(65534, Limits().processes + 2):
+        check = "def check(candidate):\n    assert candidate() == 1\n"
+        assert verdicts(sandbox, code, check) == [True]

@@ -191,32 +191,21 @@ def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) ->
     from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
     from pytest_prompteval.sandbox.workspace_server import LIMITS
 
+    from .conftest import processes_of  # not at the top: this file also runs as a script
+
     if os.geteuid() != 0:
         pytest.skip("the sandbox's own user is root's to give")
     processes = dict(LIMITS)[resource.RLIMIT_NPROC]
-    read, write = os.pipe()
-    holders = []
-    for _ in range(processes + 2):
-        pid = os.fork()
-        if pid == 0:
-            os.close(write)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.read(read, 1)  # until the test ends
-            os._exit(0)
-        holders.append(pid)
-    os.close(read)
-    try:
-        with Copy(Snapshot(folder=make_project(tmp_path))) as copy, Workspace(copy.path) as w:
-            run = Executor(w, TOOLS, timeout=30.0)
-            done = run("bash", {"command": "(echo forked > made.txt) && cat made.txt; id -u"})
-            uid = w.info["uid"]
-            assert done == ToolResult(f"forked\n{uid}\n", False)
-            assert uid != 65534 and copy.path.stat().st_uid == uid
-    finally:
-        os.close(write)
-        for pid in holders:
-            os.waitpid(pid, 0)
+    with (
+        processes_of(65534, processes + 2),
+        Copy(Snapshot(folder=make_project(tmp_path))) as copy,
+        Workspace(copy.path) as w,
+    ):
+        run = Executor(w, TOOLS, timeout=30.0)
+        done = run("bash", {"command": "(echo forked > made.txt) && cat made.txt; id -u"})
+        uid = w.info["uid"]
+        assert done == ToolResult(f"forked\n{uid}\n", False)
+        assert uid != 65534 and copy.path.stat().st_uid == uid
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,8 @@ from pytest_prompteval.sandbox.server import parse_events, readiness
 from pytest_prompteval.scoring.code.measure import measure
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
 
-from .conftest import generated_project, item_results
-from .test_sandbox_hostile import interpreter_for
+from .conftest import generated_project, item_results, processes_of
+from .test_sandbox_hostile import interpreter_for, run_script
 
 RETURNS_NONE = "def f():\n    return None\n"
 SPEC = CodeSpec(entry_point="f", tests=(CodeTest("args", []),))
@@ -328,41 +329,15 @@ def test_without_isolation_a_samples_escaped_children_are_still_killed(unprivile
     job = {**SPEC.job(code), "limits": asdict(Limits())}
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     python, user = interpreter_for(env, unprivileged)
-    read, write = os.pipe()
-    holders = []
-    for _ in range(Limits().processes + 2 if user is not None else 0):
-        pid = os.fork()
-        if pid == 0:
-            os.close(write)
-            os.setgid(user)
-            os.setuid(user)
-            os.read(read, 1)  # until the test ends
-            os._exit(0)
-        holders.append(pid)
-    os.close(read)
     # pytest's own temporary folders are root's alone: a folder the user may enter
     workdir = tempfile.mkdtemp()
     os.chmod(workdir, 0o777)
     try:
-        done = subprocess.run(
-            [python, "-c", UNSAFE_RUN, json.dumps(job), seconds],
-            cwd=workdir,
-            env=env,
-            user=user,
-            group=user,
-            extra_groups=[] if user is not None else None,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
+        with processes_of(user, Limits().processes + 2) if user is not None else nullcontext():
+            command = [python, "-c", UNSAFE_RUN, json.dumps(job), seconds]
+            report = run_script(command, env, user, cwd=workdir)
     finally:
-        os.close(write)
-        for pid in holders:
-            os.waitpid(pid, 0)
         shutil.rmtree(workdir, ignore_errors=True)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
     assert {"test": 0, "output": None} in report["events"]
     assert report["alive"] == []
 

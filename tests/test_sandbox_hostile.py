@@ -462,12 +462,17 @@ def interpreter_for(env: dict[str, str], unprivileged: bool) -> tuple[str, int |
 
 
 def run_script(
-    command: list[str], env: dict[str, str], user: int | None, groups: list[int] | None = None
+    command: list[str],
+    env: dict[str, str],
+    user: int | None,
+    groups: list[int] | None = None,
+    cwd: str | None = None,
 ) -> Any:
-    """The JSON a script prints, run as ``user`` (with supplementary ``groups``); its exit
-    code 3 skips the test."""
+    """The JSON a script prints, run as ``user`` (with supplementary ``groups``, in
+    ``cwd``); its exit code 3 skips the test."""
     done = subprocess.run(
         command,
+        cwd=cwd,
         user=user,
         group=user,
         extra_groups=(groups or []) if user is not None else None,
