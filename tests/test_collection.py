@@ -175,3 +175,21 @@ def test_the_garbage_collector_waits_for_collection_and_then_skips_what_it_made(
     result = pytester.runpytest_subprocess("--prompt=current", "--collect-only", "-q", "-s")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["gc collecting=False after=True frozen=True"])
+
+
+IMPORTED = """
+import sys
+
+def pytest_collection_finish(session):
+    heavy = ("anthropic", "jinja2", "starlette", "uvicorn", "hypothesis.strategies")
+    print("IMPORTED", sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+def test_collecting_imports_no_client_server_or_templates(pytester: pytest.Pytester) -> None:
+    """What only some runs need (the SDK for a call, Jinja2 for the HTML page, the view's
+    server, hypothesis for property tests) is imported when it is needed, not at start."""
+    copy_compat(pytester, "2025-05")
+    pytester.makeconftest(IMPORTED)
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "--prompt=current")
+    result.stdout.fnmatch_lines(["IMPORTED []"])

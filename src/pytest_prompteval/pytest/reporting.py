@@ -35,7 +35,6 @@ from pytest_prompteval.report.flaky import (
     sample_lines,
 )
 from pytest_prompteval.report.gates import comparison_gates, gates_exit_code
-from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.markdown import (
     Linker,
     MarkdownRun,
@@ -274,6 +273,9 @@ class RunReport:
         html = self.settings.html
         if html is None:
             return
+        # its templates (Jinja2) load only for a run that writes the page
+        from pytest_prompteval.report.html import render_html
+
         page = render_html(
             self.results,
             self.summaries,
