@@ -133,13 +133,25 @@ sys.path[:] = json.loads(sys.argv[1])
 for name, path in json.loads(sys.argv[2]).items():
     sys.modules[name] = module = types.ModuleType(name)
     module.__path__ = [path]
-from pytest_prompteval.sandbox.server import main
+from {server} import main
 main()
 """
 PACKAGES = {
     "pytest_prompteval": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     "pytest_prompteval.sandbox": os.path.dirname(os.path.abspath(__file__)),
 }
+
+
+def server_command(server: str) -> list[str]:
+    """The command that starts a sandbox server: the module ``server``'s ``main``."""
+    return [
+        sys.executable,
+        "-I",
+        "-c",
+        BOOT.format(server=server),
+        json.dumps(server_sys_path()),
+        json.dumps(PACKAGES),
+    ]
 
 
 def server_sys_path() -> list[str]:
@@ -190,7 +202,7 @@ class Sandbox:
         self._hypothesis = hypothesis
         stderr = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(server_sys_path()), json.dumps(PACKAGES)],
+            server_command("pytest_prompteval.sandbox.server"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

@@ -103,9 +103,13 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
     out.write(json.dumps(event, default=repr) + "\n")  # flushed at the end, or on SIGTERM
 
 
-def _compile(source: str, name: str) -> Any:
-    """Compile, keeping the source where tracebacks look for lines."""
+def _keep_lines(source: str, name: str) -> None:
+    """The source where tracebacks look for lines."""
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+
+
+def _compile(source: str, name: str) -> Any:
+    _keep_lines(source, name)
     # not inheriting this module's ``from __future__ import annotations`` (dataclasses)
     return compile(source, name, "exec", dont_inherit=True)
 
@@ -115,12 +119,12 @@ _TESTS: dict[tuple[str, str], Any] = {}
 
 
 def _compile_test(source: str, name: str) -> Any:
-    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     code = _TESTS.get((source, name))
     if code is None:
         if len(_TESTS) >= 256:
             _TESTS.clear()
-        code = _TESTS[source, name] = _compile(source, name)
+        return _TESTS.setdefault((source, name), _compile(source, name))
+    _keep_lines(source, name)  # another test of the same name may have run since
     return code
 
 

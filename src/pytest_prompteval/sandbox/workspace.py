@@ -22,7 +22,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -33,12 +32,11 @@ from typing import IO, Any, NamedTuple
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
 from pytest_prompteval.sandbox.client import (
-    PACKAGES,
     SAFE_ENV,
     LineReader,
     SandboxUnavailable,
     hold_non_dumpable,
-    server_sys_path,
+    server_command,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
 
@@ -48,15 +46,6 @@ BASH = "bash_20250124"
 TOOL_TYPES = (TEXT_EDITOR, BASH)
 #: How long the server may take beyond a command's own timeout to answer.
 SLACK = 30.0
-BOOT = """
-import json, sys, types
-sys.path[:] = json.loads(sys.argv[1])
-for name, path in json.loads(sys.argv[2]).items():
-    sys.modules[name] = module = types.ModuleType(name)
-    module.__path__ = [path]
-from pytest_prompteval.sandbox.workspace_server import main
-main()
-"""
 
 
 class ToolResult(NamedTuple):
@@ -204,7 +193,7 @@ class Workspace:
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(server_sys_path()), json.dumps(PACKAGES)],
+            server_command("pytest_prompteval.sandbox.workspace_server"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
