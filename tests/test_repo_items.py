@@ -309,7 +309,13 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "unprivileged"])
 def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool) -> None:
-    from tests.test_sandbox_hostile import KEY, interpreter_for, outside_tmp, run_script
+    from tests.test_sandbox_hostile import (
+        KEY,
+        interpreter_for,
+        outside_tmp,
+        run_script,
+        unreached_port,
+    )
 
     if not unprivileged and os.geteuid() != 0:
         pytest.skip("the root mode needs root")
@@ -318,10 +324,6 @@ def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool)
     outside = Path(tempfile.mkdtemp(prefix="prompteval-outside-", dir=outside_tmp()))
     for folder, _, _ in (*os.walk(project), (str(outside), 0, 0)):
         Path(folder).chmod(0o777)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.setblocking(False)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
     python, user = interpreter_for(env, unprivileged)
     if user is not None:  # the sandbox's `python` is nobody's interpreter, without pytest
@@ -329,12 +331,9 @@ def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool)
         with (project / "prompt_cases" / "repo.yaml").open("a") as cases:
             cases.write(f"  test_command: {json.dumps(command)}\n")
     try:
-        port = str(listener.getsockname()[1])
-        report = run_script([python, __file__, str(project), str(outside), port], env, user)
-        with pytest.raises(BlockingIOError):
-            listener.accept()
+        with unreached_port() as port:
+            report = run_script([python, __file__, str(project), str(outside), port], env, user)
     finally:
-        listener.close()
         shutil.rmtree(project, ignore_errors=True)
     recorded, replayed = report["runs"]
     assert KEY not in json.dumps(report["bodies"]) and "sk-ant" not in json.dumps(report["bodies"])

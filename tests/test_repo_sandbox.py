@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import resource
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -105,7 +104,13 @@ def make_project(top: Path) -> Path:
 @pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "unprivileged"])
 def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: bool) -> None:
     # the script imports this file: the helpers only where pytest runs it
-    from tests.test_sandbox_hostile import KEY, interpreter_for, outside_tmp, run_script
+    from tests.test_sandbox_hostile import (
+        KEY,
+        interpreter_for,
+        outside_tmp,
+        run_script,
+        unreached_port,
+    )
 
     if not unprivileged and os.geteuid() != 0:
         pytest.skip("the root mode needs root")
@@ -113,19 +118,10 @@ def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: b
     outside = Path(tempfile.mkdtemp(prefix="prompteval-outside-", dir=outside_tmp()))
     for folder in (project, project / "src", outside):
         folder.chmod(0o777)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.setblocking(False)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
     python, user = interpreter_for(env, unprivileged)
-    try:
-        port = str(listener.getsockname()[1])
+    with unreached_port() as port:
         report = run_script([python, __file__, str(project), str(outside), port], env, user)
-        with pytest.raises(BlockingIOError):
-            listener.accept()
-    finally:
-        listener.close()
     answers = report["answers"]
     assert all(KEY not in a["text"] for a in answers)
     assert "sk-ant" not in json.dumps(answers)

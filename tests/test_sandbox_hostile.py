@@ -8,6 +8,7 @@ sample did and what it left behind; the tests assert on the report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -459,6 +461,19 @@ def interpreter_for(env: dict[str, str], unprivileged: bool) -> tuple[str, int |
         return python, NOBODY
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if os.path.isabs(p))
     return sys.executable, None
+
+
+@contextlib.contextmanager
+def unreached_port() -> Iterator[str]:
+    """A port listening on 127.0.0.1 that what runs in the block must not reach."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    try:
+        yield str(listener.getsockname()[1])
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
 
 
 def run_script(
