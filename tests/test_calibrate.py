@@ -84,6 +84,19 @@ def test_prompteval_calibrate_prints_and_saves_the_figures(tmp_path: Path) -> No
     assert data["dimensions"]["correctness"]["mean_abs_diff"] == pytest.approx(0.2)
 
 
+def test_a_calibration_that_cannot_be_saved_is_one_line_after_its_figures(
+    tmp_path: Path,
+) -> None:
+    _history(tmp_path / "results")
+    (tmp_path / "results" / "calibrations").write_text("not a folder")
+    done = prompteval(tmp_path, "calibrate", "--results", "results")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "kappa quadratic" in done.stdout  # the figures are shown all the same
+    assert done.stderr == (
+        "prompteval: error: results/calibrations: cannot save the calibration: File exists\n"
+    )
+
+
 def test_calibrate_without_ratings_says_what_to_do(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     done = prompteval(tmp_path, "calibrate", "--results", "results")

@@ -202,17 +202,22 @@ def save(directory: Path, calibration: Calibration) -> Path:
     """``<results>/calibrations/<time>_<microseconds>_<judge model>.json``: the latest is
     what the run summary checks."""
     folder = directory / FOLDER
-    folder.mkdir(exist_ok=True)
-    target = _reserve(folder, calibration.judge_model)
-    write_json_atomically(
-        target,
-        {
-            "judge_model": calibration.judge_model,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "weights": WEIGHTS,
-            "dimensions": {n: a.figures() for n, a in sorted(calibration.dimensions.items())},
-        },
-    )
+    try:
+        folder.mkdir(exist_ok=True)
+        target = _reserve(folder, calibration.judge_model)
+        write_json_atomically(
+            target,
+            {
+                "judge_model": calibration.judge_model,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "weights": WEIGHTS,
+                "dimensions": {n: a.figures() for n, a in sorted(calibration.dimensions.items())},
+            },
+        )
+    except OSError as exc:
+        raise PromptevalError(
+            f"cannot save the calibration: {exc.strerror or exc}", folder
+        ) from None
     return target
 
 
