@@ -125,7 +125,8 @@ def test_the_deadline_counts_the_tools_time_and_fails_the_item_at_the_same_call(
     reprec.assertoutcome(passed=1, failed=1)
     result = item_results(reprec)[1]
     assert result["trajectory"]["failure"] == (
-        'item_timeout 500 s reached: the tool calls ran 600.0 s in all; the last call: slow({"n": 3})'
+        "item_timeout 500 s reached: the tool calls ran 600.0 s in all; the last call: "
+        'slow({"n": 3})'
     )
     assert (pytester.path / "ran.log").read_text() == "1\n2\n3\n"
     assert len(anthropic_server.requests) == 3
