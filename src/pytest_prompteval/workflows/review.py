@@ -23,6 +23,7 @@ from typing import IO, Any
 from pytest_prompteval.core.history import load_run, write_json_atomically
 from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, read_bounded
 from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.core.safetext import safe_line, safe_text
 
 SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
     ("correctness", 0.4),
@@ -126,20 +127,18 @@ def run_review(
     done = 0
     for number, result in enumerate(todo, start=1):
         dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
+        missing = ", ".join(result.missing_topics)
+        # the answer indented: no line of it passes for the markers or the questions
         out.write(
-            f"\n[{number}/{len(todo)}] {result.case_id} [{result.prompt}] "
-            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {dims}\n"
-            + (
-                f"  missing topics: {', '.join(result.missing_topics)}\n"
-                if result.missing_topics
-                else ""
-            )
-            + f"--- answer ---\n{result.response}\n--------------\n"
+            f"\n[{number}/{len(todo)}] {safe_line(result.case_id)} [{safe_line(result.prompt)}] "
+            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {safe_line(dims)}\n"
+            + (f"  missing topics: {safe_line(missing)}\n" if missing else "")
+            + f"--- answer ---\n  {safe_text(result.response or '')}\n--------------\n"
         )
         ratings: dict[str, int] = {}
         for name, _ in dimensions:
             while True:
-                answer = _ask(f"{name} (1-5): ", stdin, out)
+                answer = _ask(f"{safe_line(name)} (1-5): ", stdin, out)
                 if answer is None or answer == "q":
                     out.write(f"stopped; {done} reviewed now, saved.\n")
                     return done
