@@ -117,8 +117,6 @@ class UnansweredCall(PromptevalError):
 
 
 AGENT_CASE_FIELDS = ("tools", "tool_results", "turns", "user_simulator")
-#: a case's own limits over the ini's (they make no case an agent's)
-LIMIT_FIELDS = ("item_timeout", "max_tool_calls")
 SIMULATOR_KEYS = ("instructions", "max_turns", "model", "max_tokens")
 MAX_USER_TURNS = 50
 #: a simulated user's reply holding this ends the conversation (nothing more is sent)
