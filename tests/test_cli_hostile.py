@@ -162,3 +162,21 @@ def test_every_command_prints_hostile_text_escaped(
     for name in SHOWS:
         assert "\\x1b[2J" in outputs[name], (name, outputs[name])
     assert {name: forged(text) for name, text in outputs.items()} == {n: [] for n in outputs}
+
+
+def test_json_output_keeps_the_text_and_starts_no_command(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """``--json`` is data: a JSON reader gets the hostile text back whole, a log sees it
+    escaped (``##[`` as ``##\\u005b``)."""
+    anthropic_server.responder = respond
+    project(pytester)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_prompteval.cli", "list", "--json"],
+        cwd=pytester.path,
+        capture_output=True,
+        check=False,
+    )
+    text = done.stdout.decode()
+    assert forged(text) == []
+    assert json.loads(text)["case_files"][0]["description"] == HOSTILE
