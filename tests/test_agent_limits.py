@@ -109,9 +109,20 @@ def test_a_turn_asking_for_more_calls_than_max_tool_calls_fails_and_runs_none(
     assert ran == [] and len(anthropic_server.requests) == 1
 
 
-@pytest.mark.parametrize("concurrency", ["1", "8"], ids=["item-walk", "walked-ahead"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--prompteval-concurrency=1"],
+        ["--prompteval-concurrency=8"],
+        ["--prompteval-batch", "--prompteval-batch-poll=0.01"],
+    ],
+    ids=["item-walk", "walked-ahead", "batch-rounds"],
+)
 def test_the_deadline_counts_the_tools_time_and_fails_the_item_at_the_same_call(
-    pytester: pytest.Pytester, anthropic_server: AnthropicServer, clock: FakeClock, concurrency: str
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    clock: FakeClock,
+    options: list[str],
 ) -> None:
     """Four calls of 200 s against an item_timeout of 500: the third passes it, the fourth
     never runs; walked ahead of the item or not, the same call ends it and each tool runs
@@ -121,7 +132,7 @@ def test_the_deadline_counts_the_tools_time_and_fails_the_item_at_the_same_call(
     anthropic_server.responder = ScriptedAgent({"go": [*turns, ["Done."]], "first": [["Done."]]})
     first = '- id: c0\n  input: {message: "first"}\n  assert: [{contains: Done}]\n'
     project(pytester, CASE.replace("cases:\n", "cases:\n" + first), "prompteval_item_timeout = 500")
-    reprec = pytester.inline_run("--prompt=agent", f"--prompteval-concurrency={concurrency}")
+    reprec = pytester.inline_run("--prompt=agent", *options)
     reprec.assertoutcome(passed=1, failed=1)
     result = item_results(reprec)[1]
     assert result["trajectory"]["failure"] == (
@@ -129,7 +140,8 @@ def test_the_deadline_counts_the_tools_time_and_fails_the_item_at_the_same_call(
         'slow({"n": 3})'
     )
     assert (pytester.path / "ran.log").read_text() == "1\n2\n3\n"
-    assert len(anthropic_server.requests) == 3
+    steps = [r for r in anthropic_server.requests if r.path.split("?")[0] == "/v1/messages"]
+    assert len(steps) == (0 if "--prompteval-batch" in options else 3)
 
 
 def test_a_cases_item_timeout_wins_over_the_ini(
