@@ -90,15 +90,17 @@ def view(cwd: Path) -> str:
 
 
 def project(pytester: pytest.Pytester) -> Path:
-    """Hostile prompt and case files, one run scored by the judge, a forged review file,
-    a SWE-bench line: the results folder's run file."""
+    """Hostile prompt and case files (their text and names), one run scored by the judge, a
+    recording's name, a SWE-bench line: the results folder's run file."""
     quoted = json.dumps(HOSTILE)
     pytester.makeini("[pytest]\n")
     pytester.mkdir("prompts").joinpath("v.yaml").write_text(
         f"description: {quoted}\nsystem_prompt: {quoted}\nuser_prompt: '{{text}}'\n"
         f"model_config: {{model: {quoted}}}\n"
     )
-    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+    # a file's name is the pull request's to choose too: all but NUL and "/"
+    named = HOSTILE.replace("\x00", "").replace("/", "")
+    pytester.mkdir("prompt_cases").joinpath(f"c{named}.yaml").write_text(
         f"description: {quoted}\ncases:\n"
         + "".join(
             f"- id: {i}\n  description: {quoted}\n  input: {{text: {quoted}}}\n"
@@ -108,6 +110,7 @@ def project(pytester: pytest.Pytester) -> Path:
     )
     pytester.runpytest_subprocess("--prompt=v", "--prompteval-scorer=claude")
     (results,) = pytester.path.joinpath("prompt_results").glob("*_v.json*")
+    pytester.path.joinpath("prompt_recordings", f"{named}.json").write_text("{}")
     pytester.path.joinpath("bad.jsonl").write_text(json.dumps({"instance_id": HOSTILE}) + "\n")
     pytester.mkdir("repos")
     return results
@@ -129,7 +132,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "check-cases": [],
 }
 #: commands whose output shows the planted text (escaped): each prints answers or files
-SHOWS = ("list", "review", "improve", "calibrate")
+SHOWS = ("list", "review", "improve", "calibrate", "recordings")
 
 
 def commands() -> list[str]:
