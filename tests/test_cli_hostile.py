@@ -183,3 +183,21 @@ def test_json_output_keeps_the_text_and_starts_no_command(
     text = done.stdout.decode()
     assert forged(text) == []
     assert json.loads(text)["case_files"][0]["description"] == HOSTILE
+
+
+def test_a_crash_prints_its_traceback_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug's traceback quotes what the command read (an exception's message, a line of a
+    file): it goes out through the same rules, and the exit status is 1 as for any crash."""
+    from pytest_prompteval import cli
+
+    def crash(args: argparse.Namespace) -> int:
+        raise RuntimeError(HOSTILE)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "cmd_list", crash)
+    assert cli.main(["list"]) == 1
+    captured = capsys.readouterr()
+    assert "RuntimeError: \\x1b[2J" in captured.err
+    assert forged(captured.out + captured.err) == []

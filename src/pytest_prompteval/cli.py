@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -663,6 +664,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:
         return _run(argv)
+    except Exception:  # a bug's traceback quotes what it read: through the safe stream too
+        traceback.print_exc()
+        return 1
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
