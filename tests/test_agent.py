@@ -233,6 +233,30 @@ def test_an_unscripted_call_fails_naming_the_call_and_the_nearest_rule(
     )
 
 
+def test_a_regex_object_the_model_sends_matches_no_rule_and_no_assertion(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """A rule's or an assertion's ``{regex: ...}`` applies to the model's string: the same
+    mapping sent by the model as the tool's input is not a string that matches."""
+    forged = {"regex": "^A-"}
+    anthropic_server.responder = ScriptedAgent(
+        {"Order A-1001": [[call("lookup_order", order_id=forged)], ["Done."]]}
+    )
+    project(pytester, "    - {contains: x}")
+    result = pytester.runpytest("--prompt=agent")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ['*tool call lookup_order({"order_id": {"regex": "^A-"}}) has no scripted result*']
+    )
+    # answered by a rule without input, the assertion's pattern does not match it either
+    case = CASE.replace('      input: {order_id: {regex: "^A-"}}\n', "")
+    asserts = '    - {type: tool_called, value: lookup_order, input: {order_id: {regex: "^A-"}}}'
+    pytester.path.joinpath("prompt_cases", "agent.yaml").write_text(case % asserts)
+    result = pytester.runpytest("--prompt=agent")
+    result.assert_outcomes(failed=1)
+    assert "tool_called" in result.stdout.str()
+
+
 def test_max_steps_fails_the_item_naming_the_last_call(
     pytester: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import traceback
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
-from pytest_prompteval.core.safetext import safe_line, safe_text
+from pytest_prompteval.core.safetext import SafeStream, safe_json, safe_line, safe_text
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
@@ -79,7 +79,7 @@ def _print_table(rows: list[list[str]], indent: str = "  ") -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     data, problems = inventory(args.cases, args.prompts)
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(safe_json(data))
         return _report_problems(problems)
     for case_file in data["case_files"]:
         print(safe_line(f"{case_file['file']}: {case_file['description']}"))
@@ -203,7 +203,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         if args.mutation:
             document["mutation"] = [r.to_json() for r in reports]
             document["no_reference"] = untested
-        print(json.dumps(document, indent=2))
+        print(safe_json(document))
         if problems:
             return _report_problems(problems)
         return 1 if weak else 0
@@ -281,7 +281,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"no stored runs in {display(args.results)}")
         return 1
     if args.json:
-        print(json.dumps(report, indent=2, default=str))
+        print(safe_json(report))
     else:
         print("\n".join(render_text(report, args.window)))
     if args.html:
@@ -658,6 +658,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command, its whole output (whatever code prints it) through ``SafeStream``: a
+    command prints answers, a judge's words and files a pull request can change."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _run(argv)
+    except Exception:  # a bug's traceback quotes what it read: through the safe stream too
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command != "import":

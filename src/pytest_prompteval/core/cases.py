@@ -87,6 +87,8 @@ CASE_FIELDS = frozenset(
         "tool_results",
         "turns",
         "user_simulator",
+        "item_timeout",
+        "max_tool_calls",
     }
 )
 _DECLARE = (

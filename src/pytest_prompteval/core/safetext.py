@@ -8,13 +8,17 @@ hides the rest of it or close the code fence it stands in. Control characters (C
 newline, DEL, C1, the Unicode line separators, bidirectional overrides and marks) are shown as
 escapes; continuation lines are indented; a line that would start a command, and every
 ``##[``, gets a backslash. Every output goes through here: ``safe_text``/``safe_line`` for the
-terminal and logs, ``md_text``/``md_code``/``md_fence`` for Markdown, ``html_text`` for HTML.
+terminal and logs, ``md_text``/``md_code``/``md_fence`` for Markdown, ``html_text`` for HTML,
+``safe_json`` for JSON printed to a log; ``SafeStream`` holds a whole command's output to the
+same rules, whatever printed it.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
+from typing import IO, Any
 
 _CONTROL = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
@@ -74,3 +78,52 @@ def md_fence(lines: list[str], info: str = "") -> str:
 def html_text(text: object) -> str:
     """Text for an HTML page (a ``<pre>`` keeps its lines)."""
     return html.escape(safe_text(str(text), indent=""))
+
+
+def safe_json(data: Any) -> str:
+    """``data`` as indented JSON for a terminal or log: control characters are escaped by
+    JSON itself (ASCII only), and ``##[``, inside a string wherever it is, becomes
+    ``##\\u005b`` (the same text to a JSON reader)."""
+    return json.dumps(data, indent=2, default=str).replace("##[", "##\\u005b")
+
+
+class SafeStream:
+    """A text stream that writes to ``stream`` under ``safe_text``'s rules: a command's whole
+    output (stdout, stderr) goes through one, so no answer or file text it prints, through
+    whatever code, controls the terminal or the CI log. Newlines and tabs pass; a line is
+    passed on when it ends, or by ``flush`` (a prompt that waits for input), and a workflow
+    command or ``##[`` split across two parts is still found."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self._line = ""  # written, not passed on yet
+        self._blank = True  # what was passed on of the current line is blank
+        self._end = ""  # its last two characters
+
+    def write(self, text: str) -> int:
+        self._line += text
+        *whole, self._line = self._line.split("\n")
+        for line in whole:
+            self._pass(line + "\n")
+        return len(text)
+
+    def _pass(self, part: str) -> None:
+        escaped = _CONTROL.sub(_escape, part)
+        if self._blank:  # a command may still start the line
+            escaped = _COMMAND.sub(r"\1\\::", escaped)
+        # the two characters before are written already: a ``##[`` across parts gets its
+        # backslash in this part
+        escaped = (self._end + escaped).replace("##[", "##\\[")[len(self._end) :]
+        self.stream.write(escaped)
+        ended = escaped.endswith("\n")
+        self._blank = ended or (self._blank and not escaped.strip())
+        self._end = "" if ended else (self._end + escaped)[-2:]
+
+    def flush(self) -> None:
+        if self._line:
+            self._pass(self._line)
+            self._line = ""
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno: the stream's
+        return getattr(self.stream, name)

@@ -24,6 +24,7 @@ from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
 from pytest_prompteval.interaction.agent import shown as agent_shown
+from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.interaction.repository import RepoTask, repo_result, run_task
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
@@ -374,18 +375,20 @@ def _answer(
     ledger: Ledger,
     result: ItemResult,
     parts: Parts,
+    deadline: Deadline | None,
 ) -> Fetched:
     """The item's final answer: one call, an agent's conversation, or a repository task's
     conversation and verdict (its trajectory and verdict kept as they come)."""
     if spec.repo is not None:
         fetched, result.trajectory, parts.repo = run_task(
-            spec.repo, engine.store, ledger, request, ctx
+            spec.repo, engine.store, ledger, request, ctx, deadline
         )
         return fetched
     if spec.agent is None:
         return ledger.get(engine.store, request, ctx, "generation")
+    tools = executor(spec.agent, spec.case)
     fetched, result.trajectory = converse(
-        spec.agent, engine.store, ledger, request, ctx, executor(spec.agent, spec.case)
+        spec.agent, engine.store, ledger, request, ctx, tools, deadline=deadline
     )
     return fetched
 
@@ -408,10 +411,12 @@ def evaluate(
     spec: ItemSpec,
     result: ItemResult,
     request: Request | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Request, Response]:
     """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
     what went wrong, keeping in ``result`` what was computed before. ``request``: the one
-    already built for this item, if any."""
+    already built for this item, if any; ``deadline``: an agent item's, if its conversation
+    was walked before (ahead, in batch rounds)."""
     ledger = Ledger(engine.prices)
     parts = Parts()
     try:
@@ -419,7 +424,7 @@ def evaluate(
             request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
         result.model = request.model
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        outcome = _answer(engine, spec, request, ctx, ledger, result, parts)
+        outcome = _answer(engine, spec, request, ctx, ledger, result, parts, deadline)
         response = outcome.response
         _answered(result, request, outcome)
         _score_parts(engine, spec, request, ctx, outcome, ledger, result, parts)

@@ -25,6 +25,8 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.minpass import MinPass, parse_min_pass
 from pytest_prompteval.core.paths import check_dir, resolve_inside
 from pytest_prompteval.core.sharding import parse_shard
+from pytest_prompteval.interaction.agent import DEFAULT_MAX_TOOL_CALLS, MAX_TOOL_CALLS_LIMIT
+from pytest_prompteval.interaction.deadline import DEFAULT_ITEM_TIMEOUT, MAX_ITEM_TIMEOUT
 from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
 from pytest_prompteval.report.gates import EXIT_MODES, GATE_FAILED, GATE_METRICS, NO_VERDICT
@@ -227,6 +229,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("code_timeout", "code cases: seconds a sample may run at most", default=3.0,
             parse=_number(0, MAX_CODE_TIMEOUT, above=True), option="--prompteval-code-timeout",
             metavar="SECONDS", ini="prompteval_code_timeout"),
+    Setting("item_timeout", "agent cases: seconds the tool calls of an item may run in all "
+            f"(default {DEFAULT_ITEM_TIMEOUT:g}; a case's item_timeout wins); past it the item "
+            "fails", default=DEFAULT_ITEM_TIMEOUT,
+            parse=_number(0, MAX_ITEM_TIMEOUT, above=True), option="--prompteval-item-timeout",
+            metavar="SECONDS", ini="prompteval_item_timeout"),
+    Setting("max_tool_calls", "agent cases: tool calls one turn may ask for (default "
+            f"{DEFAULT_MAX_TOOL_CALLS}; a case's max_tool_calls wins); past it the item fails",
+            default=DEFAULT_MAX_TOOL_CALLS, parse=_whole(1, MAX_TOOL_CALLS_LIMIT),
+            option="--prompteval-max-tool-calls", metavar="N", ini="prompteval_max_tool_calls"),
     Setting("max_cost", "stop starting new calls once live calls have cost this much (USD); "
             "the rest skip", parse=_number(0, above=True), option="--prompteval-max-cost",
             metavar="USD"),
@@ -377,6 +388,8 @@ class Settings:
     code_workers: int | None
     unsafe_sandbox: bool
     code_timeout: float
+    item_timeout: float
+    max_tool_calls: int
     max_cost: float | None
     affected: str | None
     trusted_recordings: str | None

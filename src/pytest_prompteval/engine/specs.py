@@ -56,7 +56,13 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
         if found is None:
             assertions = (*engine.prompt_assertions(prompt), *own)
             strategy = engine.prompt_strategy(prompt) if code is not None else None
-            agent = parse_agent(case, prompt, engine.tools())
+            agent = parse_agent(
+                case,
+                prompt,
+                engine.tools(),
+                engine.settings.item_timeout,
+                engine.settings.max_tool_calls,
+            )
             _check_tool_names(case, prompt, assertions, agent)
             task = None if repo is None else repo_task(case, repo, prompt, agent)
             scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)

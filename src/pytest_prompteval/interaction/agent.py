@@ -9,12 +9,14 @@ is) and ``max_steps`` (model calls per conversation, default 10). A case adds ``
 call: ``tool``, an optional ``input`` matched as a subset, ``{regex: ...}`` on a string
 value, and ``result`` (a mapping or list sent as JSON text, a string as is) or ``error``
 (an ``is_error`` result)) and ``turns`` (user turns sent, in order, each time Claude ends
-its turn).
+its turn). A case may set ``item_timeout`` (seconds its tool calls may run in all, see
+``deadline.py``) and ``max_tool_calls`` (calls one turn may ask for), over the ini's.
 
 The loop (``conversation``): while Claude stops for ``tool_use``, every call of its turn is
 answered in the next user message, all results together and first; then the next turn;
-it ends at ``end_turn`` with no turn left. A call nothing answers, or ``max_steps``
-reached, ends it with a failure that the item reports. Every call goes through the one
+it ends at ``end_turn`` with no turn left. A call nothing answers, ``max_steps`` reached,
+a turn asking for more than ``max_tool_calls`` (none of them run) or the item's deadline
+passed ends it with a failure that the item reports. Every call goes through the one
 ``ToolExecutor`` seam (``core/content.py``): scripted rules first, then Python tools.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +49,7 @@ from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.deadline import DEFAULT_ITEM_TIMEOUT, MAX_ITEM_TIMEOUT, Deadline
 from pytest_prompteval.interaction.replaydiff import what_changed
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
@@ -55,6 +59,10 @@ from pytest_prompteval.providers.store import Fetched, MissingRecording, Store
 
 DEFAULT_MAX_STEPS = 10
 MAX_STEPS_LIMIT = 100
+#: tool calls one turn may ask for: Claude's parallel calls are a few (independent
+#: lookups, reads of several files); one answer of 1,024 tokens can hold about 50
+DEFAULT_MAX_TOOL_CALLS = 16
+MAX_TOOL_CALLS_LIMIT = 128
 RULE_KEYS = ("tool", "input", "result", "error")
 #: keys of a tool the API runs on our side (``input_schema``) or its own (``type``)
 TOOL_KEYS = ("name", "description", "input_schema", "cache_control", "type")
@@ -92,6 +100,10 @@ class AgentSpec:
     #: the project's Python tools the definitions name
     python: Mapping[str, PythonTool] = dataclasses.field(default_factory=dict)
     simulator: UserSimulator | None = None
+    #: seconds the item's tool calls may run in all
+    item_timeout: float = DEFAULT_ITEM_TIMEOUT
+    #: tool calls one turn may ask for
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
 
     @property
     def names(self) -> frozenset[str]:
@@ -293,11 +305,37 @@ def _max_steps(prompt: PromptVersion) -> int:
     return value
 
 
+def _limit(case: Case, key: str, default: float, whole: bool) -> Any:
+    """The case's ``item_timeout`` or ``max_tool_calls``, checked, else the ini's."""
+    value = case.raw.get(key, default)
+    top = MAX_TOOL_CALLS_LIMIT if whole else MAX_ITEM_TIMEOUT
+    number = not isinstance(value, bool) and isinstance(value, int if whole else int | float)
+    if not (number and math.isfinite(value) and (value >= 1 if whole else value > 0)) or (
+        value > top
+    ):
+        allowed = (
+            f"a whole number from 1 to {top}"
+            if whole
+            else f"seconds, more than 0 and at most {top:g}"
+        )
+        raise PromptevalError(
+            f"case {case.id!r}, field {key!r}: expected {allowed}, got {value!r:.40}",
+            case.path,
+            line_of(case.raw, key),
+        )
+    return value
+
+
 def parse_agent(
-    case: Case, prompt: PromptVersion, python: Mapping[str, PythonTool]
+    case: Case,
+    prompt: PromptVersion,
+    python: Mapping[str, PythonTool],
+    item_timeout: float = DEFAULT_ITEM_TIMEOUT,
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
 ) -> AgentSpec | None:
     """The case's agent spec with this prompt version, checked (errors name file and line),
-    or None for a case that is no agent's."""
+    or None for a case that is no agent's. ``item_timeout``, ``max_tool_calls``: the ini's,
+    for a case that sets neither."""
     if not is_agent(case, prompt):
         return None
     choice = prompt.raw.get("tool_choice")
@@ -327,6 +365,8 @@ def parse_agent(
         turns=_turns(case),
         python={n: t for n, t in python.items() if n in names},
         simulator=_simulator(case),
+        item_timeout=float(_limit(case, "item_timeout", item_timeout, whole=False)),
+        max_tool_calls=_limit(case, "max_tool_calls", max_tool_calls, whole=True),
     )
 
 
@@ -428,10 +468,17 @@ def simulator_request(
 
 
 def conversation(
-    agent: AgentSpec, request: Request, execute: ToolExecutor, user: UserTurn | None = None
+    agent: AgentSpec,
+    request: Request,
+    execute: ToolExecutor,
+    user: UserTurn | None = None,
+    deadline: Deadline | None = None,
 ) -> Conversation:
     """The tool loop, step by step: the same course whether its calls are made one by one
-    or looked up in recordings. ``user``: asks the simulated user, if the case has one."""
+    or looked up in recordings. ``user``: asks the simulated user, if the case has one;
+    ``deadline``: the item's, shared by every walk of its conversation (else its own)."""
+    deadline = deadline or Deadline(agent.item_timeout)
+    deadline.start()
     trajectory = Trajectory(max_steps=agent.max_steps)
     simulator = agent.simulator if user is not None else None
     messages = list(request.messages)
@@ -449,17 +496,30 @@ def conversation(
             said = messages.pop().content + said
         calls = tool_calls(response.blocks)
         if response.stop_reason == "tool_use" and calls:
+            if len(calls) > agent.max_tool_calls:  # refused whole: none of them runs
+                trajectory.failure = (
+                    f"step {number} asked for {len(calls)} tool calls in one turn, more than "
+                    f"max_tool_calls {agent.max_tool_calls}; none of them ran (the first: "
+                    f"{describe(calls[0])})"
+                )
+                return trajectory
             results = []
             for call in calls:
                 last = call
                 try:
-                    outcome = execute(call.name, call.input)
+                    outcome = deadline.run(execute, call.name, call.input)
                 except UnansweredCall as exc:
                     trajectory.failure = exc.message
                     return trajectory
                 step.calls.append(
                     ToolCall(call.name, call.input, outcome.content, outcome.is_error, call.id)
                 )
+                if deadline.passed:
+                    trajectory.failure = (
+                        f"item_timeout {agent.item_timeout:g} s reached: the tool calls ran "
+                        f"{deadline.spent:.1f} s in all; the last call: {describe(call)}"
+                    )
+                    return trajectory
                 results.append(ToolResult(call.id, outcome.content, outcome.is_error))
             messages += [Message("assistant", said), Message("user", tuple(results))]
         elif response.stop_reason == "pause_turn":  # a server tool's long turn: continue it
@@ -501,17 +561,19 @@ def converse(
     context: CallContext,
     execute: ToolExecutor,
     key: Callable[[Request], Request] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
     final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
     answered, with their Python tools' outcomes. ``key``: the request a step is recorded
-    under, when not the step's own (a repository task's: without its tools' output)."""
+    under, when not the step's own (a repository task's: without its tools' output);
+    ``deadline``: the item's (``conversation``)."""
 
     def get(asked: Request, purpose: Purpose) -> Fetched:
         answers = None if key is None else key(asked)
         return ledger.get(store, asked, for_purpose(context, purpose), purpose, answers=answers)
 
-    return _walk(agent, store, get, request, context, execute, keep=False, key=key)
+    return _walk(agent, store, get, request, context, execute, False, key, deadline)
 
 
 def converse_ahead(
@@ -521,6 +583,7 @@ def converse_ahead(
     context: CallContext,
     execute: ToolExecutor,
     going: Callable[[], bool],
+    deadline: Deadline | None = None,
 ) -> None:
     """Walk the conversation ahead of its item (on the store's pool): each step's outcome
     is kept for the item's own walk, with the outcomes of the Python tools its calls ran,
@@ -532,7 +595,7 @@ def converse_ahead(
             raise PromptevalError("stopping: no new calls")  # left for the item
         return store.get(asked, for_purpose(context, purpose), keep=True)
 
-    _walk(agent, store, get, request, context, execute, keep=True)
+    _walk(agent, store, get, request, context, execute, True, deadline=deadline)
 
 
 def take_held(
@@ -562,6 +625,7 @@ def _walk(
     execute: ToolExecutor,
     keep: bool,
     key: Callable[[Request], Request] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
@@ -606,7 +670,7 @@ def _walk(
                 exc.path,
             ) from None
 
-    walk = conversation(agent, request, run_tool, user)
+    walk = conversation(agent, request, run_tool, user, deadline)
     asked = next(walk)
     outcome = step_get(asked, 1)
     step = 1

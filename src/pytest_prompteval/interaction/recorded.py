@@ -14,6 +14,7 @@ from pytest_prompteval.core.content import RanTool, ToolExecutor, ToolOutcome
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor, take_held
+from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.providers.ledger import Purpose
 
 #: the answer there is (a recording) to a request made for a purpose ("generation" and
@@ -52,6 +53,7 @@ def walk_recorded(
     known: Known,
     keep: Keep | None = None,
     tools: ToolExecutor | None = None,
+    deadline: Deadline | None = None,
 ) -> Walked:
     """The steps the answers there are cover, and the first request none answers. Scripted
     results answer as in a run; a Python tool's outcome is the one its answer holds, else
@@ -82,7 +84,7 @@ def walk_recorded(
         walked.user.append(answer)
         return answer.text
 
-    walk = conversation(agent, request, execute, user)
+    walk = conversation(agent, request, execute, user, deadline)
     asked = next(walk)
     while True:
         response = known(asked, "agent")

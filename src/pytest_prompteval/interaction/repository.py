@@ -33,6 +33,7 @@ from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.result import RepoResult, Trajectory
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.agent import AgentSpec, converse
+from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
@@ -136,21 +137,32 @@ def unkeyed_tool(name: str, arguments: Mapping[str, object]) -> ToolOutcome:
     return ToolOutcome(NOT_KEYED, False)
 
 
-def tool_executor(run: Executor) -> ToolExecutor:
-    """The workspace's executor as the tool loop's seam."""
+def tool_executor(run: Executor, deadline: Deadline | None = None) -> ToolExecutor:
+    """The workspace's executor as the tool loop's seam: each call runs at most the time
+    the item's deadline leaves."""
 
     def execute(name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        bounded = run
+        if deadline is not None and deadline.left() < run.timeout:
+            bounded = Executor(run.workspace, run.tools, deadline.left(), run.max_characters)
         with _sandbox(f"tool call {name}"):
-            result = run(name, arguments)
+            result = bounded(name, arguments)
         return ToolOutcome(result.text, result.is_error)
 
     return execute
 
 
 def run_task(
-    task: RepoTask, store: Store, ledger: Ledger, request: Request, context: CallContext
+    task: RepoTask,
+    store: Store,
+    ledger: Ledger,
+    request: Request,
+    context: CallContext,
+    deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory, RepoVerdict]:
-    """The conversation in the item's copy, then the verdict on what it left."""
+    """The conversation in the item's copy, then the verdict on what it left. ``deadline``:
+    the item's (else one of ``item_timeout``)."""
+    deadline = deadline or Deadline(task.agent.item_timeout)
     with _sandbox(f"copying {task.case.id!r}'s repository"):
         copy = Copy(snapshot_of(task.case))
     try:
@@ -158,8 +170,9 @@ def run_task(
             workspace = Workspace(copy.path, hidden=task.hidden)
         try:
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
+            tools = tool_executor(run, deadline)
             outcome, trajectory = converse(
-                task.agent, store, ledger, request, context, tool_executor(run), keyed
+                task.agent, store, ledger, request, context, tools, keyed, deadline
             )
         finally:
             workspace.close()

@@ -54,7 +54,9 @@ def next_calls(engine: Engine, work: Work, request: Request) -> list[Call]:
         def answered(asked: Request, purpose: Purpose) -> Response | None:
             return known(asked, for_purpose(context, purpose))
 
-        walked = walk_recorded(agent, work.spec.case, request, answered, keep)
+        walked = walk_recorded(
+            agent, work.spec.case, request, answered, keep, deadline=work.deadline
+        )
         missing = walked.missing
         if missing is None or missing.key(context.sample) in store.batch_failures:
             return []

@@ -225,7 +225,14 @@ class CaseItem(pytest.Item):
 
     def _evaluate(self, request: Request | None) -> None:
         try:
-            evaluate(self.ihook, self.context.engine, self.spec, self.result, request)
+            evaluate(
+                self.ihook,
+                self.context.engine,
+                self.spec,
+                self.result,
+                request,
+                self.work.deadline,
+            )
         except BudgetSpent as exc:
             self.result.outcome = "skipped"
             # reported at the case, not at this line

@@ -84,7 +84,8 @@ class Lookahead:
             return not (self.session.shouldstop or self.session.shouldfail)
 
         def walk() -> None:
-            converse_ahead(agent, store, request, context, executor(agent, spec.case), going)
+            tools = executor(agent, spec.case)
+            converse_ahead(agent, store, request, context, tools, going, work.deadline)
 
         work.walking = store.submit(walk)
 

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.engine.evaluate import ItemSpec
+from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.providers.base import CallContext
 
 
@@ -22,6 +23,12 @@ class Work:
     _request: Request | None = field(default=None, repr=False)
     #: an agent item's conversation walked ahead on the pool (``Lookahead``)
     walking: Future[None] | None = field(default=None, repr=False)
+    #: an agent item's deadline, shared by every walk of its conversation
+    deadline: Deadline | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        agent = self.spec.agent
+        self.deadline = None if agent is None else Deadline(agent.item_timeout)
 
     def request(self) -> Request:
         """Built once: calls sent ahead and batches need it before the item runs (a template

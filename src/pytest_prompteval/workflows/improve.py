@@ -10,6 +10,7 @@ improved system and user prompt, through a forced tool call with a JSON schema.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -19,10 +20,11 @@ import yaml
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.history import StoredRun, load_run
+from pytest_prompteval.core.history import RUN_FILE, StoredRun, load_run
 from pytest_prompteval.core.paths import check_name, output_inside, read_bounded
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, load_prompt
+from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
@@ -67,9 +69,9 @@ SYSTEM = (
 
 
 def latest_run(results: Path, version: str) -> StoredRun:
-    candidates = sorted(
-        p for p in results.glob(f"*_{version}.json*") if p.suffix in (".json", ".jsonl")
-    )
+    # the version's own runs: not their review files, nor a version whose name ends so
+    names = sorted(os.listdir(results)) if results.is_dir() else []
+    candidates = [results / n for n in names if (m := RUN_FILE.match(n)) and m.group(2) == version]
     # a run that selected nothing has nothing to learn from (older plugins stored such runs)
     for path in reversed(candidates):
         run = load_run(path, results)
@@ -140,15 +142,15 @@ def render(answer: dict[str, Any], patterns: dict[str, Any]) -> list[str]:
         f"({patterns['passed']}/{patterns['items']} passed)",
         "",
     ]
-    for s in answer["suggestions"]:
+    for s in answer["suggestions"]:  # the judge's words: escaped, continuation lines indented
         lines += [
-            f"[{s['priority']}] {s['issue']}",
-            f"  current:   {s['current_text']!r}",
-            f"  suggested: {s['suggested_text']!r}",
-            f"  rationale: {s['rationale']}",
+            f"[{s['priority']}] {safe_text(s['issue'])}",
+            f"  current:   {safe_line(repr(s['current_text']))}",
+            f"  suggested: {safe_line(repr(s['suggested_text']))}",
+            f"  rationale: {safe_text(s['rationale'], '    ')}",
             "",
         ]
-    lines.append(f"Expected impact: {answer['expected_impact']}")
+    lines.append(f"Expected impact: {safe_text(answer['expected_impact'])}")
     return lines
 
 

@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import load_run, write_json_atomically
 from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, read_bounded
 from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.core.safetext import safe_line, safe_text
 
 SEED_DIMENSIONS: tuple[tuple[str, float], ...] = (
     ("correctness", 0.4),
@@ -50,11 +52,64 @@ def review_path(results: Path) -> Path:
 
 
 def load_reviews(results: Path) -> dict[Key, dict[str, Any]]:
+    """The review file's entries by key, checked: the file is in the results folder, which a
+    pull request can change, so a malformed or forged one (bad JSON, ``NaN``, a rating of 7,
+    a score outside [0, 1], a missing field) is one error naming the file and the entry,
+    never a crash or a wrong figure further on."""
     path = review_path(results)
     if not os.path.lexists(path):
         return {}
-    data = json.loads(read_bounded(path, MAX_RESULTS_BYTES, results.parent))
-    return {_key(r): r for r in data["reviews"]}
+    try:
+        data = json.loads(
+            read_bounded(path, MAX_RESULTS_BYTES, results.parent), parse_constant=_no_constant
+        )
+    except (ValueError, RecursionError) as exc:
+        raise PromptevalError(f"not a review file: {exc}", path) from None
+    entries = data.get("reviews") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise PromptevalError("not a review file: expected {results, reviews: [...]}", path)
+    for index, entry in enumerate(entries):
+        problem = _problem(entry)
+        if problem:
+            raise PromptevalError(f"reviews[{index}]: {problem}", path)
+    return {_key(r): r for r in entries}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _is_score(value: Any) -> bool:
+    return type(value) in (int, float) and 0 <= value <= 1  # NaN compares false
+
+
+def _problem(entry: Any) -> str | None:
+    """What is wrong with one review entry, or None."""
+    if not isinstance(entry, dict):
+        return "expected a mapping"
+    for key in ("file", "case_id"):
+        if not isinstance(entry.get(key), str):
+            return f"{key}: expected a string"
+    for key in ("reviewer", "prompt", "comment"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            return f"{key}: expected a string"
+    sample = entry.get("sample")
+    if type(sample) is not int or sample < 0:
+        return f"sample {sample!r:.40}: expected a whole number >= 0"
+    if entry.get("skipped") is True:
+        return None
+    ratings = entry.get("ratings", {})  # the figures read human_score; calibrate these
+    if not isinstance(ratings, dict):
+        return "ratings: expected {dimension: 1-5, ...}"
+    for name, rating in ratings.items():
+        if type(rating) is not int or not 1 <= rating <= 5:
+            return f"ratings: {name} {rating!r:.40} is not a whole number from 1 to 5"
+    if not _is_score(entry.get("human_score")):
+        return f"human_score {entry.get('human_score')!r:.40} is not a number from 0 to 1"
+    automatic = entry.get("automatic_score")
+    if automatic is not None and not _is_score(automatic):
+        return f"automatic_score {automatic!r:.40} is not a number from 0 to 1"
+    return None
 
 
 def _key(review: dict[str, Any]) -> Key:
@@ -126,20 +181,18 @@ def run_review(
     done = 0
     for number, result in enumerate(todo, start=1):
         dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
+        missing = ", ".join(result.missing_topics)
+        # the answer indented: no line of it passes for the markers or the questions
         out.write(
-            f"\n[{number}/{len(todo)}] {result.case_id} [{result.prompt}] "
-            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {dims}\n"
-            + (
-                f"  missing topics: {', '.join(result.missing_topics)}\n"
-                if result.missing_topics
-                else ""
-            )
-            + f"--- answer ---\n{result.response}\n--------------\n"
+            f"\n[{number}/{len(todo)}] {safe_line(result.case_id)} [{safe_line(result.prompt)}] "
+            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {safe_line(dims)}\n"
+            + (f"  missing topics: {safe_line(missing)}\n" if missing else "")
+            + f"--- answer ---\n  {safe_text(result.response or '')}\n--------------\n"
         )
         ratings: dict[str, int] = {}
         for name, _ in dimensions:
             while True:
-                answer = _ask(f"{name} (1-5): ", stdin, out)
+                answer = _ask(f"{safe_line(name)} (1-5): ", stdin, out)
                 if answer is None or answer == "q":
                     out.write(f"stopped; {done} reviewed now, saved.\n")
                     return done
