@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import functools
 import json
 import os
@@ -36,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor
+from pytest_prompteval.sandbox import editor, treediff
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.server import view, watch_parent
 
@@ -297,54 +296,6 @@ def edit(command: dict[str, Any], max_characters: int | None = None) -> dict[str
         return {"text": str(exc), "is_error": True}
 
 
-def _files(top: str) -> dict[str, str]:
-    """Relative path -> kind ("file", "link", other) below ``top``, never following links."""
-    found = {}
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, top)] = "link" if os.path.islink(path) else "file"
-    return found
-
-
-def _lines(path: str) -> list[str] | None:
-    """A text file's lines; None for a binary or unreadable one."""
-    if os.path.islink(path):
-        return [f"-> {os.readlink(path)}\n"]
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
-            data = file.read(editor.MAX_FILE + 1)
-    except OSError:
-        return None
-    if b"\0" in data or len(data) > editor.MAX_FILE:
-        return None
-    return data.decode(errors="replace").splitlines(keepends=True)
-
-
-def diff(base: str = "/base", top: str = editor.REPO) -> str:
-    """The unified diff a patch tool applies (``a/``, ``b/`` prefixes), files in order."""
-    before, after = _files(base), _files(top)
-    parts: list[str] = []
-    for name in sorted(before.keys() | after.keys()):
-        old = _lines(os.path.join(base, name)) if name in before else []
-        new = _lines(os.path.join(top, name)) if name in after else []
-        if old == new:
-            continue
-        if old is None or new is None:
-            parts.append(f"Binary files a/{name} and b/{name} differ\n")
-            continue
-        lines = difflib.unified_diff(
-            old,
-            new,
-            f"a/{name}" if name in before else "/dev/null",
-            f"b/{name}" if name in after else "/dev/null",
-        )
-        for line in lines:
-            parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(parts)
-
-
 def run_script(script: str, timeout: float) -> dict[str, Any]:
     """A script in a fresh shell: the verdict's own, away from the agent's shell."""
     read, write = os.pipe()
@@ -424,7 +375,8 @@ def main() -> None:
             limit = job.get("max_characters")
             answer = in_child(functools.partial(edit, job["input"], limit), timeout)
         elif op == "diff":
-            answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
+            # a fresh sandbox: nothing of the agent's runs while it reads the copy
+            answer = {"diff": treediff.diff("/base", editor.REPO)}
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
         else:
