@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -80,6 +79,7 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
     answers = []
     with Copy(Snapshot(folder=project)) as copy:
         with Workspace(copy.path) as workspace:
+            memory = workspace.info["memory"]
             run = Executor(workspace, TOOLS, timeout=3.0)
             for name, command in calls:
                 result = run(name, command)
@@ -87,6 +87,7 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
         copy_folder = copy.folder
     return {
         "answers": answers,
+        "memory": memory,
         "same_snapshot": digest(project) == before,
         "copy_removed": not copy_folder.exists(),
         "host_files": [str(p) for p in (outside / "pwned", Path("/tmp/pwned")) if p.exists()],
@@ -137,6 +138,8 @@ def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: b
     assert report["host_files"] == []
     assert report["same_snapshot"]
     assert report["copy_removed"]
+    if unprivileged:  # no cgroup of its own: its memory is split between its processes
+        assert report["memory"] == "split"
 
 
 def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
@@ -184,14 +187,14 @@ def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
 def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
     # other programs' processes under ``nobody`` (as other sandboxes' would be) reach the
     # commands' process limit; the agent's shell and what it starts must still run
+    from pytest_prompteval.sandbox.cgroups import FALLBACK_PROCESSES, PROCESSES
     from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
-    from pytest_prompteval.sandbox.workspace_server import LIMITS
 
     from .conftest import processes_of  # not at the top: this file also runs as a script
 
     if os.geteuid() != 0:
         pytest.skip("the sandbox's own user is root's to give")
-    processes = dict(LIMITS)[resource.RLIMIT_NPROC]
+    processes = max(PROCESSES, FALLBACK_PROCESSES)
     with (
         processes_of(65534, processes + 2),
         Copy(Snapshot(folder=make_project(tmp_path))) as copy,
@@ -202,6 +205,62 @@ def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) ->
         uid = w.info["uid"]
         assert done == ToolResult(f"forked\n{uid}\n", False)
         assert uid != 65534 and copy.path.stat().st_uid == uid
+
+
+#: Four processes, each holding 100 MiB at once (each writes once its block is filled).
+HOLD_400_MIB = """python3 -c '
+import os
+report, release = os.pipe(), os.pipe()
+for _ in range(4):
+    if os.fork() == 0:
+        os.close(report[0]); os.close(release[1])
+        try:
+            block = bytearray(100 << 20)
+            os.write(report[1], b"x")
+        finally:
+            os.close(report[1])
+        os.read(release[0], 1)
+        os._exit(0)
+os.close(report[1])
+held = b""
+while chunk := os.read(report[0], 4):
+    held += chunk
+os.close(release[1])
+for _ in range(4):
+    os.wait()
+print("held", len(held), "of 4")
+'"""
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "split"])
+def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -> None:
+    # its own cgroup where one can be made (as root), else the memory split between a
+    # bounded number of processes: either way four processes cannot hold 400 of 256 MiB
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    with (
+        Copy(Snapshot(folder=make_project(tmp_path))) as copy,
+        Workspace(copy.path, memory_mb=256, cgroup=cgroup) as workspace,
+    ):
+        made = workspace.info["memory"]
+        if cgroup and made != "cgroup":
+            pytest.skip("no cgroup can be made here (it needs root and a writable hierarchy)")
+        folders = workspace._cgroup.folders if workspace._cgroup else ()
+        done = Executor(workspace, TOOLS, timeout=120.0)("bash", {"command": HOLD_400_MIB})
+        after = Executor(workspace, TOOLS, timeout=30.0)("bash", {"command": "echo next"})
+    assert "held 4 of 4" not in done.text and "held" in done.text
+    if cgroup:
+        assert done.text.endswith(
+            "[out of memory: the sandbox's 256 MiB, shared by its processes; one was killed]"
+        )
+    else:
+        assert made == "split" and "MemoryError" in done.text
+        assert done.text.endswith(
+            "[out of memory? the sandbox's 256 MiB are split between at most 8 processes: "
+            "32 MiB of address space each]"
+        )
+    assert after == ToolResult("next\n", False)
+    assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor, treediff
+from pytest_prompteval.sandbox import cgroups, editor, treediff
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.server import view, watch_parent
 
@@ -47,13 +47,53 @@ OUTPUT_STOP = 8 * MAX_OUTPUT
 #: How long a shell may take to come back after its command was killed before it is
 #: replaced (a builtin loop leaves no child to kill).
 GRACE = 2.0
+#: Each command's limits beside its memory and processes (``Bound``).
 LIMITS = (
-    (resource.RLIMIT_AS, 4 << 30),
     (resource.RLIMIT_FSIZE, 64 << 20),
-    (resource.RLIMIT_NPROC, 512),
     (resource.RLIMIT_NOFILE, 1024),
     (resource.RLIMIT_CORE, 0),
 )
+#: What a process that ran out of address space writes (no cgroup: nothing counts them).
+_OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, the
+    memory folder's descriptor) up to ``PROCESSES``; without one, split between at most
+    ``FALLBACK_PROCESSES``, each bounded to its share of address space (as a code sample's
+    memory is split). Its private tmpfs folders count in the cgroup, and are bounded in
+    size either way (``isolation``)."""
+
+    memory: int = cgroups.MEMORY_MB << 20
+    cgroup: int | None = None
+
+    @property
+    def processes(self) -> int:
+        return cgroups.PROCESSES if self.cgroup is not None else cgroups.FALLBACK_PROCESSES
+
+    def limits(self) -> tuple[tuple[int, int], ...]:
+        share = self.memory if self.cgroup is not None else self.memory // self.processes
+        return (*LIMITS, (resource.RLIMIT_AS, share), (resource.RLIMIT_NPROC, self.processes))
+
+    def kills(self) -> int:
+        return cgroups.oom_kills(self.cgroup) if self.cgroup is not None else 0
+
+    def note(self, kills: int, output: str) -> str:
+        """What a command's result adds when it ran out of memory (``kills``: the count
+        before it ran)."""
+        whole = f"the sandbox's {self.memory >> 20:,} MiB"
+        if self.cgroup is not None:
+            if self.kills() > kills:
+                return f"\n[out of memory: {whole}, shared by its processes; one was killed]"
+            return ""
+        if any(sign in output for sign in _OUT_OF_MEMORY):
+            share = self.memory // self.processes >> 20
+            return (
+                f"\n[out of memory? {whole} are split between at most {self.processes} "
+                f"processes: {share:,} MiB of address space each]"
+            )
+        return ""
 
 
 def environment() -> dict[str, str]:
@@ -73,12 +113,13 @@ def environment() -> dict[str, str]:
 #: The user commands run as under root: this server's own (``Isolation.uid``), never a uid
 #: other sandboxes share, whose processes would count against RLIMIT_NPROC here.
 _uid = NOBODY
+_bound = Bound()
 
 
 def _unprivileged() -> None:
     """In a child, before it touches the copy."""
     os.setsid()
-    for limit, value in LIMITS:
+    for limit, value in _bound.limits():
         resource.setrlimit(limit, (value, value))
     drop_privileges(ROOT, _uid)
     os.chdir(editor.REPO)
@@ -343,9 +384,12 @@ _parent: int | None = None
 
 
 def main() -> None:
-    global _parent, _uid
+    global _parent, _uid, _bound
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
+    # before anything starts: all the sandbox's processes are then in the cgroup
+    joined = cgroups.join(setup["cgroup"]) if setup.get("cgroup") else None
+    _bound = Bound(int(setup["memory"]), joined)
     shown, _ = view(setup["hidden"])
     placed = [(setup["repo"], editor.REPO, True)]
     if setup.get("base"):
@@ -355,6 +399,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)
     ready = {"ready": isolation.complete, "root": ROOT, **isolation.to_json()}
+    ready["memory"] = "cgroup" if joined is not None else "split"
     print(json.dumps(ready), flush=True)
     if not isolation.complete:
         return
@@ -363,6 +408,7 @@ def main() -> None:
     for job in _jobs():
         op, timeout = job.get("op"), float(job.get("timeout", 60.0))
         answer: Any
+        kills = _bound.kills()
         if op == "bash":
             shell = shell or Shell()
             answer = shell.run(str(job["command"]), timeout)
@@ -381,4 +427,6 @@ def main() -> None:
             answer = run_script(str(job["script"]), timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}
+        if "output" in answer:
+            answer["output"] += _bound.note(kills, answer["output"])
         print(json.dumps(answer), flush=True)

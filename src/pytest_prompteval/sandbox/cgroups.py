@@ -1,0 +1,198 @@
+"""A repository sandbox's memory bound: a cgroup of its own, where this process may make one.
+
+Made by pytest below its own cgroup (``prompteval-<pid>-<random>``): cgroup v2 where
+``/sys/fs/cgroup`` is unified (``memory.max``, ``memory.swap.max``, ``pids.max``), else the
+v1 ``memory`` and ``pids`` hierarchies (``memory.limit_in_bytes``, ``pids.max``). The
+sandbox's server joins it before it starts anything, so the sandbox's every process, and
+the tmpfs pages they write, count against one total. Removed when the sandbox has ended;
+one left behind by a pytest that was killed is removed by the next that makes one.
+Without write access (an unprivileged user, a container without delegation) ``make``
+returns None: the sandbox then splits its budget across a bounded number of processes
+(``workspace_server``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+ROOT = "/sys/fs/cgroup"
+PREFIX = "prompteval-"
+#: A sandbox's memory unless its case says otherwise.
+MEMORY_MB = 2048
+#: Its processes in its cgroup (``pids.max``).
+PROCESSES = 512
+#: Its processes without one: each has its share of the memory as address space.
+FALLBACK_PROCESSES = 8
+
+
+def _own(hierarchy: str) -> str | None:
+    """This process's cgroup in ``hierarchy`` ("" for v2's), from /proc/self/cgroup."""
+    try:
+        with open("/proc/self/cgroup") as file:
+            for line in file:
+                number, controllers, path = line.rstrip("\n").split(":", 2)
+                if (hierarchy == "" and number == "0") or hierarchy in controllers.split(","):
+                    return path
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as file:
+        file.write(value)
+
+
+def _layout(name: str, memory: int, pids: int) -> list[tuple[str, dict[str, str]]] | None:
+    """(folder to make, settings to write) for each hierarchy, or None where none fits."""
+    if os.path.exists(f"{ROOT}/cgroup.controllers"):  # v2, unified
+        own = _own("")
+        if own is None:
+            return None
+        parent = os.path.normpath(f"{ROOT}/{own}")
+        with contextlib.suppress(OSError):  # where the parent may hand them down
+            _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
+        settings = {"memory.max": str(memory), "memory.swap.max": "0", "pids.max": str(pids)}
+        return [(f"{parent}/{name}", settings)]
+    memory_own, pids_own = _own("memory"), _own("pids")
+    if memory_own is None or not os.path.isdir(f"{ROOT}/memory{memory_own}"):
+        return None
+    layout = [
+        (
+            os.path.normpath(f"{ROOT}/memory/{memory_own}/{name}"),
+            {
+                "memory.limit_in_bytes": str(memory),
+                "memory.memsw.limit_in_bytes": str(memory),  # where swap is accounted
+            },
+        )
+    ]
+    if pids_own is not None and os.path.isdir(f"{ROOT}/pids{pids_own}"):
+        layout.append((os.path.normpath(f"{ROOT}/pids/{pids_own}/{name}"), {"pids.max": str(pids)}))
+    return layout
+
+
+def _sweep(folder: str) -> None:
+    """Remove what a killed pytest left beside ``folder``: empty, its pid gone."""
+    parent = os.path.dirname(folder)
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(parent):
+            pid = entry[len(PREFIX) :].partition("-")[0]
+            if entry.startswith(PREFIX) and pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.rmdir(f"{parent}/{entry}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """One sandbox's cgroup: its folders (one per hierarchy; the first holds the memory
+    controller) and its bound in bytes."""
+
+    folders: tuple[str, ...]
+    memory: int
+
+    @classmethod
+    def make(cls, memory: int, pids: int) -> Cgroup | None:
+        """A new cgroup bounding ``memory`` bytes and ``pids`` processes; None where this
+        process may not make one."""
+        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            layout = _layout(name, memory, pids)
+        except OSError:
+            return None
+        if layout is None:
+            return None
+        made: list[str] = []
+        try:
+            for folder, settings in layout:
+                _sweep(folder)
+                os.mkdir(folder, 0o755)
+                made.append(folder)
+                for setting, value in settings.items():
+                    if setting.startswith("memory.memsw") and not os.path.exists(
+                        f"{folder}/{setting}"
+                    ):
+                        continue
+                    _write(f"{folder}/{setting}", value)
+        except OSError:
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+            return None
+        return cls(tuple(made), memory)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"folders": list(self.folders), "memory": self.memory}
+
+    def remove(self, attempts: int = 200) -> None:
+        """Kill what is left in it and remove it: once its processes have exited (a dying
+        namespace takes a moment), the folders go; one still busy is left to the sweep."""
+        for folder in self.folders:
+            if os.path.exists(f"{folder}/cgroup.kill"):
+                with contextlib.suppress(OSError):
+                    _write(f"{folder}/cgroup.kill", "1")
+            else:
+                for pid in _members(folder):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+            for _ in range(attempts):
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+def _members(folder: str) -> list[int]:
+    try:
+        with open(f"{folder}/cgroup.procs") as file:
+            return [int(line) for line in file if line.strip().isdigit()]
+    except OSError:
+        return []
+
+
+def join(folders: list[str]) -> int | None:
+    """In the sandbox's server, before it starts anything: move this process into the
+    cgroup; a descriptor of the memory folder (its OOM kills read after the host's tree is
+    gone), or None when it could not join."""
+    try:
+        for folder in folders:
+            _write(f"{folder}/cgroup.procs", str(os.getpid()))
+        return os.open(folders[0], os.O_RDONLY | os.O_DIRECTORY)
+    except (OSError, IndexError):
+        return None
+
+
+def oom_kills(folder: int) -> int:
+    """How many processes the kernel has killed in the cgroup for want of memory."""
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            fd = os.open(name, os.O_RDONLY, dir_fd=folder)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, 4096).decode()
+        finally:
+            os.close(fd)
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
