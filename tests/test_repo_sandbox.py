@@ -246,8 +246,11 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
         if cgroup and made != "cgroup":
             pytest.skip("no cgroup can be made here (it needs root and a writable hierarchy)")
         folders = workspace._cgroup.folders if workspace._cgroup else ()
-        done = Executor(workspace, TOOLS, timeout=120.0)("bash", {"command": HOLD_400_MIB})
-        after = Executor(workspace, TOOLS, timeout=30.0)("bash", {"command": "echo next"})
+        run = Executor(workspace, TOOLS, timeout=120.0)
+        done = run("bash", {"command": HOLD_400_MIB})
+        after = run("bash", {"command": "echo next"})
+        # memory no address space counts: a memfd's pages, SysV segments kept detached
+        outside = run("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")'"})
     assert "held 4 of 4" not in done.text and "held" in done.text
     if cgroup:
         assert done.text.endswith(
@@ -260,6 +263,7 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
             "32 MiB of address space each]"
         )
     assert after == ToolResult("next\n", False)
+    assert ("PermissionError" in outside.text) is not cgroup  # the cgroup counts them
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 

@@ -168,16 +168,31 @@ def _members(folder: str) -> list[int]:
         return []
 
 
-def join(folders: list[str]) -> int | None:
-    """In the sandbox's server, before it starts anything: move this process into the
-    cgroup; a descriptor of the memory folder (its OOM kills read after the host's tree is
-    gone), or None when it could not join."""
+def hold(folders: list[str]) -> tuple[int, ...] | None:
+    """In the sandbox's server, before its root is the sandbox's: descriptors of the
+    cgroup's folders (the memory one first), or None where it cannot join them. The server
+    stays out: the kernel, past the bound, then kills one of the commands, never it."""
+    held: list[int] = []
     try:
         for folder in folders:
-            _write(f"{folder}/cgroup.procs", str(os.getpid()))
-        return os.open(folders[0], os.O_RDONLY | os.O_DIRECTORY)
-    except (OSError, IndexError):
+            held.append(os.open(folder, os.O_RDONLY | os.O_DIRECTORY))
+            if not os.access(f"{folder}/cgroup.procs", os.W_OK):
+                raise PermissionError(folder)
+    except OSError:
+        for fd in held:
+            os.close(fd)
         return None
+    return tuple(held) or None
+
+
+def enter(folders: tuple[int, ...]) -> None:
+    """In a command's process, before it drops privileges: join the cgroup."""
+    for folder in folders:
+        fd = os.open("cgroup.procs", os.O_WRONLY, dir_fd=folder)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
 
 
 def oom_kills(folder: int) -> int:

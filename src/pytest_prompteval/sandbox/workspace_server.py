@@ -36,7 +36,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_prompteval.sandbox import cgroups, editor, treediff
-from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.isolation import (
+    NOBODY,
+    drop_privileges,
+    forbid_unbounded_memory,
+    isolate,
+    set_dumpable,
+)
 from pytest_prompteval.sandbox.server import view, watch_parent
 
 ROOT = os.geteuid() == 0
@@ -59,14 +65,15 @@ _OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of 
 
 @dataclasses.dataclass(frozen=True)
 class Bound:
-    """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, the
-    memory folder's descriptor) up to ``PROCESSES``; without one, split between at most
+    """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, its
+    folders' descriptors, the memory one first) up to ``PROCESSES``; without one, split
+    between at most
     ``FALLBACK_PROCESSES``, each bounded to its share of address space (as a code sample's
     memory is split). Its private tmpfs folders count in the cgroup, and are bounded in
     size either way (``isolation``)."""
 
     memory: int = cgroups.MEMORY_MB << 20
-    cgroup: int | None = None
+    cgroup: tuple[int, ...] | None = None
 
     @property
     def processes(self) -> int:
@@ -77,7 +84,14 @@ class Bound:
         return (*LIMITS, (resource.RLIMIT_AS, share), (resource.RLIMIT_NPROC, self.processes))
 
     def kills(self) -> int:
-        return cgroups.oom_kills(self.cgroup) if self.cgroup is not None else 0
+        return cgroups.oom_kills(self.cgroup[0]) if self.cgroup is not None else 0
+
+    def enter(self) -> None:
+        """In a command's process, with privileges still: its bound beyond rlimits."""
+        if self.cgroup is not None:
+            cgroups.enter(self.cgroup)
+        else:
+            forbid_unbounded_memory()
 
     def note(self, kills: int, output: str) -> str:
         """What a command's result adds when it ran out of memory (``kills``: the count
@@ -119,6 +133,7 @@ _bound = Bound()
 def _unprivileged() -> None:
     """In a child, before it touches the copy."""
     os.setsid()
+    _bound.enter()
     for limit, value in _bound.limits():
         resource.setrlimit(limit, (value, value))
     drop_privileges(ROOT, _uid)
@@ -132,8 +147,8 @@ def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
             os.dup2(stdin, 0)
             os.dup2(stdout, 1)
             os.dup2(stdout, 2)
-            os.closerange(3, 1 << 16)
             _unprivileged()
+            os.closerange(3, 1 << 16)  # the cgroup's folders too, once joined
             os.execve(argv[0], argv, environment())
         finally:
             os._exit(127)
@@ -387,9 +402,9 @@ def main() -> None:
     global _parent, _uid, _bound
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
-    # before anything starts: all the sandbox's processes are then in the cgroup
-    joined = cgroups.join(setup["cgroup"]) if setup.get("cgroup") else None
-    _bound = Bound(int(setup["memory"]), joined)
+    # while the host's tree is in reach: each command joins the cgroup through these
+    held = cgroups.hold(setup["cgroup"]) if setup.get("cgroup") else None
+    _bound = Bound(int(setup["memory"]), held)
     shown, _ = view(setup["hidden"])
     placed = [(setup["repo"], editor.REPO, True)]
     if setup.get("base"):
@@ -399,7 +414,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)
     ready = {"ready": isolation.complete, "root": ROOT, **isolation.to_json()}
-    ready["memory"] = "cgroup" if joined is not None else "split"
+    ready["memory"] = "cgroup" if held is not None else "split"
     print(json.dumps(ready), flush=True)
     if not isolation.complete:
         return
