@@ -187,7 +187,7 @@ def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
 def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
     # other programs' processes under ``nobody`` (as other sandboxes' would be) reach the
     # commands' process limit; the agent's shell and what it starts must still run
-    from pytest_prompteval.sandbox.cgroups import FALLBACK_PROCESSES, PROCESSES
+    from pytest_prompteval.sandbox.memory import FALLBACK_PROCESSES, PROCESSES
     from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
 
     from .conftest import processes_of  # not at the top: this file also runs as a script

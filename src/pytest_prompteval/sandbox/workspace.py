@@ -31,7 +31,7 @@ from typing import IO, Any, NamedTuple
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
-from pytest_prompteval.sandbox import cgroups
+from pytest_prompteval.sandbox import memory
 from pytest_prompteval.sandbox.client import (
     SAFE_ENV,
     LineReader,
@@ -186,15 +186,15 @@ class Workspace:
         memory_mb: int | None = None,
         cgroup: bool = True,
     ):
-        """``memory_mb``: the sandbox's memory (``cgroups.MEMORY_MB`` by default), in a
+        """``memory_mb``: the sandbox's memory (``memory.MEMORY_MB`` by default), in a
         cgroup of its own where one can be made (not with ``cgroup=False``)."""
         self.copy = copy
         self.base = base
         self.hidden = [os.getcwd(), *(os.fspath(h) for h in hidden)]
         self._lock = threading.Lock()
         self._lines = LineReader()
-        memory = (memory_mb or cgroups.MEMORY_MB) << 20
-        self._cgroup = cgroups.Cgroup.make(memory, cgroups.PROCESSES) if cgroup else None
+        size = (memory_mb or memory.MEMORY_MB) << 20
+        self._cgroup = memory.Cgroup.make(size, memory.PROCESSES) if cgroup else None
         self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
@@ -203,7 +203,7 @@ class Workspace:
                 "repo": str(copy),
                 "base": str(base) if base else None,
                 "hidden": self.hidden,
-                "memory": memory,
+                "memory": size,
                 "cgroup": list(self._cgroup.folders) if self._cgroup else None,
             }
         )

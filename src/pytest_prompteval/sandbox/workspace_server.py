@@ -35,14 +35,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import cgroups, editor, treediff
-from pytest_prompteval.sandbox.isolation import (
-    NOBODY,
-    drop_privileges,
-    forbid_unbounded_memory,
-    isolate,
-    set_dumpable,
-)
+from pytest_prompteval.sandbox import editor, treediff
+from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.memory import Bound, hold
 from pytest_prompteval.sandbox.server import view, watch_parent
 
 ROOT = os.geteuid() == 0
@@ -53,61 +48,12 @@ OUTPUT_STOP = 8 * MAX_OUTPUT
 #: How long a shell may take to come back after its command was killed before it is
 #: replaced (a builtin loop leaves no child to kill).
 GRACE = 2.0
-#: Each command's limits beside its memory and processes (``Bound``).
+#: Each command's limits beside its memory and processes (``memory.Bound``).
 LIMITS = (
     (resource.RLIMIT_FSIZE, 64 << 20),
     (resource.RLIMIT_NOFILE, 1024),
     (resource.RLIMIT_CORE, 0),
 )
-#: What a process that ran out of address space writes (no cgroup: nothing counts them).
-_OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
-
-
-@dataclasses.dataclass(frozen=True)
-class Bound:
-    """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, its
-    folders' descriptors, the memory one first) up to ``PROCESSES``; without one, split
-    between at most
-    ``FALLBACK_PROCESSES``, each bounded to its share of address space (as a code sample's
-    memory is split). Its private tmpfs folders count in the cgroup, and are bounded in
-    size either way (``isolation``)."""
-
-    memory: int = cgroups.MEMORY_MB << 20
-    cgroup: tuple[int, ...] | None = None
-
-    @property
-    def processes(self) -> int:
-        return cgroups.PROCESSES if self.cgroup is not None else cgroups.FALLBACK_PROCESSES
-
-    def limits(self) -> tuple[tuple[int, int], ...]:
-        share = self.memory if self.cgroup is not None else self.memory // self.processes
-        return (*LIMITS, (resource.RLIMIT_AS, share), (resource.RLIMIT_NPROC, self.processes))
-
-    def kills(self) -> int:
-        return cgroups.oom_kills(self.cgroup[0]) if self.cgroup is not None else 0
-
-    def enter(self) -> None:
-        """In a command's process, with privileges still: its bound beyond rlimits."""
-        if self.cgroup is not None:
-            cgroups.enter(self.cgroup)
-        else:
-            forbid_unbounded_memory()
-
-    def note(self, kills: int, output: str) -> str:
-        """What a command's result adds when it ran out of memory (``kills``: the count
-        before it ran)."""
-        whole = f"the sandbox's {self.memory >> 20:,} MiB"
-        if self.cgroup is not None:
-            if self.kills() > kills:
-                return f"\n[out of memory: {whole}, shared by its processes; one was killed]"
-            return ""
-        if any(sign in output for sign in _OUT_OF_MEMORY):
-            share = self.memory // self.processes >> 20
-            return (
-                f"\n[out of memory? {whole} are split between at most {self.processes} "
-                f"processes: {share:,} MiB of address space each]"
-            )
-        return ""
 
 
 def environment() -> dict[str, str]:
@@ -134,7 +80,7 @@ def _unprivileged() -> None:
     """In a child, before it touches the copy."""
     os.setsid()
     _bound.enter()
-    for limit, value in _bound.limits():
+    for limit, value in (*LIMITS, *_bound.limits()):
         resource.setrlimit(limit, (value, value))
     drop_privileges(ROOT, _uid)
     os.chdir(editor.REPO)
@@ -403,7 +349,7 @@ def main() -> None:
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
     # while the host's tree is in reach: each command joins the cgroup through these
-    held = cgroups.hold(setup["cgroup"]) if setup.get("cgroup") else None
+    held = hold(setup["cgroup"]) if setup.get("cgroup") else None
     _bound = Bound(int(setup["memory"]), held)
     shown, _ = view(setup["hidden"])
     placed = [(setup["repo"], editor.REPO, True)]

@@ -1,25 +1,30 @@
-"""A repository sandbox's memory bound: a cgroup of its own, where this process may make one.
+"""A repository sandbox's memory bound (``Bound``): a cgroup of its own where pytest may make
+one, else its memory split between a bounded number of processes.
 
-Made by pytest below its own cgroup (``prompteval-<pid>-<random>``): cgroup v2 where
+pytest makes the cgroup below its own (``prompteval-<pid>-<random>``): cgroup v2 where
 ``/sys/fs/cgroup`` is unified (``memory.max``, ``memory.swap.max``, ``pids.max``), else the
 v1 ``memory`` and ``pids`` hierarchies (``memory.limit_in_bytes``, ``pids.max``). The
-sandbox's server joins it before it starts anything, so the sandbox's every process, and
-the tmpfs pages they write, count against one total. Removed when the sandbox has ended;
-one left behind by a pytest that was killed is removed by the next that makes one.
-Without write access (an unprivileged user, a container without delegation) ``make``
-returns None: the sandbox then splits its budget across a bounded number of processes
-(``workspace_server``).
+sandbox's server holds its folders open and each command joins it before it drops its
+privileges, so every command, and the tmpfs pages it writes, count against one total,
+while the server stays out of the kernel's reach when the total is reached. Removed when
+the sandbox has ended; one a killed pytest left behind is removed by the next that makes
+one. Without write access (an unprivileged user, a container without delegation) ``make``
+returns None and each command gets its share of address space, with the calls whose
+memory no address space counts refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import secrets
 import signal
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from pytest_prompteval.sandbox.isolation import forbid_unbounded_memory
 
 ROOT = "/sys/fs/cgroup"
 PREFIX = "prompteval-"
@@ -211,3 +216,53 @@ def oom_kills(folder: int) -> int:
             if key == "oom_kill" and value.strip().isdigit():
                 return int(value)
     return 0
+
+
+#: What a process that ran out of address space writes (no cgroup: nothing counts them).
+_OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, its
+    folders' descriptors, the memory one first) up to ``PROCESSES``; without one, split
+    between at most ``FALLBACK_PROCESSES``, each bounded to its share of address space (as
+    a code sample's memory is split). Its private tmpfs folders count in the cgroup, and
+    are bounded in size either way (``isolation``)."""
+
+    memory: int = MEMORY_MB << 20
+    cgroup: tuple[int, ...] | None = None
+
+    @property
+    def processes(self) -> int:
+        return PROCESSES if self.cgroup is not None else FALLBACK_PROCESSES
+
+    def limits(self) -> tuple[tuple[int, int], ...]:
+        share = self.memory if self.cgroup is not None else self.memory // self.processes
+        return ((resource.RLIMIT_AS, share), (resource.RLIMIT_NPROC, self.processes))
+
+    def kills(self) -> int:
+        return oom_kills(self.cgroup[0]) if self.cgroup is not None else 0
+
+    def enter(self) -> None:
+        """In a command's process, with privileges still: its bound beyond rlimits."""
+        if self.cgroup is not None:
+            enter(self.cgroup)
+        else:
+            forbid_unbounded_memory()
+
+    def note(self, kills: int, output: str) -> str:
+        """What a command's result adds when it ran out of memory (``kills``: the count
+        before it ran)."""
+        whole = f"the sandbox's {self.memory >> 20:,} MiB"
+        if self.cgroup is not None:
+            if self.kills() > kills:
+                return f"\n[out of memory: {whole}, shared by its processes; one was killed]"
+            return ""
+        if any(sign in output for sign in _OUT_OF_MEMORY):
+            share = self.memory // self.processes >> 20
+            return (
+                f"\n[out of memory? {whole} are split between at most {self.processes} "
+                f"processes: {share:,} MiB of address space each]"
+            )
+        return ""
