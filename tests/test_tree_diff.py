@@ -11,7 +11,7 @@ import pytest
 
 from pytest_prompteval.core.result import MAX_DIFF, RepoResult
 from pytest_prompteval.sandbox.client import LineReader, LineTooLong
-from pytest_prompteval.sandbox.treediff import DIFF_BUDGET, FILE_BUDGET, LISTED, diff
+from pytest_prompteval.sandbox.treediff import DIFF_BUDGET, FILE_BUDGET, LISTED, diff, walk
 
 from .test_repo_sandbox import make_project
 
@@ -70,9 +70,35 @@ def test_past_the_budget_the_files_left_out_are_named_and_counted(tmp_path: Path
     note = shown[shown.index("[diff stopped") :]
     shown_files = shown.count("+++ b/f")
     left = count - shown_files
-    assert note.startswith(f"[diff stopped at its budget of {DIFF_BUDGET:,} bytes: {left:,} more")
+    assert note.startswith(f"[diff stopped at its budget ({DIFF_BUDGET:,} bytes, 10 s of CPU): ")
+    assert note.count(f"{left:,} more changed files not shown: ") == 1
     assert note.count("f0") == LISTED and note.endswith(f" and {left - LISTED:,} more]\n")
     assert f"f{shown_files:05d}.txt" in note  # the first one left out is listed
+
+
+def test_a_diff_that_would_take_long_is_summarised_and_the_rest_left_out(
+    tmp_path: Path,
+) -> None:
+    # difflib is quadratic when few distinct lines recur often: minutes of CPU for 256 KiB
+    base, top = trees(tmp_path)
+    (base / "a_slow.txt").write_text("".join(f"{i % 150}\n" for i in range(20_000)))
+    (top / "a_slow.txt").write_text("".join(f"{i * 7 % 150}\n" for i in range(20_000)))
+    (top / "b_next.txt").write_text("next\n")
+    shown = diff(str(base), str(top), seconds=0.01)
+    assert shown == (
+        "Slow diff of a_slow.txt: file changed (65,310 -> 65,329 bytes), not shown (the "
+        "diff's CPU time is spent)\n"
+        f"[diff stopped at its budget ({DIFF_BUDGET:,} bytes, 0.01 s of CPU): 1 more changed "
+        "file not shown: b_next.txt]\n"
+    )
+
+
+def test_the_walk_lists_at_most_its_limit_of_entries(tmp_path: Path) -> None:
+    for number in range(10):
+        (tmp_path / f"f{number}").write_text("")
+    listed, stopped = walk(str(tmp_path), limit=4)
+    assert (sorted(listed), stopped) == (["f0", "f1", "f2", "f3"], True)
+    assert walk(str(tmp_path), limit=10)[1] is False
 
 
 def test_a_name_cannot_forge_a_header_and_is_quoted_as_git_quotes_it(tmp_path: Path) -> None:

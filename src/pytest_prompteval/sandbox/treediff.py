@@ -5,7 +5,9 @@ The copy is the agent's, so every size here is its choice: the diff is built und
 budget (``DIFF_BUDGET`` in all, ``FILE_BUDGET`` per file). A binary file is one line with
 its sizes; so is a file too large to diff line by line (``TEXT_MAX``), which is compared in
 chunks and never read whole; a file whose diff is over its share is summarised the same
-way. Past the budget, what is left out is named (at most ``LISTED`` names, then a count).
+way. Line-by-line diffs take at most ``DIFF_SECONDS`` of CPU in all (difflib is quadratic
+on some inputs): the file at hand when they are spent is summarised. Past the budget, what
+is left out is named (at most ``LISTED`` names, then a count).
 Names are quoted as git quotes them (``"a/new\\nline"``): a name cannot forge a header.
 The walk lists at most ``MAX_ENTRIES`` entries a tree, without recursion, in sorted order.
 """
@@ -14,8 +16,9 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pytest_prompteval.core.result import MAX_DIFF
 
@@ -32,6 +35,8 @@ LISTED = 100
 NAME_SHOWN = 200
 #: Entries a tree's walk lists; past them the diff says it compared only these.
 MAX_ENTRIES = 100_000
+#: CPU seconds the line-by-line diffs may take in all.
+DIFF_SECONDS = 10.0
 #: Where a NUL makes a file binary, as git decides.
 SNIFF = 8000
 CHUNK = 1 << 16
@@ -65,9 +70,10 @@ def walk(top: str, limit: int = MAX_ENTRIES) -> tuple[dict[str, os.stat_result],
         folder = todo.pop()
         try:
             with os.scandir(os.path.join(top, folder)) as entries:
-                listed = sorted(entries, key=lambda entry: entry.name, reverse=True)
+                listed = sorted(entries, key=lambda entry: entry.name)
         except OSError:
             continue
+        inner = []
         for entry in listed:
             name = os.path.join(folder, entry.name)
             try:
@@ -76,11 +82,12 @@ def walk(top: str, limit: int = MAX_ENTRIES) -> tuple[dict[str, os.stat_result],
                 continue
             if stat.S_ISDIR(info.st_mode):
                 if entry.name != ".git":
-                    todo.append(name)
+                    inner.append(name)
                 continue
             if len(found) >= limit:
                 return found, True
             found[name] = info
+        todo.extend(reversed(inner))  # the first popped first
     return found, False
 
 
@@ -206,25 +213,55 @@ def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], b
     return changes(), stopped_before or stopped_after
 
 
-def diff(base: str, top: str, budget: int = DIFF_BUDGET) -> str:
+class _OutOfTime(Exception):
+    """The diff's CPU time is spent."""
+
+
+def _expire(*_: object) -> None:
+    raise _OutOfTime
+
+
+def _timed(work: Callable[[], str], seconds: float) -> tuple[str | None, float]:
+    """``work()`` within ``seconds`` of this process's CPU time (None past them), and the
+    seconds left. From the main thread only (a signal)."""
+    if seconds <= 0:
+        return None, 0.0
+    previous = signal.signal(signal.SIGVTALRM, _expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    done: str | None = None
+    try:
+        done = work()
+    except _OutOfTime:
+        pass
+    finally:
+        left = signal.setitimer(signal.ITIMER_VIRTUAL, 0)[0]
+        signal.signal(signal.SIGVTALRM, previous)
+    return done, left if done is not None else 0.0
+
+
+def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_SECONDS) -> str:
     """The unified diff of ``base`` against ``top`` (``a/``, ``b/`` prefixes, files in
-    order), at most ``budget`` bytes of UTF-8."""
+    order), at most ``budget`` bytes of UTF-8 and ``seconds`` of CPU."""
     changes, stopped = _changed(base, top)
-    room = budget - NOTE_ROOM
+    room, allowed = budget - NOTE_ROOM, seconds
     parts: list[str] = []
     left_out: list[str] = []
     more = 0
     for name, old, new in changes:
-        if left_out or room <= 0:
+        if left_out or room <= 0 or seconds <= 0:
             if len(left_out) < LISTED:
                 left_out.append(_clip(name))
             else:
                 more += 1
             continue
         try:
-            part = _file_diff(name, old, new)
+            done, seconds = _timed(lambda: _file_diff(name, old, new), seconds)  # noqa: B023
         except OSError as exc:
-            part = f"File {quote(name)} {_sizes(old, new)}, unreadable: {exc.strerror}\n"
+            done = f"File {quote(name)} {_sizes(old, new)}, unreadable: {exc.strerror}\n"
+        part = done or (
+            f"Slow diff of {quote(name)}: file {_sizes(old, new)}, not shown (the diff's "
+            "CPU time is spent)\n"
+        )
         size = len(part.encode(errors="surrogateescape"))
         if size > room:
             left_out.append(_clip(name))
@@ -234,7 +271,8 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET) -> str:
     if left_out:
         count = len(left_out) + more
         parts.append(
-            f"[diff stopped at its budget of {budget:,} bytes: {count:,} more changed "
+            f"[diff stopped at its budget ({budget:,} bytes, {allowed:g} s of CPU): "
+            f"{count:,} more changed "
             f"file{'s' if count != 1 else ''} not shown: {', '.join(left_out)}"
             + (f" and {more:,} more" if more else "")
             + "]\n"
