@@ -251,6 +251,7 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
         after = run("bash", {"command": "echo next"})
         # memory no address space counts: a memfd's pages, SysV segments kept detached
         outside = run("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")'"})
+        files = run("bash", {"command": "ulimit -n"})  # each socket's buffers count in none
     assert "held 4 of 4" not in done.text and "held" in done.text
     if cgroup:
         assert done.text.endswith(
@@ -264,6 +265,7 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
         )
     assert after == ToolResult("next\n", False)
     assert ("PermissionError" in outside.text) is not cgroup  # the cgroup counts them
+    assert files == ToolResult("1024\n" if cgroup else "256\n", False)
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 

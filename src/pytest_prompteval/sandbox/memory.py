@@ -34,6 +34,9 @@ MEMORY_MB = 2048
 PROCESSES = 512
 #: Its processes without one: each has its share of the memory as address space.
 FALLBACK_PROCESSES = 8
+#: Open files a process may hold: without a cgroup, fewer (each socket may hold 200 KiB
+#: of buffers that no address space counts: 113 MiB a process with 1,024).
+FILES, FALLBACK_FILES = 1024, 256
 
 
 def _own(hierarchy: str) -> str | None:
@@ -238,8 +241,15 @@ class Bound:
         return PROCESSES if self.cgroup is not None else FALLBACK_PROCESSES
 
     def limits(self) -> tuple[tuple[int, int], ...]:
-        share = self.memory if self.cgroup is not None else self.memory // self.processes
-        return ((resource.RLIMIT_AS, share), (resource.RLIMIT_NPROC, self.processes))
+        if self.cgroup is not None:
+            share, files = self.memory, FILES
+        else:
+            share, files = self.memory // self.processes, FALLBACK_FILES
+        return (
+            (resource.RLIMIT_AS, share),
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_NOFILE, files),
+        )
 
     def kills(self) -> int:
         return oom_kills(self.cgroup[0]) if self.cgroup is not None else 0

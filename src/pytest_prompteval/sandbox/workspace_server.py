@@ -48,10 +48,9 @@ OUTPUT_STOP = 8 * MAX_OUTPUT
 #: How long a shell may take to come back after its command was killed before it is
 #: replaced (a builtin loop leaves no child to kill).
 GRACE = 2.0
-#: Each command's limits beside its memory and processes (``memory.Bound``).
+#: Each command's limits beside its memory, processes and files (``memory.Bound``).
 LIMITS = (
     (resource.RLIMIT_FSIZE, 64 << 20),
-    (resource.RLIMIT_NOFILE, 1024),
     (resource.RLIMIT_CORE, 0),
 )
 
