@@ -269,6 +269,24 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 
+def test_a_cgroup_a_killed_pytest_left_behind_is_removed_by_the_next() -> None:
+    from pytest_prompteval.sandbox.memory import Cgroup
+
+    made = Cgroup.make(64 << 20, 8)
+    if made is None:
+        pytest.skip("no cgroup can be made here (it needs root and a writable hierarchy)")
+    # a pid above any pid_max: that pytest is gone
+    left = [os.path.join(os.path.dirname(f), "prompteval-999999999-0") for f in made.folders]
+    for folder in left:
+        os.mkdir(folder)
+    made.remove()
+    assert all(os.path.exists(folder) for folder in left)
+    again = Cgroup.make(64 << 20, 8)
+    assert again is not None
+    again.remove()
+    assert not any(os.path.exists(f) for f in (*left, *made.folders, *again.folders))
+
+
 if __name__ == "__main__":
     from pytest_prompteval.sandbox.client import SandboxUnavailable
 

@@ -11,10 +11,12 @@ JSON job per line:
 - ``restart`` starts a new shell;
 - ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
-- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``.
+- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``,
+  bounded (``treediff``).
 
 Every process that touches the copy runs without privileges (``nobody`` as root, no
-capabilities in a user namespace) and with rlimits; a command past its timeout is killed
+capabilities in a user namespace) and with rlimits, its memory the sandbox's, shared by all
+(``memory.Bound``); a command past its timeout is killed
 with everything it started, and its result says so. The server watches pytest (a pidfd)
 and ends with it; every process of the sandbox ends with the server, PID 1 of its namespace.
 """
