@@ -52,6 +52,10 @@ def _own(hierarchy: str) -> str | None:
     return None
 
 
+#: Settings of swap, which a kernel without swap accounting lacks.
+_SWAP = ("memory.swap.max", "memory.memsw.limit_in_bytes")
+
+
 def _write(path: str, value: str) -> None:
     with open(path, "w") as file:
         file.write(value)
@@ -132,10 +136,8 @@ class Cgroup:
                 os.mkdir(folder, 0o755)
                 made.append(folder)
                 for setting, value in settings.items():
-                    if setting.startswith("memory.memsw") and not os.path.exists(
-                        f"{folder}/{setting}"
-                    ):
-                        continue
+                    if setting in _SWAP and not os.path.exists(f"{folder}/{setting}"):
+                        continue  # a kernel without swap accounting
                     _write(f"{folder}/{setting}", value)
         except OSError:
             for folder in reversed(made):
