@@ -75,6 +75,7 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
         ),
         ("bash", {"command": "sleep 300"}),
         ("bash", {"command": "echo still here"}),
+        ("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")' 2>&1; ulimit -n"}),
     ]
     answers = []
     with Copy(Snapshot(folder=project)) as copy:
@@ -140,6 +141,8 @@ def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: b
     assert report["copy_removed"]
     if unprivileged:  # no cgroup of its own: its memory is split between its processes
         assert report["memory"] == "split"
+        assert "PermissionError" in answers[15]["text"]  # memory no address space counts
+        assert answers[15]["text"].endswith("\n256\n")
 
 
 def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ MEMORY_MB = 2048
 PROCESSES = 512
 #: Its processes without one: each has its share of the memory as address space.
 FALLBACK_PROCESSES = 8
+#: A process's address space in the cgroup, which counts what it uses, not reserves.
+ADDRESS_SPACE = 4 << 30
 #: Open files a process may hold: without a cgroup, fewer (each socket may hold 200 KiB
 #: of buffers that no address space counts: 113 MiB a process with 1,024).
 FILES, FALLBACK_FILES = 1024, 256
@@ -243,8 +245,8 @@ class Bound:
         return PROCESSES if self.cgroup is not None else FALLBACK_PROCESSES
 
     def limits(self) -> tuple[tuple[int, int], ...]:
-        if self.cgroup is not None:
-            share, files = self.memory, FILES
+        if self.cgroup is not None:  # the cgroup counts memory: address space may reserve
+            share, files = max(self.memory, ADDRESS_SPACE), FILES
         else:
             share, files = self.memory // self.processes, FALLBACK_FILES
         return (
