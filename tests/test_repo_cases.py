@@ -199,6 +199,11 @@ def test_the_verdict_runs_the_tests_on_the_agents_copy(project: Path) -> None:
             "  timeout: 500\n",
             "cases.yaml:7: case 'slug': timeout: seconds per command, more than 0",
         ),
+        (
+            "  memory_mb: 8\n",
+            "cases.yaml:7: case 'slug': memory_mb: MiB for the sandbox, a whole number from 64",
+        ),
+        ("  memory_mbs: 512\n", "cases.yaml:7: case 'slug': unknown field 'memory_mbs'; did you"),
         ("  pass_to_pass: tests\n", "cases.yaml:7: case 'slug': pass_to_pass: expected a list"),
         ("  test_patch: ../../etc/passwd\n", "cases.yaml:7: case 'slug': test_patch: path"),
     ],

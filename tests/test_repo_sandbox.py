@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -76,10 +75,12 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
         ),
         ("bash", {"command": "sleep 300"}),
         ("bash", {"command": "echo still here"}),
+        ("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")' 2>&1; ulimit -n"}),
     ]
     answers = []
     with Copy(Snapshot(folder=project)) as copy:
         with Workspace(copy.path) as workspace:
+            memory = workspace.info["memory"]
             run = Executor(workspace, TOOLS, timeout=3.0)
             for name, command in calls:
                 result = run(name, command)
@@ -87,6 +88,7 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
         copy_folder = copy.folder
     return {
         "answers": answers,
+        "memory": memory,
         "same_snapshot": digest(project) == before,
         "copy_removed": not copy_folder.exists(),
         "host_files": [str(p) for p in (outside / "pwned", Path("/tmp/pwned")) if p.exists()],
@@ -137,6 +139,10 @@ def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: b
     assert report["host_files"] == []
     assert report["same_snapshot"]
     assert report["copy_removed"]
+    if unprivileged:  # no cgroup of its own: its memory is split between its processes
+        assert report["memory"] == "split"
+        assert "PermissionError" in answers[15]["text"]  # memory no address space counts
+        assert answers[15]["text"].endswith("\n256\n")
 
 
 def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
@@ -184,14 +190,14 @@ def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
 def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
     # other programs' processes under ``nobody`` (as other sandboxes' would be) reach the
     # commands' process limit; the agent's shell and what it starts must still run
+    from pytest_prompteval.sandbox.memory import FALLBACK_PROCESSES, PROCESSES
     from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
-    from pytest_prompteval.sandbox.workspace_server import LIMITS
 
     from .conftest import processes_of  # not at the top: this file also runs as a script
 
     if os.geteuid() != 0:
         pytest.skip("the sandbox's own user is root's to give")
-    processes = dict(LIMITS)[resource.RLIMIT_NPROC]
+    processes = max(PROCESSES, FALLBACK_PROCESSES)
     with (
         processes_of(65534, processes + 2),
         Copy(Snapshot(folder=make_project(tmp_path))) as copy,
@@ -202,6 +208,86 @@ def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) ->
         uid = w.info["uid"]
         assert done == ToolResult(f"forked\n{uid}\n", False)
         assert uid != 65534 and copy.path.stat().st_uid == uid
+
+
+#: Four processes, each holding 100 MiB at once (each writes once its block is filled).
+HOLD_400_MIB = """python3 -c '
+import os
+report, release = os.pipe(), os.pipe()
+for _ in range(4):
+    if os.fork() == 0:
+        os.close(report[0]); os.close(release[1])
+        try:
+            block = bytearray(100 << 20)
+            os.write(report[1], b"x")
+        finally:
+            os.close(report[1])
+        os.read(release[0], 1)
+        os._exit(0)
+os.close(report[1])
+held = b""
+while chunk := os.read(report[0], 4):
+    held += chunk
+os.close(release[1])
+for _ in range(4):
+    os.wait()
+print("held", len(held), "of 4")
+'"""
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "split"])
+def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -> None:
+    # its own cgroup where one can be made (as root), else the memory split between a
+    # bounded number of processes: either way four processes cannot hold 400 of 256 MiB
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    with (
+        Copy(Snapshot(folder=make_project(tmp_path))) as copy,
+        Workspace(copy.path, memory_mb=256, cgroup=cgroup) as workspace,
+    ):
+        made = workspace.info["memory"]
+        if cgroup and made != "cgroup":
+            pytest.skip("no cgroup can be made here (it needs root and a writable hierarchy)")
+        folders = workspace._cgroup.folders if workspace._cgroup else ()
+        run = Executor(workspace, TOOLS, timeout=120.0)
+        done = run("bash", {"command": HOLD_400_MIB})
+        after = run("bash", {"command": "echo next"})
+        # memory no address space counts: a memfd's pages, SysV segments kept detached
+        outside = run("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")'"})
+        files = run("bash", {"command": "ulimit -n"})  # each socket's buffers count in none
+    assert "held 4 of 4" not in done.text and "held" in done.text
+    if cgroup:
+        assert done.text.endswith(
+            "[out of memory: the sandbox's 256 MiB, shared by its processes; one was killed]"
+        )
+    else:
+        assert made == "split" and "MemoryError" in done.text
+        assert done.text.endswith(
+            "[out of memory? the sandbox's 256 MiB are split between at most 8 processes: "
+            "32 MiB of address space each]"
+        )
+    assert after == ToolResult("next\n", False)
+    assert ("PermissionError" in outside.text) is not cgroup  # the cgroup counts them
+    assert files == ToolResult("1024\n" if cgroup else "256\n", False)
+    assert folders == () or not any(os.path.exists(folder) for folder in folders)
+
+
+def test_a_cgroup_a_killed_pytest_left_behind_is_removed_by_the_next() -> None:
+    from pytest_prompteval.sandbox.memory import Cgroup
+
+    made = Cgroup.make(64 << 20, 8)
+    if made is None:
+        pytest.skip("no cgroup can be made here (it needs root and a writable hierarchy)")
+    # a pid above any pid_max: that pytest is gone
+    left = [os.path.join(os.path.dirname(f), "prompteval-999999999-0") for f in made.folders]
+    for folder in left:
+        os.mkdir(folder)
+    made.remove()
+    assert all(os.path.exists(folder) for folder in left)
+    again = Cgroup.make(64 << 20, 8)
+    assert again is not None
+    again.remove()
+    assert not any(os.path.exists(f) for f in (*left, *made.folders, *again.folders))
 
 
 if __name__ == "__main__":

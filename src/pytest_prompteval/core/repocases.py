@@ -12,6 +12,7 @@ decide whether the agent fixed it (SWE-bench's ``FAIL_TO_PASS`` and ``PASS_TO_PA
   test_patch: patches/slug_tests.diff  # optional: applied before the verdict, never shown
   timeout: 60                          # seconds per command (default 60, at most 300)
   test_command: "python -m pytest -q"  # optional; default pytest on the listed ids
+  memory_mb: 4096                      # the sandbox's memory, all its processes (2048)
 ```
 
 Files are named relative to the case file and must stay inside the project (core/paths).
@@ -32,6 +33,8 @@ from pytest_prompteval.core.yamlload import line_of
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 300.0
+#: A sandbox's memory a case may ask for, in MiB.
+MEMORY_MB = (64, 1 << 16)
 REPO_KEYS = frozenset({"git", "ref"})
 
 
@@ -51,6 +54,8 @@ class RepoCase:
     test_command: str | None
     #: whether the lists were given (check-cases derives the missing ones)
     listed: bool
+    #: the sandbox's memory, shared by its processes (None: the sandbox's default)
+    memory_mb: int | None = None
 
 
 def is_repo_case(case: Case) -> bool:
@@ -117,6 +122,12 @@ def parse_repo_case(case: Case) -> RepoCase:
         raise _fail(
             case, "timeout", f"seconds per command, more than 0 and at most {MAX_TIMEOUT:g}"
         )
+    memory = raw.get("memory_mb")
+    low, high = MEMORY_MB
+    if memory is not None and (
+        isinstance(memory, bool) or not isinstance(memory, int) or not low <= memory <= high
+    ):
+        raise _fail(case, "memory_mb", f"MiB for the sandbox, a whole number from {low} to {high}")
     command = raw.get("test_command")
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise _fail(case, "test_command", "expected a shell command")
@@ -133,4 +144,5 @@ def parse_repo_case(case: Case) -> RepoCase:
         timeout=float(timeout),
         test_command=command,
         listed="fail_to_pass" in raw,
+        memory_mb=memory,
     )

@@ -63,6 +63,10 @@ class ExecutionResult:
     run_seconds: float | None = None
 
 
+#: The most of an agent's diff a result keeps, in bytes (the verdict builds it within this).
+MAX_DIFF = 1 << 20
+
+
 @dataclass
 class RepoResult:
     """A repository task's verdict: its tests on the copy the agent left."""
@@ -77,6 +81,11 @@ class RepoResult:
     pass_to_pass_kept: float
     #: the agent's change, against the snapshot
     diff: str
+
+    def __post_init__(self) -> None:
+        # the verdict builds it within the bound; a history file may hold anything
+        if len(self.diff) > MAX_DIFF:
+            self.diff = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
 
 
 @dataclass

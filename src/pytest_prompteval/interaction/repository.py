@@ -167,7 +167,7 @@ def run_task(
         copy = Copy(snapshot_of(task.case))
     try:
         with _sandbox("the repository sandbox"):
-            workspace = Workspace(copy.path, hidden=task.hidden)
+            workspace = Workspace(copy.path, hidden=task.hidden, memory_mb=task.case.memory_mb)
         try:
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)

@@ -95,25 +95,48 @@ class SandboxUnavailable(PromptevalError):
     """The sandbox cannot run samples safely here; the message says why and what to do."""
 
 
+#: The longest answer a server may send: far above any a sandbox sends (a repository's
+#: diff, its largest, is about 6 MiB of JSON), far below what would strain pytest.
+MAX_LINE = 64 << 20
+
+
+class LineTooLong(PromptevalError):
+    """A server sent a line longer than its reader takes; what it sent is dropped."""
+
+
 class LineReader:
     """A server's answers, a line each, read from the descriptor into our own buffer, which
-    may already hold the next line (a buffered ``readline`` would hide it from ``select``)."""
+    may already hold the next line (a buffered ``readline`` would hide it from ``select``).
+    A line is at most ``limit`` bytes: past it, ``next`` raises ``LineTooLong`` (the
+    server is then out of step: its caller ends it) rather than hold what the server sends.
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_LINE) -> None:
+        self.limit = limit
         self._buffer = bytearray()
 
     def next(self, stream: IO[Any], timeout: float) -> str | None:
         """The next line, None when none comes in ``timeout`` or the server ended."""
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
+        end = self._buffer.find(b"\n")
+        while end < 0:
+            if len(self._buffer) > self.limit:
+                break
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([stream], [], [], left)[0]:
                 return None
-            chunk = os.read(stream.fileno(), 1 << 20)
+            chunk = os.read(stream.fileno(), min(1 << 20, self.limit + 1 - len(self._buffer)))
             if not chunk:
                 return None
+            end = chunk.find(b"\n")
+            if end >= 0:
+                end += len(self._buffer)  # only the new bytes are searched
             self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        if end < 0 or end > self.limit:
+            self._buffer.clear()
+            raise LineTooLong(f"the sandbox sent an answer of more than {self.limit:,} bytes")
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
         return line.decode(errors="replace")
 
     def clear(self) -> None:
@@ -279,7 +302,10 @@ class Sandbox:
         caller sends them again, to a new server."""
         process = self._process
         assert process is not None and process.stdout is not None
-        line = self._lines.next(process.stdout, 3 * self._sent[0].timeout + 15)
+        try:
+            line = self._lines.next(process.stdout, 3 * self._sent[0].timeout + 15)
+        except LineTooLong:
+            line = None  # out of step: the server is replaced
         self._sent.popleft()
         try:
             data = json.loads(line or "")

@@ -366,6 +366,55 @@ def drop_privileges(root: bool, uid: int = NOBODY) -> None:
     _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
+#: Calls that hold memory no address-space limit counts (a memfd's pages, SysV segments
+#: kept after detaching), by architecture: its audit number and the calls' numbers.
+_UNBOUNDED_MEMORY = {
+    "x86_64": (0xC000003E, (319, 29)),  # memfd_create, shmget
+    "aarch64": (0xC00000B7, (279, 194)),
+}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+BPF_LD_ABS_W, BPF_JEQ, BPF_JGE, BPF_RET = 0x20, 0x15, 0x35, 0x06
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = (
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    )
+
+
+class _Program(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter)))
+
+
+def forbid_unbounded_memory() -> None:
+    """Where a process's memory is bounded by its address space alone (no cgroup), refuse
+    the calls that hold memory outside it (``EPERM``), and every call of another ABI (x32,
+    32-bit), whose numbers differ. Nothing where this module does not know the numbers."""
+    known = _UNBOUNDED_MEMORY.get(platform.machine())
+    if known is None:
+        return
+    arch, calls = known
+    deny = SECCOMP_RET_ERRNO | 1
+    count = len(calls)
+    steps = [
+        (BPF_LD_ABS_W, 0, 0, 4),  # seccomp_data.arch
+        (BPF_JEQ, 1, 0, arch),
+        (BPF_RET, 0, 0, deny),
+        (BPF_LD_ABS_W, 0, 0, 0),  # seccomp_data.nr
+        (BPF_JGE, count + 1, 0, 0x40000000),  # x32's numbers
+        *((BPF_JEQ, count - index, 0, number) for index, number in enumerate(calls)),
+        (BPF_RET, 0, 0, SECCOMP_RET_ALLOW),
+        (BPF_RET, 0, 0, deny),
+    ]
+    program = (_Filter * len(steps))(*(_Filter(*step) for step in steps))
+    fprog = _Program(len(steps), program)
+    _call(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
 #: clone(2)'s and pivot_root(2)'s numbers, where this module knows them.
 _CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())

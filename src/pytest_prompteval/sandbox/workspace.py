@@ -31,6 +31,7 @@ from typing import IO, Any, NamedTuple
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
+from pytest_prompteval.sandbox import memory
 from pytest_prompteval.sandbox.client import (
     SAFE_ENV,
     LineReader,
@@ -178,18 +179,33 @@ class Workspace:
     removes its temporary folder unless ``keep_copy`` (the verdict runs on it next)."""
 
     def __init__(
-        self, copy: Path, base: Path | None = None, hidden: Sequence[os.PathLike[str] | str] = ()
+        self,
+        copy: Path,
+        base: Path | None = None,
+        hidden: Sequence[os.PathLike[str] | str] = (),
+        memory_mb: int | None = None,
+        cgroup: bool = True,
     ):
+        """``memory_mb``: the sandbox's memory (``memory.MEMORY_MB`` by default), in a
+        cgroup of its own where one can be made (not with ``cgroup=False``)."""
         self.copy = copy
         self.base = base
         self.hidden = [os.getcwd(), *(os.fspath(h) for h in hidden)]
         self._lock = threading.Lock()
         self._lines = LineReader()
+        size = (memory_mb or memory.MEMORY_MB) << 20
+        self._cgroup = memory.Cgroup.make(size, memory.PROCESSES) if cgroup else None
         self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
         env["PROMPTEVAL_WORKSPACE"] = json.dumps(
-            {"repo": str(copy), "base": str(base) if base else None, "hidden": self.hidden}
+            {
+                "repo": str(copy),
+                "base": str(base) if base else None,
+                "hidden": self.hidden,
+                "memory": size,
+                "cgroup": list(self._cgroup.folders) if self._cgroup else None,
+            }
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         self._process = subprocess.Popen(
@@ -263,6 +279,8 @@ class Workspace:
             if stream is not None:
                 stream.close()
         self._stderr.close()
+        if self._cgroup is not None:
+            self._cgroup.remove()
         hold_non_dumpable(-1)
         shutil.rmtree(self._home, ignore_errors=True)
 

@@ -11,10 +11,12 @@ JSON job per line:
 - ``restart`` starts a new shell;
 - ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
-- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``.
+- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``,
+  bounded (``treediff``).
 
 Every process that touches the copy runs without privileges (``nobody`` as root, no
-capabilities in a user namespace) and with rlimits; a command past its timeout is killed
+capabilities in a user namespace) and with rlimits, its memory the sandbox's, shared by all
+(``memory.Bound``); a command past its timeout is killed
 with everything it started, and its result says so. The server watches pytest (a pidfd)
 and ends with it; every process of the sandbox ends with the server, PID 1 of its namespace.
 """
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import functools
 import json
 import os
@@ -36,8 +37,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor
+from pytest_prompteval.sandbox import editor, treediff
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.memory import Bound, hold
 from pytest_prompteval.sandbox.server import view, watch_parent
 
 ROOT = os.geteuid() == 0
@@ -48,11 +50,9 @@ OUTPUT_STOP = 8 * MAX_OUTPUT
 #: How long a shell may take to come back after its command was killed before it is
 #: replaced (a builtin loop leaves no child to kill).
 GRACE = 2.0
+#: Each command's limits beside its memory, processes and files (``memory.Bound``).
 LIMITS = (
-    (resource.RLIMIT_AS, 4 << 30),
     (resource.RLIMIT_FSIZE, 64 << 20),
-    (resource.RLIMIT_NPROC, 512),
-    (resource.RLIMIT_NOFILE, 1024),
     (resource.RLIMIT_CORE, 0),
 )
 
@@ -74,12 +74,14 @@ def environment() -> dict[str, str]:
 #: The user commands run as under root: this server's own (``Isolation.uid``), never a uid
 #: other sandboxes share, whose processes would count against RLIMIT_NPROC here.
 _uid = NOBODY
+_bound = Bound()
 
 
 def _unprivileged() -> None:
     """In a child, before it touches the copy."""
     os.setsid()
-    for limit, value in LIMITS:
+    _bound.enter()
+    for limit, value in (*LIMITS, *_bound.limits()):
         resource.setrlimit(limit, (value, value))
     drop_privileges(ROOT, _uid)
     os.chdir(editor.REPO)
@@ -92,8 +94,8 @@ def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
             os.dup2(stdin, 0)
             os.dup2(stdout, 1)
             os.dup2(stdout, 2)
-            os.closerange(3, 1 << 16)
             _unprivileged()
+            os.closerange(3, 1 << 16)  # the cgroup's folders too, once joined
             os.execve(argv[0], argv, environment())
         finally:
             os._exit(127)
@@ -297,54 +299,6 @@ def edit(command: dict[str, Any], max_characters: int | None = None) -> dict[str
         return {"text": str(exc), "is_error": True}
 
 
-def _files(top: str) -> dict[str, str]:
-    """Relative path -> kind ("file", "link", other) below ``top``, never following links."""
-    found = {}
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, top)] = "link" if os.path.islink(path) else "file"
-    return found
-
-
-def _lines(path: str) -> list[str] | None:
-    """A text file's lines; None for a binary or unreadable one."""
-    if os.path.islink(path):
-        return [f"-> {os.readlink(path)}\n"]
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
-            data = file.read(editor.MAX_FILE + 1)
-    except OSError:
-        return None
-    if b"\0" in data or len(data) > editor.MAX_FILE:
-        return None
-    return data.decode(errors="replace").splitlines(keepends=True)
-
-
-def diff(base: str = "/base", top: str = editor.REPO) -> str:
-    """The unified diff a patch tool applies (``a/``, ``b/`` prefixes), files in order."""
-    before, after = _files(base), _files(top)
-    parts: list[str] = []
-    for name in sorted(before.keys() | after.keys()):
-        old = _lines(os.path.join(base, name)) if name in before else []
-        new = _lines(os.path.join(top, name)) if name in after else []
-        if old == new:
-            continue
-        if old is None or new is None:
-            parts.append(f"Binary files a/{name} and b/{name} differ\n")
-            continue
-        lines = difflib.unified_diff(
-            old,
-            new,
-            f"a/{name}" if name in before else "/dev/null",
-            f"b/{name}" if name in after else "/dev/null",
-        )
-        for line in lines:
-            parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(parts)
-
-
 def run_script(script: str, timeout: float) -> dict[str, Any]:
     """A script in a fresh shell: the verdict's own, away from the agent's shell."""
     read, write = os.pipe()
@@ -392,9 +346,12 @@ _parent: int | None = None
 
 
 def main() -> None:
-    global _parent, _uid
+    global _parent, _uid, _bound
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
+    # while the host's tree is in reach: each command joins the cgroup through these
+    held = hold(setup["cgroup"]) if setup.get("cgroup") else None
+    _bound = Bound(int(setup["memory"]), held)
     shown, _ = view(setup["hidden"])
     placed = [(setup["repo"], editor.REPO, True)]
     if setup.get("base"):
@@ -404,6 +361,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)
     ready = {"ready": isolation.complete, "root": ROOT, **isolation.to_json()}
+    ready["memory"] = "cgroup" if held is not None else "split"
     print(json.dumps(ready), flush=True)
     if not isolation.complete:
         return
@@ -412,6 +370,7 @@ def main() -> None:
     for job in _jobs():
         op, timeout = job.get("op"), float(job.get("timeout", 60.0))
         answer: Any
+        kills = _bound.kills()
         if op == "bash":
             shell = shell or Shell()
             answer = shell.run(str(job["command"]), timeout)
@@ -424,9 +383,12 @@ def main() -> None:
             limit = job.get("max_characters")
             answer = in_child(functools.partial(edit, job["input"], limit), timeout)
         elif op == "diff":
-            answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
+            # a fresh sandbox: nothing of the agent's runs while it reads the copy
+            answer = {"diff": treediff.diff("/base", editor.REPO)}
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}
+        if "output" in answer:
+            answer["output"] += _bound.note(kills, answer["output"])
         print(json.dumps(answer), flush=True)

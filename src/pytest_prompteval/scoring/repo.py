@@ -146,7 +146,9 @@ def run_tests(
 
 def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox."""
-    with Workspace(copy.path, base=copy.base(), hidden=hidden) as workspace:
+    with Workspace(
+        copy.path, base=copy.base(), hidden=hidden, memory_mb=case.memory_mb
+    ) as workspace:
         diff = workspace.diff()
         if case.test_patch:
             apply_patch(workspace, case.test_patch, case.timeout)

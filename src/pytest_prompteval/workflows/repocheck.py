@@ -67,7 +67,10 @@ class _NotApplied(Exception):
 def _outcomes(
     case: RepoCase, tests: Sequence[str], patch: str | None, hidden: Sequence[str | Path]
 ) -> dict[str, str]:
-    with Copy(snapshot_of(case)) as copy, Workspace(copy.path, hidden=hidden) as workspace:
+    with (
+        Copy(snapshot_of(case)) as copy,
+        Workspace(copy.path, hidden=hidden, memory_mb=case.memory_mb) as workspace,
+    ):
         for key, text in (("test_patch", case.test_patch), ("reference_patch", patch)):
             if text:
                 done = apply_patch(workspace, text, case.timeout)
