@@ -1,0 +1,364 @@
+"""A snapshot's copy written on the host, one folder at a time and never through a link,
+and a copy removed whatever the agent left in it.
+
+The copy is written by pytest's user from entries a hostile clone or pull request chose. A
+git tree can list ``x -> /`` and then ``x/etc/...`` (a name twice, or a name holding ``/``),
+hide ``..`` or ``.git`` in a name, hold a blob of 512 MiB of zeros that packs into half a
+megabyte, or reuse one small tree a thousand times a thousand times. So each path is checked
+against the ones before it (``Names``: each folder listed before what it holds, no path
+through a file or link, none twice), every entry is made with ``openat`` below folder
+descriptors opened ``O_NOFOLLOW`` (``Writer``: never a link, ours or planted), contents
+stream in chunks, and entries, depth, names and sizes are bounded. Folders are walked with
+an explicit stack, never recursion, and a copy that fails half-way is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.gitversions import GitRefError, Repository
+
+#: One snapshot's bounds, far beyond a repository an agent works on (Django: 7,000 files,
+#: 60 MiB; the Linux kernel: 90,000 files, 1.4 GiB, past MAX_TOTAL).
+MAX_ENTRIES = 100_000  # files, links, folders and submodules
+MAX_DEPTH = 128  # names in one path
+MAX_PATH = 2048  # bytes of one path: the copy's own folder fits before PATH_MAX (4,096)
+MAX_NAME = 255  # bytes of one name (NAME_MAX)
+MAX_FILE = 100 * 2**20  # bytes of one file
+MAX_TOTAL = 2**30  # bytes of all files
+MAX_LINK = 4095  # bytes of a link's target
+CHUNK = 2**20
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: ``ls-tree``'s kinds as ``Names`` records them (a blob of mode 120000 is a link)
+_KINDS = {"tree": "folder", "blob": "file", "commit": "submodule"}
+_TREE, _LINK = "040000", "120000"
+
+
+class SnapshotError(PromptevalError):
+    """A snapshot the copy refuses: a hostile or oversized entry, named with its path."""
+
+
+class Names:
+    """The paths of one snapshot as they come, kept as a tree of folders (a file, link or
+    submodule is a leaf naming its kind); ``refuse`` is the one error, naming the snapshot
+    and the path. ``reserved``: names refused in any case (``.git`` in a git tree)."""
+
+    def __init__(self, what: str, reserved: Iterable[str] = ()) -> None:
+        self.what = what
+        self.reserved = {name.lower() for name in reserved}
+        self._top: dict[str, Any] = {}  # a folder's names: a folder (dict) or a kind
+        self._count = 0
+
+    def refuse(self, path: str, reason: str) -> NoReturn:
+        raise SnapshotError(f"repository snapshot {self.what}: {path!r} {reason}; refused")
+
+    def add(self, path: str, kind: str) -> tuple[str, ...]:
+        """``path``'s names, once it is known to be new and below folders listed before it."""
+        parts = tuple(path.split("/"))
+        self._count += 1
+        if self._count > MAX_ENTRIES:
+            self.refuse(path, f"is past the {MAX_ENTRIES:,} entries a snapshot may hold")
+        if len(parts) > MAX_DEPTH:
+            self.refuse(path, f"is more than {MAX_DEPTH} folders deep")
+        if len(os.fsencode(path)) > MAX_PATH:
+            self.refuse(path, f"is longer than {MAX_PATH:,} bytes")
+        for part in parts:
+            if part in ("", ".", "..") or "\0" in part or part.lower() in self.reserved:
+                self.refuse(path, f"holds the name {part!r}")
+            if len(os.fsencode(part)) > MAX_NAME:
+                self.refuse(path, f"holds a name longer than {MAX_NAME} bytes")
+        folder = self._top
+        for depth, part in enumerate(parts[:-1]):
+            below = folder.get(part)
+            if isinstance(below, str):
+                self.refuse(path, f"passes through {'/'.join(parts[: depth + 1])!r}, a {below}")
+            if below is None:  # a folder is listed before its entries
+                self.refuse(path, "is below a folder not listed (a name holding '/')")
+            folder = below
+        if parts[-1] in folder:
+            self.refuse(path, "is listed twice (a folder and a file, or the same name again)")
+        folder[parts[-1]] = {} if kind == "folder" else kind
+        return parts
+
+
+class Budget:
+    """Bytes of one snapshot counted against ``MAX_FILE`` (``MAX_LINK`` for a link's target)
+    and ``MAX_TOTAL``."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.total = 0
+
+    def take(self, parts: tuple[str, ...], size: int, link: bool = False) -> None:
+        limit = MAX_LINK if link else MAX_FILE
+        if size > limit:
+            what = "a link's target" if link else "a file"
+            self.names.refuse("/".join(parts), f"is {size:,} bytes, past {limit:,} for {what}")
+        self.total += size
+        if self.total > MAX_TOTAL:
+            self.names.refuse(
+                "/".join(parts), f"takes the snapshot past {MAX_TOTAL:,} bytes in all"
+            )
+
+
+class Writer:
+    """Entries made below the empty folder ``top``, by names relative to it: each folder on
+    the way opened ``O_NOFOLLOW|O_DIRECTORY`` from the one above, each file created
+    ``O_EXCL|O_NOFOLLOW``, each link made by ``symlinkat``, so nothing is written through a
+    link; file contents counted by a ``Budget`` as they stream."""
+
+    def __init__(self, top: Path, names: Names) -> None:
+        self.budget = Budget(names)
+        self._open: list[tuple[tuple[str, ...], int]] = [((), os.open(top, _FOLDER))]
+
+    def _folder_of(self, parts: tuple[str, ...]) -> int:
+        """The descriptor of the folder ``parts`` lies in: the folders open now are a path
+        from the top; those not on the way are closed, the rest opened one name at a time."""
+        above = parts[:-1]
+        while above[: len(self._open[-1][0])] != self._open[-1][0]:
+            os.close(self._open.pop()[1])
+        for depth in range(len(self._open[-1][0]), len(above)):
+            fd = os.open(above[depth], _FOLDER, dir_fd=self._open[-1][1])
+            self._open.append((above[: depth + 1], fd))
+        return self._open[-1][1]
+
+    def folder(self, parts: tuple[str, ...]) -> None:
+        os.mkdir(parts[-1], dir_fd=self._folder_of(parts))
+
+    def link(self, parts: tuple[str, ...], target: str) -> None:
+        if not target or "\0" in target:
+            self.budget.names.refuse("/".join(parts), "is a link to an empty or NUL name")
+        self.budget.take(parts, len(os.fsencode(target)), link=True)
+        os.symlink(target, parts[-1], dir_fd=self._folder_of(parts))
+
+    def file(
+        self, parts: tuple[str, ...], executable: bool, size: int, chunks: Iterable[bytes]
+    ) -> None:
+        """A new file of ``size`` bytes (a source that grows past it is refused)."""
+        self.budget.take(parts, size)
+        fd = os.open(parts[-1], _NEW_FILE, 0o600, dir_fd=self._folder_of(parts))
+        try:
+            written = 0
+            for chunk in chunks:
+                written += len(chunk)
+                if written > size:
+                    self.budget.names.refuse("/".join(parts), "grew while it was copied")
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o755 if executable else 0o644)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        for _, fd in self._open:
+            os.close(fd)
+        self._open.clear()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def copy_folder(source: Path, into: Path, what: str) -> None:
+    """``source``'s tree below the empty folder ``into``: links copied as links (never
+    followed), devices, FIFOs and sockets left out."""
+    names = Names(what)
+    with Writer(into, names) as writer:
+        top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        walking: list[tuple[tuple[str, ...], int]] = [((), top)]
+        pending = [sorted(os.listdir(walking[0][1]), reverse=True)]
+        try:
+            while walking:
+                where, fd = walking[-1]
+                if not pending[-1]:
+                    os.close(fd)
+                    walking.pop()
+                    pending.pop()
+                    continue
+                name = pending[-1].pop()
+                parts = (*where, name)
+                path = "/".join(parts)
+                mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    writer.folder(names.add(path, "folder"))
+                    walking.append((parts, os.open(name, _FOLDER, dir_fd=fd)))
+                    pending.append(sorted(os.listdir(walking[-1][1]), reverse=True))
+                elif stat.S_ISLNK(mode):
+                    writer.link(names.add(path, "link"), os.readlink(name, dir_fd=fd))
+                elif stat.S_ISREG(mode):
+                    _copy_file(writer, names.add(path, "file"), fd)
+        finally:
+            for _, fd in walking:
+                os.close(fd)
+
+
+def _copy_file(writer: Writer, parts: tuple[str, ...], folder: int) -> None:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(parts[-1], flags, dir_fd=folder)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):  # not swapped for a FIFO since it was listed
+            chunks = iter(lambda: os.read(fd, CHUNK), b"")
+            writer.file(parts, bool(info.st_mode & 0o100), info.st_size, chunks)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _git(
+    repo: Repository, *args: str, stdin: IO[bytes] | int = subprocess.DEVNULL
+) -> Iterator[IO[bytes]]:
+    """git's output as it comes; git is ended when the block leaves early, and a git that
+    fails is a ``GitRefError`` with its message."""
+    with tempfile.TemporaryFile() as errors:
+        process = repo.stream(*args, stdin=stdin, stderr=errors)
+        assert process.stdout is not None
+        try:
+            yield process.stdout
+            if process.wait() != 0:
+                errors.seek(0)
+                message = errors.read(2000).decode(errors="replace").strip()
+                raise GitRefError(f"git {args[0]} failed in {repo.top}: {message}")
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            process.stdout.close()
+
+
+def _records(stream: IO[bytes], names: Names) -> Iterator[bytes]:
+    """The NUL-ended records of ``ls-tree -z`` as they come, each of bounded length."""
+    pending = b""
+    while chunk := stream.read(CHUNK):
+        *records, pending = (pending + chunk).split(b"\0")
+        yield from records
+        if len(pending) > MAX_PATH + 100:  # the mode, kind and object name before the path
+            start = pending.partition(b"\t")[2][:100].decode(errors="surrogateescape")
+            names.refuse(start + "...", f"is longer than {MAX_PATH:,} bytes")
+
+
+def git_tree(repo: Repository, commit: str, into: Path, what: str) -> None:
+    """The tree of ``commit`` below the empty folder ``into``, from git objects only:
+    listed (``ls-tree -r -t``, each folder before its entries) and checked whole, the blobs'
+    sizes checked (``cat-file --batch-check``), then written as ``cat-file --batch`` streams
+    them. Submodules are left out."""
+    names = Names(what, reserved=(".git",))
+    entries: list[tuple[str, str, tuple[str, ...]]] = []  # mode, object, names, in order
+    with _git(repo, "ls-tree", "-r", "-t", "-z", "--full-tree", commit) as listing:
+        for record in _records(listing, names):
+            info, _, name = record.partition(b"\t")
+            mode, kind, sha = info.decode().split()
+            kind = "link" if mode == _LINK else _KINDS.get(kind, kind)
+            parts = names.add(name.decode(errors="surrogateescape"), kind)
+            if kind != "submodule":
+                entries.append((mode, sha, parts))
+    blobs = [(mode, sha, parts) for mode, sha, parts in entries if mode != _TREE]
+    wanted = "".join(f"{sha}\n" for _, sha, _ in blobs).encode()
+    _check_sizes(repo, blobs, wanted, Budget(names))
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(wanted)
+        stdin.seek(0)
+        with (
+            _git(repo, "cat-file", "--batch", stdin=stdin) as objects,
+            Writer(into, names) as writer,
+        ):
+            for mode, sha, parts in entries:
+                if mode == _TREE:
+                    writer.folder(parts)
+                    continue
+                header = objects.readline(200).split()
+                if len(header) != 3 or header[:2] != [sha.encode(), b"blob"]:
+                    raise GitRefError(f"git cat-file gave {header!r} for {sha} in {repo.top}")
+                size = int(header[2])
+                if mode == _LINK:
+                    writer.link(parts, objects.read(size).decode(errors="surrogateescape"))
+                else:
+                    writer.file(parts, bool(int(mode, 8) & 0o100), size, _read(objects, size))
+                objects.read(1)  # the newline after each object
+
+
+def _check_sizes(
+    repo: Repository, blobs: list[tuple[str, str, tuple[str, ...]]], wanted: bytes, budget: Budget
+) -> None:
+    """Every blob there, a blob, and within the budget, before anything is written."""
+    checked = repo.git("cat-file", "--batch-check", data=wanted)
+    lines = checked.stdout.split(b"\n")
+    if checked.returncode != 0 or len(lines) != len(blobs) + 1:
+        raise GitRefError(f"cannot read the objects of {repo.top}")
+    for (mode, _, parts), line in zip(blobs, lines, strict=False):
+        fields = line.decode().split()
+        if fields[1:2] != ["blob"]:
+            found = "missing from the clone" if fields[1:2] == ["missing"] else "not a blob"
+            budget.names.refuse("/".join(parts), f"is {found}")
+        budget.take(parts, int(fields[2]), link=mode == _LINK)
+
+
+def _read(stream: IO[bytes], size: int) -> Iterator[bytes]:
+    while size:
+        chunk = stream.read(min(size, CHUNK))
+        if not chunk:
+            raise GitRefError("git cat-file ended before its object did")
+        size -= len(chunk)
+        yield chunk
+
+
+def remove_tree(top: str) -> None:
+    """``top`` and all below it, whatever the agent left: any depth (one folder open at a
+    time, climbing by ``..``: no recursion, no path longer than PATH_MAX), folders of any
+    mode (made ours to empty), links removed, never followed."""
+    os.chmod(top, 0o700)
+    fd = os.open(top, _FOLDER)
+    climbing = [("", _empty(fd))]
+    try:
+        while climbing:
+            name, folders = climbing[-1]
+            if folders:
+                below = folders.pop()
+                opened = _open_to_empty(fd, below)
+                os.close(fd)
+                fd = opened
+                climbing.append((below, _empty(fd)))
+                continue
+            climbing.pop()
+            if climbing:
+                above = os.open("..", _FOLDER, dir_fd=fd)
+                os.close(fd)
+                fd = above
+                os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(top)
+
+
+def _open_to_empty(folder: int, name: str) -> int:
+    try:
+        fd = os.open(name, _FOLDER, dir_fd=folder)
+    except PermissionError:  # a folder the agent made unreadable: it is ours to open
+        os.chmod(name, 0o700, dir_fd=folder)
+        fd = os.open(name, _FOLDER, dir_fd=folder)
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+def _empty(folder: int) -> list[str]:
+    """The names of ``folder``'s folders, once everything else in it is removed."""
+    folders = []
+    for name in os.listdir(folder):
+        if stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+            folders.append(name)
+        else:
+            os.unlink(name, dir_fd=folder)
+    return folders
