@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.sandbox.trees import remove_tree
+from pytest_prompteval.sandbox.trees import MAX_FILE, SnapshotError, remove_tree
+from pytest_prompteval.sandbox.workspace import Copy, Snapshot
 
 #: A raw tree's entries: (mode, name, object), a tree's mode written 40000 as git does.
 Entries = list[tuple[str, bytes, str]]
@@ -229,6 +230,85 @@ def test_a_hostile_snapshot_is_refused_and_writes_nothing_outside(
     assert outcomes["deep_folder"].startswith(deep), outcomes["deep_folder"]
     assert outcomes["agent_tree"] == "removed"
     assert report["left"] == []  # every refused copy and the agent's deep tree removed
+
+
+def test_objects_past_the_bounds_are_refused_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a blob of 512 MiB of zeros packs into half a megabyte: the sizes are read first
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+    def wide(c: Path) -> Entries:  # one small tree reused: 101 x 1,001 entries listed
+        empty = blob(c, b"")
+        folder = tree(c, [("100644", f"f{i:04d}".encode(), empty) for i in range(1000)])
+        return [("40000", f"t{i:03d}".encode(), folder) for i in range(101)]
+
+    def total(c: Path) -> Entries:
+        part = zeros(c, MAX_FILE)
+        return [("100644", f"part{i:02d}".encode(), part) for i in range(11)]
+
+    refused = {
+        "big": (
+            lambda c: [("100644", b"zeros.bin", zeros(c, MAX_FILE + 1))],
+            "'zeros.bin' is 104,857,601 bytes, past 104,857,600 for a file",
+        ),
+        "total": (total, "'part10' takes the snapshot past 1,073,741,824 bytes in all"),
+        "wide": (wide, "'t099/f0900' is past the 100,000 entries a snapshot may hold"),
+        "long_link": (
+            lambda c: [("120000", b"l", blob(c, b"x/" * 2500))],
+            "'l' is 5,000 bytes, past 4,095 for a link's target",
+        ),
+    }
+    for name, (build, reason) in refused.items():
+        clone = clone_of(tmp_path, name, build)
+        with pytest.raises(SnapshotError) as caught:
+            Copy(Snapshot(git=clone, ref="main"))
+        assert str(caught.value) == f"repository snapshot {clone}@main: {reason}; refused"
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+def test_a_snapshot_is_copied_as_it_is(tmp_path: Path) -> None:
+    # contents streamed in chunks come out whole; links are copied as links, never
+    # followed; submodules, devices and FIFOs are left out
+    data = os.urandom(3 * MiB + 5)  # past a few chunks
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("not copied")
+
+    def build(c: Path) -> Entries:
+        nested = tree(c, [("100644", b"c.txt", blob(c, b"c\n"))])
+        return [
+            ("100644", b"data.bin", blob(c, data)),
+            ("100755", b"run", blob(c, b"#!/bin/sh\n")),
+            ("120000", b"abs", blob(c, str(outside).encode())),
+            ("160000", b"module", "2" * 40),
+            ("40000", b"a", tree(c, [("40000", b"b", nested)])),
+        ]
+
+    clone = clone_of(tmp_path, "clone", build)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "data.bin").write_bytes(data)
+    (folder / "run").write_text("#!/bin/sh\n")
+    (folder / "run").chmod(0o755)
+    (folder / "abs").symlink_to(outside)
+    (folder / "secret").symlink_to(outside / "secret")
+    os.mkfifo(folder / "fifo")
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "c.txt").write_text("c\n")
+    for snapshot in (Snapshot(git=clone, ref="main"), Snapshot(folder=folder)):
+        with Copy(snapshot) as copy:
+            # a git snapshot's base, for the verdict's diff, is a second copy
+            for top in (copy.path, copy.base()) if snapshot.git else (copy.path,):
+                assert (top / "data.bin").read_bytes() == data
+                assert (top / "a" / "b" / "c.txt").read_text() == "c\n"
+                assert (top / "run").stat().st_mode & 0o777 == 0o755
+                assert (top / "data.bin").stat().st_mode & 0o777 == 0o644
+                assert os.readlink(top / "abs") == str(outside)
+                assert not (top / "module").exists() and not (top / "fifo").exists()
+            if snapshot.folder:
+                assert os.readlink(copy.path / "secret") == str(outside / "secret")
 
 
 if __name__ == "__main__":
