@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.gitversions import GitRefError, load_version_at
+from pytest_prompteval.core.paths import MAX_FILE_BYTES
 from pytest_prompteval.sandbox.trees import MAX_FILE, SnapshotError, remove_tree
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot
 
@@ -309,6 +311,21 @@ def test_a_snapshot_is_copied_as_it_is(tmp_path: Path) -> None:
                 assert not (top / "module").exists() and not (top / "fifo").exists()
             if snapshot.folder:
                 assert os.readlink(copy.path / "secret") == str(outside / "secret")
+
+
+def test_a_file_read_at_a_ref_is_bounded_as_the_checkouts_is(tmp_path: Path) -> None:
+    # a prompt version NAME@REF: the blob is read no further than MAX_FILE_BYTES
+    def build(c: Path) -> Entries:
+        prompts = [("100644", b"current.yaml", zeros(c, MAX_FILE_BYTES + 1))]
+        return [("40000", b"prompts", tree(c, prompts))]
+
+    clone = clone_of(tmp_path, "clone", build)
+    with pytest.raises(GitRefError) as caught:
+        load_version_at(clone, clone / "prompts", "current@main")
+    assert caught.value.message == (
+        f"prompt version 'current@main': {clone}/prompts/current.yaml at main is larger "
+        "than 16,777,216 bytes"
+    )
 
 
 if __name__ == "__main__":

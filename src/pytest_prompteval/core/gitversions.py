@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import MAX_FILE_BYTES
 from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, PromptVersion, load_prompt
 
 SEPARATOR = "@"
@@ -110,7 +111,7 @@ class Repository:
         return _run(self.top, self._environment(), args, data)
 
     def stream(
-        self, *args: str, stdin: IO[bytes] | int = subprocess.DEVNULL, stderr: IO[bytes]
+        self, *args: str, stdin: IO[bytes] | int = subprocess.DEVNULL, stderr: IO[bytes] | int
     ) -> subprocess.Popen[bytes]:
         """git running, its output to read as it comes (more than memory should hold)."""
         try:
@@ -151,9 +152,21 @@ class Repository:
         raise GitRefError(f"{display(path)} is outside the git repository {display(self.top)}")
 
     def read(self, path: Path, ref: str) -> bytes | None:
-        """``path``'s content as committed at ``ref``; None when the file did not exist there."""
-        done = self.git("cat-file", "blob", f"{self.commit(ref)}:{self.relative(path)}")
-        return done.stdout if done.returncode == 0 else None
+        """``path``'s content as committed at ``ref``; None when the file did not exist there.
+        Bounded as a file of the checkout is (``MAX_FILE_BYTES``): a larger blob is an error,
+        read no further (half a megabyte of objects can be 512 MiB of zeros)."""
+        name = f"{self.commit(ref)}:{self.relative(path)}"
+        process = self.stream("cat-file", "blob", name, stderr=subprocess.DEVNULL)
+        assert process.stdout is not None
+        with process.stdout:
+            content = process.stdout.read(MAX_FILE_BYTES + 1)
+            if len(content) > MAX_FILE_BYTES:
+                process.kill()
+                process.wait()
+                raise GitRefError(
+                    f"{display(path)} at {ref} is larger than {MAX_FILE_BYTES:,} bytes"
+                )
+        return content if process.wait() == 0 else None
 
     def names(self, directory: Path, ref: str) -> list[str]:
         """Names of the files in ``directory`` as committed at ``ref``."""
