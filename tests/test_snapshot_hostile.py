@@ -328,5 +328,23 @@ def test_a_file_read_at_a_ref_is_bounded_as_the_checkouts_is(tmp_path: Path) -> 
     )
 
 
+def test_a_copy_left_past_the_recursion_limit_is_given_to_the_next_sandbox(
+    tmp_path: Path,
+) -> None:
+    # as root, the verdict's sandbox takes the copy as the agent left it: 1,100 folders
+    # deep, past PATH_MAX; its own user can still write at the bottom (it was an error)
+    from pytest_prompteval.sandbox.workspace import Executor, Workspace
+
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox's own user is root's to give")
+    (tmp_path / "README").write_text("a project\n")
+    with Copy(Snapshot(folder=tmp_path)) as copy:
+        deep_folder(copy.path / "agent", 1100, "dddd")
+        with Workspace(copy.path) as workspace:
+            run = Executor(workspace, {"bash": "bash_20250124"}, timeout=60.0)
+            write = "find agent -name f -execdir sh -c 'echo x > g && cat g' ';'"
+            assert run("bash", {"command": write}).text == "x\n"
+
+
 if __name__ == "__main__":
     print(json.dumps(copies(json.loads(sys.argv[1]))))

@@ -19,7 +19,7 @@ import os
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -315,32 +315,62 @@ def _read(stream: IO[bytes], size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def remove_tree(top: str) -> None:
-    """``top`` and all below it, whatever the agent left: any depth (one folder open at a
-    time, climbing by ``..``: no recursion, no path longer than PATH_MAX), folders of any
-    mode (made ours to empty), links removed, never followed."""
-    os.chmod(top, 0o700)
+def _climb(
+    top: str,
+    visit: Callable[[int], list[str]],
+    open_below: Callable[[int, str], int] = lambda above, name: os.open(
+        name, _FOLDER, dir_fd=above
+    ),
+    leave: Callable[[int, str], None] | None = None,
+) -> None:
+    """Each folder of the tree at ``top`` (a copy an agent left: any depth), depth first,
+    one descriptor open at a time: ``visit(fd)`` gives the names of a folder's folders,
+    ``open_below(fd, name)`` opens one, ``leave(fd, name)`` runs in its parent once it is
+    done. It climbs back by ``..``: no recursion, no stack of descriptors, no path longer
+    than PATH_MAX."""
     fd = os.open(top, _FOLDER)
-    climbing = [("", _empty(fd))]
+    climbing = [("", visit(fd))]
     try:
         while climbing:
             name, folders = climbing[-1]
             if folders:
                 below = folders.pop()
-                opened = _open_to_empty(fd, below)
+                opened = open_below(fd, below)
                 os.close(fd)
                 fd = opened
-                climbing.append((below, _empty(fd)))
+                climbing.append((below, visit(fd)))
                 continue
             climbing.pop()
             if climbing:
                 above = os.open("..", _FOLDER, dir_fd=fd)
                 os.close(fd)
                 fd = above
-                os.rmdir(name, dir_fd=fd)
+                if leave is not None:
+                    leave(fd, name)
     finally:
         os.close(fd)
+
+
+def remove_tree(top: str) -> None:
+    """``top`` and all below it, whatever the agent left: any depth, folders of any mode
+    (made ours to empty), links removed, never followed."""
+    os.chmod(top, 0o700)
+    _climb(top, _empty, _open_to_empty, lambda folder, name: os.rmdir(name, dir_fd=folder))
     os.rmdir(top)
+
+
+def give_tree(top: str, uid: int, gid: int) -> None:
+    """Everything at and below ``top`` owned by ``uid``:``gid`` (links themselves, never
+    what they point at), at any depth."""
+
+    def visit(folder: int) -> list[str]:
+        os.fchown(folder, uid, gid)
+        folders, others = _entries(folder)
+        for name in others:
+            os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
+        return folders
+
+    _climb(top, visit)
 
 
 def _open_to_empty(folder: int, name: str) -> int:
@@ -355,10 +385,17 @@ def _open_to_empty(folder: int, name: str) -> int:
 
 def _empty(folder: int) -> list[str]:
     """The names of ``folder``'s folders, once everything else in it is removed."""
-    folders = []
-    for name in os.listdir(folder):
-        if stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
-            folders.append(name)
-        else:
-            os.unlink(name, dir_fd=folder)
+    folders, others = _entries(folder)
+    for name in others:
+        os.unlink(name, dir_fd=folder)
     return folders
+
+
+def _entries(folder: int) -> tuple[list[str], list[str]]:
+    """``folder``'s names: its folders, and the rest (files, links, anything else)."""
+    folders: list[str] = []
+    others: list[str] = []
+    for name in os.listdir(folder):
+        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+        (folders if stat.S_ISDIR(mode) else others).append(name)
+    return folders, others

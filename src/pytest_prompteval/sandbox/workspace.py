@@ -38,7 +38,7 @@ from pytest_prompteval.sandbox.client import (
     server_command,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
-from pytest_prompteval.sandbox.trees import copy_folder, git_tree, remove_tree
+from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
 #: Anthropic's client tools this module runs, by their ``type``.
 TEXT_EDITOR = "text_editor_20250728"
@@ -90,14 +90,6 @@ def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
         git_tree(repo, repo.commit(snapshot.ref), into, snapshot.describe())
 
 
-def _give_to(top: Path, uid: int) -> None:
-    """As root, commands run as the sandbox's own user: the copy must be theirs to change."""
-    for folder, dirs, names in os.walk(top):
-        os.lchown(folder, uid, NOBODY)
-        for name in (*dirs, *names):
-            os.lchown(os.path.join(folder, name), uid, NOBODY)
-
-
 class Workspace:
     """One sandbox over one copy (``copy``); ``base`` shows a snapshot read-only at
     ``/base`` (the verdict's diff). Jobs run one at a time; ``close`` ends the sandbox and
@@ -137,8 +129,9 @@ class Workspace:
             raise SandboxUnavailable(
                 f"the repository sandbox cannot isolate its commands here: {missing}"
             )
-        if ready["root"]:  # no job has run yet: the copy becomes its user's first
-            _give_to(copy, int(ready["uid"]))
+        if ready["root"]:  # no job has run yet: the copy becomes its user's first (the
+            # verdict's copy is as the agent left it: any depth, links)
+            give_tree(str(copy), int(ready["uid"]), NOBODY)
         self.info = ready
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
