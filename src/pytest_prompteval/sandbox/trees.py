@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, NoReturn
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
@@ -48,23 +48,49 @@ class SnapshotError(PromptevalError):
     """A snapshot the copy refuses: a hostile or oversized entry, named with its path."""
 
 
+class Folder:
+    """A folder of the snapshot as listed: the one above it, its name, and its own names
+    (a ``Folder``, or the kind of a file, link or submodule). An entry points at its folder,
+    so a path is held once however many entries lie below it."""
+
+    __slots__ = ("above", "depth", "name", "names")
+
+    def __init__(self, above: Folder | None = None, name: str = "") -> None:
+        self.above = above
+        self.name = name
+        self.depth: int = 0 if above is None else above.depth + 1
+        self.names: dict[str, Folder | str] = {}
+
+    def chain(self) -> list[Folder]:
+        """The folders from the top down to this one."""
+        found, folder = [self], self
+        while folder.above is not None:
+            folder = folder.above
+            found.append(folder)
+        return found[::-1]
+
+    def path(self, name: str) -> str:
+        return "/".join([*(f.name for f in self.chain()[1:]), name])
+
+
 class Names:
-    """The paths of one snapshot as they come, kept as a tree of folders (a file, link or
-    submodule is a leaf naming its kind); ``refuse`` is the one error, naming the snapshot
-    and the path. ``reserved``: names refused in any case (``.git`` in a git tree)."""
+    """The paths of one snapshot as they come, kept as a tree of ``Folder``s; ``refuse`` is
+    the one error, naming the snapshot and the path. ``reserved``: names refused in any
+    case (``.git`` in a git tree)."""
 
     def __init__(self, what: str, reserved: Iterable[str] = ()) -> None:
         self.what = what
         self.reserved = {name.lower() for name in reserved}
-        self._top: dict[str, Any] = {}  # a folder's names: a folder (dict) or a kind
+        self.top = Folder()
         self._count = 0
 
     def refuse(self, path: str, reason: str) -> NoReturn:
         raise SnapshotError(f"repository snapshot {self.what}: {path!r} {reason}; refused")
 
-    def add(self, path: str, kind: str) -> tuple[str, ...]:
-        """``path``'s names, once it is known to be new and below folders listed before it."""
-        parts = tuple(path.split("/"))
+    def add(self, path: str, kind: str) -> tuple[Folder, str]:
+        """``path``'s folder and name, once the path is known to be new and below folders
+        listed before it."""
+        parts = path.split("/")
         self._count += 1
         if self._count > MAX_ENTRIES:
             self.refuse(path, f"is past the {MAX_ENTRIES:,} entries a snapshot may hold")
@@ -77,18 +103,19 @@ class Names:
                 self.refuse(path, f"holds the name {part!r}")
             if len(os.fsencode(part)) > MAX_NAME:
                 self.refuse(path, f"holds a name longer than {MAX_NAME} bytes")
-        folder = self._top
+        folder = self.top
         for depth, part in enumerate(parts[:-1]):
-            below = folder.get(part)
+            below = folder.names.get(part)
             if isinstance(below, str):
                 self.refuse(path, f"passes through {'/'.join(parts[: depth + 1])!r}, a {below}")
             if below is None:  # a folder is listed before its entries
                 self.refuse(path, "is below a folder not listed (a name holding '/')")
             folder = below
-        if parts[-1] in folder:
+        name = parts[-1]
+        if name in folder.names:
             self.refuse(path, "is listed twice (a folder and a file, or the same name again)")
-        folder[parts[-1]] = {} if kind == "folder" else kind
-        return parts
+        folder.names[name] = Folder(folder, name) if kind == "folder" else kind
+        return folder, name
 
 
 class Budget:
@@ -99,60 +126,62 @@ class Budget:
         self.names = names
         self.total = 0
 
-    def take(self, parts: tuple[str, ...], size: int, link: bool = False) -> None:
+    def take(self, folder: Folder, name: str, size: int, link: bool = False) -> None:
         limit = MAX_LINK if link else MAX_FILE
         if size > limit:
             what = "a link's target" if link else "a file"
-            self.names.refuse("/".join(parts), f"is {size:,} bytes, past {limit:,} for {what}")
+            self.names.refuse(folder.path(name), f"is {size:,} bytes, past {limit:,} for {what}")
         self.total += size
         if self.total > MAX_TOTAL:
             self.names.refuse(
-                "/".join(parts), f"takes the snapshot past {MAX_TOTAL:,} bytes in all"
+                folder.path(name), f"takes the snapshot past {MAX_TOTAL:,} bytes in all"
             )
 
 
 class Writer:
-    """Entries made below the empty folder ``top``, by names relative to it: each folder on
+    """Entries made below the empty folder ``top``, each in its ``Folder``: each folder on
     the way opened ``O_NOFOLLOW|O_DIRECTORY`` from the one above, each file created
     ``O_EXCL|O_NOFOLLOW``, each link made by ``symlinkat``, so nothing is written through a
     link; file contents counted by a ``Budget`` as they stream."""
 
     def __init__(self, top: Path, names: Names) -> None:
         self.budget = Budget(names)
-        self._open: list[tuple[tuple[str, ...], int]] = [((), os.open(top, _FOLDER))]
+        self._open: list[tuple[Folder, int]] = [(names.top, os.open(top, _FOLDER))]
 
-    def _folder_of(self, parts: tuple[str, ...]) -> int:
-        """The descriptor of the folder ``parts`` lies in: the folders open now are a path
-        from the top; those not on the way are closed, the rest opened one name at a time."""
-        above = parts[:-1]
-        while above[: len(self._open[-1][0])] != self._open[-1][0]:
+    def _fd(self, folder: Folder) -> int:
+        """``folder``'s descriptor. The folders open are a path from the top (one at each
+        depth): those not on the way to ``folder`` are closed, the rest opened one name at
+        a time."""
+        if self._open[-1][0] is folder:
+            return self._open[-1][1]
+        chain = folder.chain()
+        while (last := self._open[-1][0]).depth >= len(chain) or chain[last.depth] is not last:
             os.close(self._open.pop()[1])
-        for depth in range(len(self._open[-1][0]), len(above)):
-            fd = os.open(above[depth], _FOLDER, dir_fd=self._open[-1][1])
-            self._open.append((above[: depth + 1], fd))
+        for below in chain[len(self._open) :]:
+            self._open.append((below, os.open(below.name, _FOLDER, dir_fd=self._open[-1][1])))
         return self._open[-1][1]
 
-    def folder(self, parts: tuple[str, ...]) -> None:
-        os.mkdir(parts[-1], dir_fd=self._folder_of(parts))
+    def folder(self, folder: Folder, name: str) -> None:
+        os.mkdir(name, dir_fd=self._fd(folder))
 
-    def link(self, parts: tuple[str, ...], target: str) -> None:
+    def link(self, folder: Folder, name: str, target: str) -> None:
         if not target or "\0" in target:
-            self.budget.names.refuse("/".join(parts), "is a link to an empty or NUL name")
-        self.budget.take(parts, len(os.fsencode(target)), link=True)
-        os.symlink(target, parts[-1], dir_fd=self._folder_of(parts))
+            self.budget.names.refuse(folder.path(name), "is a link to an empty or NUL name")
+        self.budget.take(folder, name, len(os.fsencode(target)), link=True)
+        os.symlink(target, name, dir_fd=self._fd(folder))
 
     def file(
-        self, parts: tuple[str, ...], executable: bool, size: int, chunks: Iterable[bytes]
+        self, folder: Folder, name: str, executable: bool, size: int, chunks: Iterable[bytes]
     ) -> None:
         """A new file of ``size`` bytes (a source that grows past it is refused)."""
-        self.budget.take(parts, size)
-        fd = os.open(parts[-1], _NEW_FILE, 0o600, dir_fd=self._folder_of(parts))
+        self.budget.take(folder, name, size)
+        fd = os.open(name, _NEW_FILE, 0o600, dir_fd=self._fd(folder))
         try:
             written = 0
             for chunk in chunks:
                 written += len(chunk)
                 if written > size:
-                    self.budget.names.refuse("/".join(parts), "grew while it was copied")
+                    self.budget.names.refuse(folder.path(name), "grew while it was copied")
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view) :]
@@ -178,8 +207,8 @@ def copy_folder(source: Path, into: Path, what: str) -> None:
     names = Names(what)
     with Writer(into, names) as writer:
         top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        walking: list[tuple[tuple[str, ...], int]] = [((), top)]
-        pending = [sorted(os.listdir(walking[0][1]), reverse=True)]
+        walking: list[tuple[str, int]] = [("", top)]  # each folder's path, its descriptor
+        pending = [sorted(os.listdir(top), reverse=True)]
         try:
             while walking:
                 where, fd = walking[-1]
@@ -189,30 +218,29 @@ def copy_folder(source: Path, into: Path, what: str) -> None:
                     pending.pop()
                     continue
                 name = pending[-1].pop()
-                parts = (*where, name)
-                path = "/".join(parts)
+                path = where + name
                 mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
                 if stat.S_ISDIR(mode):
-                    writer.folder(names.add(path, "folder"))
-                    walking.append((parts, os.open(name, _FOLDER, dir_fd=fd)))
+                    writer.folder(*names.add(path, "folder"))
+                    walking.append((path + "/", os.open(name, _FOLDER, dir_fd=fd)))
                     pending.append(sorted(os.listdir(walking[-1][1]), reverse=True))
                 elif stat.S_ISLNK(mode):
-                    writer.link(names.add(path, "link"), os.readlink(name, dir_fd=fd))
+                    writer.link(*names.add(path, "link"), os.readlink(name, dir_fd=fd))
                 elif stat.S_ISREG(mode):
-                    _copy_file(writer, names.add(path, "file"), fd)
+                    _copy_file(writer, *names.add(path, "file"), fd)
         finally:
             for _, fd in walking:
                 os.close(fd)
 
 
-def _copy_file(writer: Writer, parts: tuple[str, ...], folder: int) -> None:
+def _copy_file(writer: Writer, folder: Folder, name: str, source: int) -> None:
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    fd = os.open(parts[-1], flags, dir_fd=folder)
+    fd = os.open(name, flags, dir_fd=source)
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):  # not swapped for a FIFO since it was listed
             chunks = iter(lambda: os.read(fd, CHUNK), b"")
-            writer.file(parts, bool(info.st_mode & 0o100), info.st_size, chunks)
+            writer.file(folder, name, bool(info.st_mode & 0o100), info.st_size, chunks)
     finally:
         os.close(fd)
 
@@ -256,17 +284,17 @@ def git_tree(repo: Repository, commit: str, into: Path, what: str) -> None:
     sizes checked (``cat-file --batch-check``), then written as ``cat-file --batch`` streams
     them. Submodules are left out."""
     names = Names(what, reserved=(".git",))
-    entries: list[tuple[str, str, tuple[str, ...]]] = []  # mode, object, names, in order
+    entries: list[tuple[str, str, Folder, str]] = []  # mode, object, folder, name in order
     with _git(repo, "ls-tree", "-r", "-t", "-z", "--full-tree", commit) as listing:
         for record in _records(listing, names):
-            info, _, name = record.partition(b"\t")
+            info, _, path = record.partition(b"\t")
             mode, kind, sha = info.decode().split()
             kind = "link" if mode == _LINK else _KINDS.get(kind, kind)
-            parts = names.add(name.decode(errors="surrogateescape"), kind)
+            folder, name = names.add(path.decode(errors="surrogateescape"), kind)
             if kind != "submodule":
-                entries.append((mode, sha, parts))
-    blobs = [(mode, sha, parts) for mode, sha, parts in entries if mode != _TREE]
-    wanted = "".join(f"{sha}\n" for _, sha, _ in blobs).encode()
+                entries.append((mode, sha, folder, name))
+    blobs = [entry for entry in entries if entry[0] != _TREE]
+    wanted = "".join(f"{sha}\n" for _, sha, _, _ in blobs).encode()
     _check_sizes(repo, blobs, wanted, Budget(names))
     with tempfile.TemporaryFile() as stdin:
         stdin.write(wanted)
@@ -275,35 +303,37 @@ def git_tree(repo: Repository, commit: str, into: Path, what: str) -> None:
             _git(repo, "cat-file", "--batch", stdin=stdin) as objects,
             Writer(into, names) as writer,
         ):
-            for mode, sha, parts in entries:
+            for mode, sha, folder, name in entries:
                 if mode == _TREE:
-                    writer.folder(parts)
+                    writer.folder(folder, name)
                     continue
                 header = objects.readline(200).split()
                 if len(header) != 3 or header[:2] != [sha.encode(), b"blob"]:
                     raise GitRefError(f"git cat-file gave {header!r} for {sha} in {repo.top}")
                 size = int(header[2])
                 if mode == _LINK:
-                    writer.link(parts, objects.read(size).decode(errors="surrogateescape"))
+                    target = objects.read(size).decode(errors="surrogateescape")
+                    writer.link(folder, name, target)
                 else:
-                    writer.file(parts, bool(int(mode, 8) & 0o100), size, _read(objects, size))
+                    executable = bool(int(mode, 8) & 0o100)
+                    writer.file(folder, name, executable, size, _read(objects, size))
                 objects.read(1)  # the newline after each object
 
 
 def _check_sizes(
-    repo: Repository, blobs: list[tuple[str, str, tuple[str, ...]]], wanted: bytes, budget: Budget
+    repo: Repository, blobs: list[tuple[str, str, Folder, str]], wanted: bytes, budget: Budget
 ) -> None:
     """Every blob there, a blob, and within the budget, before anything is written."""
     checked = repo.git("cat-file", "--batch-check", data=wanted)
     lines = checked.stdout.split(b"\n")
     if checked.returncode != 0 or len(lines) != len(blobs) + 1:
         raise GitRefError(f"cannot read the objects of {repo.top}")
-    for (mode, _, parts), line in zip(blobs, lines, strict=False):
+    for (mode, _, folder, name), line in zip(blobs, lines, strict=False):
         fields = line.decode().split()
         if fields[1:2] != ["blob"]:
             found = "missing from the clone" if fields[1:2] == ["missing"] else "not a blob"
-            budget.names.refuse("/".join(parts), f"is {found}")
-        budget.take(parts, int(fields[2]), link=mode == _LINK)
+            budget.names.refuse(folder.path(name), f"is {found}")
+        budget.take(folder, name, int(fields[2]), link=mode == _LINK)
 
 
 def _read(stream: IO[bytes], size: int) -> Iterator[bytes]:
