@@ -26,8 +26,8 @@ from typing import IO, NoReturn
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
 
-#: One snapshot's bounds, far beyond a repository an agent works on (Django: 7,000 files,
-#: 60 MiB; the Linux kernel: 90,000 files, 1.4 GiB, past MAX_TOTAL).
+#: One snapshot's bounds: well above a project an agent is asked to fix (the Linux kernel,
+#: some 90,000 files and over 1 GiB, passes MAX_TOTAL).
 MAX_ENTRIES = 100_000  # files, links, folders and submodules
 MAX_DEPTH = 128  # names in one path
 MAX_PATH = 2048  # bytes of one path: the copy's own folder fits before PATH_MAX (4,096)
