@@ -21,8 +21,10 @@ import subprocess
 import tempfile
 from collections.abc import Collection
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from pytest_prompteval.core.errors import PromptevalError, display
+from pytest_prompteval.core.paths import MAX_FILE_BYTES
 from pytest_prompteval.core.prompts import PROMPT_SUFFIXES, PromptVersion, load_prompt
 
 SEPARATOR = "@"
@@ -63,15 +65,19 @@ def _environment(**pinned: str) -> dict[str, str]:
     return env
 
 
-def _run(
-    cwd: Path, env: dict[str, str], args: tuple[str, ...], data: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def _command(args: tuple[str, ...]) -> list[str]:
     command = ["git"]
     for setting in _PINNED_CONFIG:
         command += ["-c", setting]
+    return [*command, *args]
+
+
+def _run(
+    cwd: Path, env: dict[str, str], args: tuple[str, ...], data: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(
-            [*command, *args],
+            _command(args),
             cwd=cwd,
             env=env,
             input=data,
@@ -94,13 +100,31 @@ class Repository:
     rootdir: Path
     rootdir_in_tree: PurePosixPath
 
-    def git(self, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        env = _environment(
+    def _environment(self) -> dict[str, str]:
+        return _environment(
             GIT_DIR=str(self.git_dir),
             GIT_WORK_TREE=str(self.top),
             GIT_CEILING_DIRECTORIES=str(self.top.parent),
         )
-        return _run(self.top, env, args, data)
+
+    def git(self, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return _run(self.top, self._environment(), args, data)
+
+    def stream(
+        self, *args: str, stdin: IO[bytes] | int = subprocess.DEVNULL, stderr: IO[bytes] | int
+    ) -> subprocess.Popen[bytes]:
+        """git running, its output to read as it comes (more than memory should hold)."""
+        try:
+            return subprocess.Popen(
+                _command(args),
+                cwd=self.top,
+                env=self._environment(),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+            )
+        except OSError as exc:
+            raise GitRefError(f"cannot run git: {exc}") from None
 
     def commit(self, ref: str) -> str:
         """The commit a ref names; an unknown one is a GitRefError."""
@@ -128,9 +152,21 @@ class Repository:
         raise GitRefError(f"{display(path)} is outside the git repository {display(self.top)}")
 
     def read(self, path: Path, ref: str) -> bytes | None:
-        """``path``'s content as committed at ``ref``; None when the file did not exist there."""
-        done = self.git("cat-file", "blob", f"{self.commit(ref)}:{self.relative(path)}")
-        return done.stdout if done.returncode == 0 else None
+        """``path``'s content as committed at ``ref``; None when the file did not exist there.
+        Bounded as a file of the checkout is (``MAX_FILE_BYTES``): a larger blob is an error,
+        read no further (half a megabyte of objects can be 512 MiB of zeros)."""
+        name = f"{self.commit(ref)}:{self.relative(path)}"
+        process = self.stream("cat-file", "blob", name, stderr=subprocess.DEVNULL)
+        assert process.stdout is not None
+        with process.stdout:
+            content = process.stdout.read(MAX_FILE_BYTES + 1)
+            if len(content) > MAX_FILE_BYTES:
+                process.kill()
+                process.wait()
+                raise GitRefError(
+                    f"{display(path)} at {ref} is larger than {MAX_FILE_BYTES:,} bytes"
+                )
+        return content if process.wait() == 0 else None
 
     def names(self, directory: Path, ref: str) -> list[str]:
         """Names of the files in ``directory`` as committed at ``ref``."""

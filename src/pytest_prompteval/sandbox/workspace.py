@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import threading
@@ -40,6 +39,7 @@ from pytest_prompteval.sandbox.client import (
     server_command,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
+from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
 #: Anthropic's client tools this module runs, by their ``type``.
 TEXT_EDITOR = "text_editor_20250728"
@@ -70,21 +70,6 @@ class Snapshot:
         return str(self.folder) if self.folder is not None else f"{self.git}@{self.ref}"
 
 
-def _special(folder: str, names: list[str]) -> list[str]:
-    """Names copytree leaves out: devices, FIFOs and sockets (a FIFO would block it)."""
-    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
-    return [n for n in names if not any(k(os.lstat(os.path.join(folder, n)).st_mode) for k in kept)]
-
-
-def _safe_name(name: str) -> bool:
-    parts = PurePosixPath(name).parts
-    return (
-        bool(parts)
-        and not name.startswith("/")
-        and all(p not in ("", ".", "..", ".git") for p in parts)
-    )
-
-
 def open_clone(source: Path) -> Repository:
     """The clone at ``source``, its git run pinned (no hook, filter or fsmonitor of its own)."""
     source = Path(os.path.abspath(source))  # git runs in the clone: a relative name would move
@@ -94,83 +79,16 @@ def open_clone(source: Path) -> Repository:
     return Repository(source, git_dir, source, PurePosixPath("."))
 
 
-def _git_tree(source: Path, ref: str, into: Path) -> None:
-    """The tree at ``ref``, from git objects only; symlinks last, so that no file is ever
-    written through one (a crafted tree may hold ``a -> /etc`` and ``a/passwd``)."""
-    repo = open_clone(source)
-    commit = repo.commit(ref)
-    listed = repo.git("ls-tree", "-r", "-z", "--full-tree", commit)
-    if listed.returncode != 0:
-        raise GitRefError(
-            f"cannot list {source} at {ref}: {listed.stderr.decode(errors='replace')}"
-        )
-    entries = []
-    for record in listed.stdout.split(b"\0"):
-        if record:
-            info, _, name = record.partition(b"\t")
-            mode, kind, sha = info.decode().split()
-            path = name.decode(errors="surrogateescape")
-            if kind == "blob" and _safe_name(path):
-                entries.append((mode, sha, path))
-    wanted = "".join(f"{sha}\n" for _, sha, _ in entries).encode()
-    done = _blobs(repo, wanted)
-    links = []
-    for (mode, _, path), data in zip(entries, done, strict=True):
-        target = into / path
-        if mode == "120000":
-            links.append((target, data.decode(errors="surrogateescape")))
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o755 if mode == "100755" else 0o644)
-    for target, points_to in links:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.parent.is_symlink() and not os.path.lexists(target):
-            os.symlink(points_to, target)
-
-
-def _blobs(repo: Repository, wanted: bytes) -> list[bytes]:
-    """Blob contents for the ``sha\n`` lines of ``wanted``, in order (``cat-file --batch``)."""
-    done = repo.git("cat-file", "--batch", data=wanted)
-    if done.returncode != 0:
-        raise GitRefError(f"cannot read the objects of {repo.top}")
-    out, blobs, at = done.stdout, [], 0
-    while at < len(out):
-        header_end = out.index(b"\n", at)
-        _, _, size = out[at:header_end].split()
-        start = header_end + 1
-        blobs.append(out[start : start + int(size)])
-        at = start + int(size) + 1
-    return blobs
-
-
 def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
-    """``into`` (not there yet) becomes a copy of the snapshot; the snapshot is only read."""
+    """``into`` (not there yet) becomes a copy of the snapshot; the snapshot is only read
+    (sandbox/trees: nothing written through a link, sizes bounded)."""
+    into.mkdir()
     if snapshot.folder is not None:
-        shutil.copytree(snapshot.folder, into, symlinks=True, ignore=_special)
+        copy_folder(snapshot.folder, into, snapshot.describe())
     else:
         assert snapshot.git is not None
-        into.mkdir()
-        _git_tree(snapshot.git, snapshot.ref, into)
-
-
-def _give_to(top: Path, uid: int) -> None:
-    """As root, commands run as the sandbox's own user: the copy must be theirs to change."""
-    for folder, dirs, names in os.walk(top):
-        os.lchown(folder, uid, NOBODY)
-        for name in (*dirs, *names):
-            os.lchown(os.path.join(folder, name), uid, NOBODY)
-
-
-def _remove(top: str) -> None:
-    """Remove the temporary folder, whatever modes the agent left on its folders."""
-    os.chmod(top, 0o700)
-    for folder, dirs, _ in os.walk(top):  # top-down: a folder opens before it is listed
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                os.chmod(path, 0o700)
-    shutil.rmtree(top)
+        repo = open_clone(snapshot.git)
+        git_tree(repo, repo.commit(snapshot.ref), into, snapshot.describe())
 
 
 class Workspace:
@@ -227,8 +145,9 @@ class Workspace:
             raise SandboxUnavailable(
                 f"the repository sandbox cannot isolate its commands here: {missing}"
             )
-        if ready["root"]:  # no job has run yet: the copy becomes its user's first
-            _give_to(copy, int(ready["uid"]))
+        if ready["root"]:  # no job has run yet: the copy becomes its user's first (the
+            # verdict's copy is as the agent left it: any depth, links)
+            give_tree(str(copy), int(ready["uid"]), NOBODY)
         self.info = ready
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
@@ -299,7 +218,11 @@ class Copy:
         self.snapshot = snapshot
         self.folder = Path(tempfile.mkdtemp(prefix="prompteval-repo-"))
         self.path = self.folder / "repo"
-        copy_snapshot(snapshot, self.path)
+        try:
+            copy_snapshot(snapshot, self.path)
+        except BaseException:  # a refused or failed copy leaves nothing in /tmp
+            self.remove()
+            raise
 
     def base(self) -> Path:
         """A pristine snapshot folder to diff against: the folder itself, or for a git
@@ -312,7 +235,7 @@ class Copy:
         return base
 
     def remove(self) -> None:
-        _remove(str(self.folder))
+        remove_tree(str(self.folder))
 
     def __enter__(self) -> Copy:
         return self
