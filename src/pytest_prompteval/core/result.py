@@ -77,6 +77,8 @@ class RepoResult:
     pass_to_pass_kept: float
     #: the agent's change, against the snapshot
     diff: str
+    #: test infrastructure the agent changed (conftest.py...), restored for the verdict
+    restored: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -179,4 +179,5 @@ def repo_result(found: RepoVerdict) -> RepoResult:
         fail_to_pass_fixed=found.fixed,
         pass_to_pass_kept=found.kept,
         diff=found.diff,
+        restored=list(found.restored),
     )

@@ -255,6 +255,21 @@ class Workspace:
     def diff(self, timeout: float = 60.0) -> str:
         return str(self.job({"op": "diff"}, timeout).get("diff", ""))
 
+    def restore(
+        self,
+        named: Sequence[str],
+        folders: Sequence[str],
+        allowed: Sequence[str],
+        timeout: float = 60.0,
+    ) -> list[str]:
+        """Put ``named`` and the test infrastructure back from ``/base`` (``restore.py``);
+        the infrastructure paths the agent had changed, bar ``allowed``."""
+        job = {"op": "restore", "named": list(named), "folders": list(folders)}
+        answer = self.job({**job, "allowed": list(allowed)}, timeout)
+        if "error" in answer:
+            raise PromptevalError(f"restoring the test files failed: {answer['error']}")
+        return [str(p) for p in answer["restored"]]
+
     def close(self) -> None:
         if self._process.poll() is None:
             self._process.kill()

@@ -11,7 +11,8 @@ JSON job per line:
 - ``restart`` starts a new shell;
 - ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
-- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``.
+- ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``;
+- ``restore`` puts the verdict's test files and test infrastructure back (``restore.py``).
 
 Every process that touches the copy runs without privileges (``nobody`` as root, no
 capabilities in a user namespace) and with rlimits; a command past its timeout is killed
@@ -33,10 +34,11 @@ import select
 import shlex
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor
+from pytest_prompteval.sandbox import editor, restore
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.server import view, watch_parent
 
@@ -346,10 +348,16 @@ def diff(base: str = "/base", top: str = editor.REPO) -> str:
 
 
 def run_script(script: str, timeout: float) -> dict[str, Any]:
-    """A script in a fresh shell: the verdict's own, away from the agent's shell."""
+    """A script in a fresh shell: the verdict's own, away from the agent's shell. The
+    script is a file of the sandbox's /tmp, not an argument: one argument holds at most
+    128 KiB (a test patch, 2,500 test ids)."""
+    fd, path = tempfile.mkstemp(prefix=".script-", suffix=".sh", dir="/tmp")
+    with open(fd, "w") as file:
+        file.write(script)
+    os.chmod(path, 0o644)
     read, write = os.pipe()
     pid = _spawn(
-        ["/bin/bash", "--noprofile", "--norc", "-c", script],
+        ["/bin/bash", "--noprofile", "--norc", path],
         os.open("/dev/null", os.O_RDONLY),
         write,
     )
@@ -371,6 +379,7 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
     os.close(read)
     _, status = os.waitpid(pid, 0)
     _reap()
+    os.unlink(path)
     code = None if timed_out else os.waitstatus_to_exitcode(status)
     return {"output": output.text(), "status": code, "timed_out": timed_out}
 
@@ -427,6 +436,9 @@ def main() -> None:
             answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
+        elif op == "restore":
+            work = functools.partial(restore.restore, job["named"], job["folders"], job["allowed"])
+            answer = in_child(work, timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}
         print(json.dumps(answer), flush=True)

@@ -3,11 +3,14 @@ agent left.
 
 The agent's sandbox is gone by then (nothing it started still runs); a new one shows the
 copy at ``/repo`` and the snapshot read-only at ``/base``. There the diff the agent made is
-taken, the case's hidden ``test_patch`` applied (SWE-bench's test files win over the
-agent's), and the tests run. The item passes when every ``fail_to_pass`` test passes and
-every ``pass_to_pass`` test still does; the result keeps the diff, each test's outcome and
-the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of ``pass_to_pass``
-kept).
+taken; then the test files (every file the ``test_patch`` or a listed test names) and the
+test infrastructure (``sandbox/restore.py``: conftest.py, pytest's ini sections, modules
+shadowing the runner...) are restored from the snapshot, the case's hidden ``test_patch``
+applied (a patch that does not apply is an error of the item), and the tests run. The item
+passes when every ``fail_to_pass`` test passes and every ``pass_to_pass`` test still does;
+the result keeps the diff, each test's outcome, the test infrastructure the agent changed
+and the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of
+``pass_to_pass`` kept).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
@@ -42,12 +46,18 @@ class RepoVerdict:
     pass_to_pass: tuple[str, ...]
     diff: str
     output: str = field(repr=False, default="")
+    #: the test infrastructure the agent changed, restored for the verdict
+    restored: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, result: RepoResult) -> RepoVerdict:
         """The verdict a result keeps (for its failure message, wherever it is read)."""
         return cls(
-            result.outcomes, tuple(result.fail_to_pass), tuple(result.pass_to_pass), result.diff
+            result.outcomes,
+            tuple(result.fail_to_pass),
+            tuple(result.pass_to_pass),
+            result.diff,
+            restored=tuple(result.restored),
         )
 
     @property
@@ -87,6 +97,8 @@ class RepoVerdict:
             lines.append("fail_to_pass not fixed: " + ", ".join(broken))
         if broken := self.failing(self.pass_to_pass):
             lines.append("pass_to_pass broken: " + ", ".join(broken))
+        if self.restored:
+            lines.append(restored_line(self.restored))
         shown = self.diff[:MESSAGE_DIFF] + (
             "\n[diff truncated]" if len(self.diff) > MESSAGE_DIFF else ""
         )
@@ -100,7 +112,13 @@ class RepoVerdict:
             "fail_to_pass_fixed": self.fixed,
             "pass_to_pass_kept": self.kept,
             "diff": self.diff,
+            "restored": list(self.restored),
         }
+
+
+def restored_line(paths: Sequence[str]) -> str:
+    changed = ", ".join(paths)
+    return f"test infrastructure changed by the agent: {changed} (restored for the verdict)"
 
 
 def snapshot_of(case: RepoCase) -> Snapshot:
@@ -127,11 +145,30 @@ def outcomes(output: str, tests: Sequence[str]) -> dict[str, str]:
 
 
 def apply_patch(workspace: Workspace, patch: str, timeout: float) -> dict[str, Any]:
-    """``git apply`` of ``patch`` on /repo, in the sandbox (the copy is the agent's: no git
-    of ours runs on it outside)."""
+    """``git apply`` of ``patch`` on /repo, in the sandbox, outside any repository: no
+    config, attribute filter or hook of the agent's ``.git`` runs (nor its index counts)."""
     end = f"PATCH_{secrets.token_hex(8)}"
-    script = f"cd /repo && git apply --whitespace=nowarn - <<'{end}'\n{patch}\n{end}\n"
+    git = "GIT_DIR=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git"
+    script = f"cd /repo && {git} apply --whitespace=nowarn - <<'{end}'\n{patch}\n{end}\n"
     return workspace.run(script, timeout)
+
+
+def test_files(tests: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The files the listed tests name (``tests/test_x.py::test_y``), with the
+    ``__init__.py`` of their folders, and those folders with theirs above: pytest imports
+    them, and puts a test's folder first on ``sys.path``."""
+    files: dict[str, None] = {}
+    folders: dict[str, None] = {}
+    for test in tests:
+        path = test.split("::", 1)[0]
+        parts = path.split("/")
+        if not path.endswith(".py") or path.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
+            continue  # not a file of the repository (a django-style id, a hostile one)
+        files[path] = None
+        for depth in range(1, len(parts)):
+            folders["/".join(parts[:depth])] = None
+            files["/".join([*parts[:depth], "__init__.py"])] = None
+    return list(files), list(folders)
 
 
 def run_tests(
@@ -145,11 +182,21 @@ def run_tests(
 
 
 def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
-    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox."""
+    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
+    the agent left it, then the tests with the test files and infrastructure restored."""
+    tests = (*case.fail_to_pass, *case.pass_to_pass)
+    listed, folders = test_files(tests)
+    named = list(dict.fromkeys([*case.test_files, *listed]))
     with Workspace(copy.path, base=copy.base(), hidden=hidden) as workspace:
         diff = workspace.diff()
+        restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
         if case.test_patch:
-            apply_patch(workspace, case.test_patch, case.timeout)
-        tests = (*case.fail_to_pass, *case.pass_to_pass)
+            done = apply_patch(workspace, case.test_patch, case.timeout)
+            if done["status"] != 0:
+                said = "; ".join(line.strip() for line in str(done["output"]).splitlines())
+                raise VerdictError(
+                    f"case {case.id!r}: test_patch does not apply to the snapshot's test files "
+                    f"(the case is wrong, not the agent): {said}"
+                )
         found, output = run_tests(workspace, case, tests)
-    return RepoVerdict(found, case.fail_to_pass, case.pass_to_pass, diff, output)
+    return RepoVerdict(found, case.fail_to_pass, case.pass_to_pass, diff, output, tuple(restored))
