@@ -6,6 +6,7 @@ Each agent here is a shell command run in the item's sandbox, as the agent's too
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,10 @@ def test_agent_may_change_lets_a_conftest_change_through(project: Path) -> None:
     case = case_of(project, "  agent_may_change: [conftest.py]\n")
     found = after(case, f"cat > conftest.py <<'EOF'\n{PASSING_HOOK}EOF\n")
     assert found.passed and found.restored == ()
+    # inside the test folder, which is otherwise restored whole
+    case = case_of(project, "  agent_may_change: [tests/conftest.py]\n")
+    found = after(case, f"cat > tests/conftest.py <<'EOF'\n{PASSING_HOOK}EOF\n")
+    assert found.passed and found.restored == ()
 
 
 @pytest.mark.parametrize(
@@ -263,3 +268,33 @@ def test_a_test_patch_naming_a_path_outside_is_refused_by_file_and_line(project:
     (project / "tests.diff").write_text("--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n")
     with pytest.raises(PromptevalError, match=r"cases.yaml:6: case 'slug': test_patch: names a"):
         case_of(project)
+
+
+def test_the_tests_helpers_and_data_are_the_authors(project: Path) -> None:
+    # the listed test reads a helper and an expected value from its folder
+    write(project / "slugify" / "tests" / "expected.txt", "a-b\n")
+    write(
+        project / "slugify" / "tests" / "helpers.py",
+        "from pathlib import Path\n\n\ndef expected():\n"
+        "    return (Path(__file__).parent / 'expected.txt').read_text().strip()\n",
+    )
+    write(
+        project / "slugify" / "tests" / "test_read.py",
+        "from slug import slugify\nfrom tests.helpers import expected\n\n\n"
+        'def test_read():\n    assert slugify("a  b") == expected()\n',
+    )
+    case = case_of(project)
+    case = dataclasses.replace(case, fail_to_pass=("tests/test_read.py::test_read",))
+    assert after(case, FIX).passed
+    data = "printf 'a--b\\n' > tests/expected.txt"
+    helper = "printf 'def expected():\\n    return \"a--b\"\\n' > tests/helpers.py"
+    for forged in (data, helper):
+        found = after(case, forged)
+        assert found.outcomes["tests/test_read.py::test_read"] == "FAILED", forged
+
+
+def test_folders_the_agent_closed_do_not_make_the_verdict_an_error(project: Path) -> None:
+    nested = "mkdir -p tests/a/b && echo > tests/a/b/conftest.py && chmod 000 tests/a"
+    closed = "echo > conftest.py && chmod 000 tests && chmod 555 ."
+    found = after(case_of(project), FIX, nested, closed)
+    assert found.passed and found.restored == ("conftest.py", "tests/a/b/conftest.py")

@@ -3,7 +3,8 @@ in ``/repo`` from the snapshot at ``/base`` (removed where the snapshot lacks th
 verdict's sandbox, after the agent's diff was taken and before its test patch applies.
 
 - ``named``: the files the test patch and the listed tests name (with the ``__init__.py``
-  of their folders), restored whatever the agent did to them.
+  of their folders) and the test folders that hold them (``tests/``: its helpers and data
+  decide too), restored whatever the agent did to them.
 - Test infrastructure, found anywhere in either tree: ``conftest.py``, pytest's own ini
   files (``pytest.ini``, ``.pytest.ini``, ``pytest.toml``, ``.pytest.toml``),
   ``sitecustomize.py``/``usercustomize.py``, ``*.pth``, and sourceless ``*.pyc``. Files
@@ -30,7 +31,8 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 BASE, REPO = "/base", "/repo"
@@ -71,26 +73,50 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _same(old: str, new: str) -> bool:
-    """Whether ``new`` is ``old`` (kind, link target, bytes, executable bit, and for a
-    folder every entry)."""
-    kind = _kind(old)
-    if kind != _kind(new):
-        return False
-    if kind == "link":
-        return os.readlink(old) == os.readlink(new)
-    if kind == "file":
-        executable = (os.lstat(old).st_mode ^ os.lstat(new).st_mode) & stat.S_IXUSR
-        return not executable and _read(old) == _read(new)
-    if kind == "dir":
+def _entries(top: str, skip: str = "") -> Iterator[tuple[str, str | None]]:
+    """(path relative to ``top``, kind) of everything below it, a folder before what it
+    holds; links are not followed, folders named ``skip`` not entered. Iterative, and each
+    folder made ours to list and change first: an agent's tree may be deeper than
+    Python's recursion limit, or its folders closed to their owner."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        folder = os.path.join(top, rel) if rel else top
+        if top == REPO or top.startswith(REPO + "/"):
+            _writable(folder)
         try:
-            names = sorted(os.listdir(old)), sorted(os.listdir(new))
+            names = sorted(os.listdir(folder), reverse=True)
         except OSError:
-            return False
-        return names[0] == names[1] and all(
-            _same(os.path.join(old, n), os.path.join(new, n)) for n in names[0]
-        )
-    return True
+            continue
+        for name in names:
+            path = f"{rel}/{name}" if rel else name
+            kind = _kind(os.path.join(top, path))
+            yield path, kind
+            if kind == "dir" and name != skip:
+                stack.append(path)
+
+
+def _signature(path: str, kind: str | None) -> object:
+    if kind == "link":
+        return os.readlink(path)
+    if kind == "file":
+        return os.lstat(path).st_mode & stat.S_IXUSR, _read(path)
+    return kind
+
+
+def _same(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old``: kind, link target, bytes and executable bit, and for a
+    folder every entry."""
+    kinds = _kind(old), _kind(new)
+    if kinds[0] != kinds[1] or _signature(old, kinds[0]) != _signature(new, kinds[1]):
+        return False
+    if kinds[0] != "dir":
+        return True
+    trees = [
+        {rel: _signature(os.path.join(top, rel), kind) for rel, kind in _entries(top)}
+        for top in (old, new)
+    ]
+    return trees[0] == trees[1]
 
 
 def _section(path: str, name: str) -> object:
@@ -128,20 +154,17 @@ def _differs(rel: str) -> bool:
 
 def _writable(folder: str) -> None:
     mode = os.lstat(folder).st_mode
-    if mode & stat.S_IRWXU != stat.S_IRWXU:
+    if stat.S_ISDIR(mode) and mode & stat.S_IRWXU != stat.S_IRWXU:
         os.chmod(folder, mode | stat.S_IRWXU)
 
 
 def _remove(path: str) -> None:
     kind = _kind(path)
     if kind == "dir":
-        for folder, dirs, _ in os.walk(path):  # top-down: a folder opens before it is listed
-            _writable(folder)
-            for name in dirs:
-                inner = os.path.join(folder, name)
-                if _kind(inner) == "dir":
-                    _writable(inner)
-        shutil.rmtree(path)
+        inside = list(_entries(path))
+        for rel, inner in reversed(inside):  # what a folder holds goes before it
+            (os.rmdir if inner == "dir" else os.unlink)(os.path.join(path, rel))
+        os.rmdir(path)
     elif kind is not None:
         os.unlink(path)
 
@@ -163,28 +186,13 @@ def _put(rel: str) -> None:
             _remove(new)
             os.mkdir(new, 0o755)
         _writable(new)
-    old, new = os.path.join(BASE, rel), os.path.join(REPO, rel)
-    _remove(new)
-    kind = _kind(old)
-    if kind == "link":
-        os.symlink(os.readlink(old), new)
-    elif kind == "dir":
-        shutil.copytree(old, new, symlinks=True)
-    elif kind == "file":
-        data = _read(old) or b""
-        executable = os.lstat(old).st_mode & stat.S_IXUSR
-        fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
-        with open(fd, "wb") as file:
-            file.write(data)
+    _remove(os.path.join(REPO, rel))
+    _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
 def _walk(top: str) -> Iterable[str]:
-    """Every path below ``top`` (links and files; folders not followed), ``.git`` aside."""
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        rel = os.path.relpath(folder, top)
-        for name in (*names, *(d for d in dirs if _kind(os.path.join(folder, d)) == "link")):
-            yield name if rel == "." else f"{rel}/{name}"
+    """Every path below ``top`` but folders (links to them included), ``.git`` aside."""
+    return (rel for rel, kind in _entries(top, skip=".git") if kind != "dir")
 
 
 def _cache(rel: str) -> str | None:
@@ -245,21 +253,44 @@ def _shadowing(folders: Iterable[str]) -> list[str]:
     return found
 
 
+def _copy(source: str, target: str) -> None:
+    """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
+    kind = _kind(source)
+    if kind == "link":
+        os.symlink(os.readlink(source), target)
+    elif kind == "dir":
+        shutil.copytree(source, target, symlinks=True)
+    elif kind == "file":
+        executable = os.lstat(source).st_mode & stat.S_IXUSR
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
+        with open(fd, "wb") as file:
+            file.write(_read(source) or b"")
+
+
 def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[str, Any]:
     """Restore ``named`` and the test infrastructure (``folders``: where a module would
-    shadow the runner); the infrastructure paths the agent changed, bar ``allowed``."""
+    shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
+    as the agent left them, even inside a restored test folder)."""
+    found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
+    infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
+    candidates = sorted(infrastructure) + _shadowing(["", *folders])
+    changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
+    kept = tempfile.mkdtemp(prefix="agent-may-change-")
+    allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
+    for at, rel in enumerate(allowed):
+        _copy(os.path.join(REPO, rel), os.path.join(kept, str(at)))
     for rel in named:
-        _put(rel)
-    found = [p for top in (BASE, REPO) for p in _walk(top)]
+        if not _same(os.path.join(BASE, rel), os.path.join(REPO, rel)):
+            _put(rel)
     for rel in sorted({c for c in map(_cache, found) if c is not None}):
         if _differs(rel):
             _put(rel)
-    done, changed = set(named), []
-    infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
-    for rel in sorted(infrastructure) + _shadowing(["", *folders]):
-        if rel in done or rel in allowed or not _differs(rel):
-            continue
-        done.add(rel)
-        _put(rel)
-        changed.append(rel)
+    for rel in changed:
+        if _differs(rel):  # not restored with a test folder already
+            _put(rel)
+    for at, rel in enumerate(allowed):
+        _put(rel)  # its folders as the snapshot has them, then the agent's version
+        _remove(os.path.join(REPO, rel))
+        _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
+    _remove(kept)
     return {"restored": changed}

@@ -153,10 +153,15 @@ def apply_patch(workspace: Workspace, patch: str, timeout: float) -> dict[str, A
     return workspace.run(script, timeout)
 
 
+#: Folders that hold tests alone: restored whole (their helpers and data decide too).
+TEST_FOLDERS = ("tests", "test", "testing")
+
+
 def test_files(tests: Iterable[str]) -> tuple[list[str], list[str]]:
-    """The files the listed tests name (``tests/test_x.py::test_y``), with the
-    ``__init__.py`` of their folders, and those folders with theirs above: pytest imports
-    them, and puts a test's folder first on ``sys.path``."""
+    """What the listed tests (``tests/test_x.py::test_y``) are read from: the test folder
+    holding each (the outermost named ``tests``, ``test`` or ``testing``), its file and the
+    ``__init__.py`` of its folders; and those folders (pytest puts a test's folder first on
+    ``sys.path``)."""
     files: dict[str, None] = {}
     folders: dict[str, None] = {}
     for test in tests:
@@ -164,6 +169,9 @@ def test_files(tests: Iterable[str]) -> tuple[list[str], list[str]]:
         parts = path.split("/")
         if not path.endswith(".py") or path.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
             continue  # not a file of the repository (a django-style id, a hostile one)
+        holder = [d for d in range(1, len(parts)) if parts[d - 1] in TEST_FOLDERS]
+        if holder:
+            files.setdefault("/".join(parts[: holder[0]]), None)
         files[path] = None
         for depth in range(1, len(parts)):
             folders["/".join(parts[:depth])] = None
