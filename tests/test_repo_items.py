@@ -71,6 +71,13 @@ AGENT = ScriptedAgent(
             ["Fixed, and tidied keep()."],
         ],
         "NOTHING": [["I see no bug."]],
+        # commits its fix: the verdict's diff is still against the snapshot
+        "GIT": [
+            [call("bash", command="git status --short && git log --oneline")],
+            [replace("x + x + 1", "x + x")],
+            [call("bash", command="git commit -qam fix && git status --short && echo clean")],
+            ["Fixed and committed."],
+        ],
     }
 )
 
@@ -213,6 +220,20 @@ def test_a_changed_model_turn_is_a_missing_recording_naming_its_step(
     )
 
 
+def test_repo_is_a_git_repository_of_the_snapshot_and_a_commit_hides_nothing(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("committed", "GIT", 60)])
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    calls = [c for s in result["trajectory"]["steps"] for c in s["calls"]]
+    assert calls[0]["result"].endswith(" the repository as the task begins\n")
+    assert calls[2]["result"] == "clean\n"
+    assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
+
+
 def test_the_examples_replay_offline_every_case_resolved(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
@@ -327,7 +348,8 @@ def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
     python, user = interpreter_for(env, unprivileged)
     if user is not None:  # the sandbox's `python` is nobody's interpreter, without pytest
-        command = f"PYTHONPATH={env['PYTHONPATH']} {python} -m pytest -q -p no:cacheprovider"
+        pythonpath = f"{env['PYTHONPATH']}:$PYTHONPATH"  # the verdict's reporter is on it
+        command = f"PYTHONPATH={pythonpath} {python} -m pytest -q -p no:cacheprovider"
         with (project / "prompt_cases" / "repo.yaml").open("a") as cases:
             cases.write(f"  test_command: {json.dumps(command)}\n")
     try:

@@ -79,6 +79,8 @@ class RepoResult:
     diff: str
     #: test infrastructure the agent changed (conftest.py...), restored for the verdict
     restored: list[str] = field(default_factory=list)
+    #: why the test command did not run the tests (its last lines), when it did not
+    broken: str | None = None
 
 
 @dataclass

@@ -41,6 +41,16 @@ from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
 #: What a recording's request holds in place of a tool result's content (not keyed).
 NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
+#: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
+#: sandbox before its first call (no config but its own, no hook; the same commit every
+#: time, dates fixed). The verdict never reads it: its diff is against the snapshot.
+AS_REPOSITORY = """\
+cd /repo && rm -rf .git && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
+  GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \\
+  && git init -q --template= . && git config user.name agent \\
+  && git config user.email agent@sandbox && git add -A \\
+  && git commit -q --no-verify -m "the repository as the task begins"
+"""
 
 
 @dataclass(frozen=True)
@@ -157,6 +167,8 @@ def run_task(
         with _sandbox("the repository sandbox"):
             workspace = Workspace(copy.path, hidden=task.hidden)
         try:
+            with _sandbox("the repository sandbox"):
+                workspace.run(AS_REPOSITORY, task.case.timeout)
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             outcome, trajectory = converse(
                 task.agent, store, ledger, request, context, tool_executor(run), keyed
@@ -180,4 +192,5 @@ def repo_result(found: RepoVerdict) -> RepoResult:
         pass_to_pass_kept=found.kept,
         diff=found.diff,
         restored=list(found.restored),
+        broken=found.broken,
     )

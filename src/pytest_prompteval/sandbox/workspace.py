@@ -255,6 +255,11 @@ class Workspace:
     def diff(self, timeout: float = 60.0) -> str:
         return str(self.job({"op": "diff"}, timeout).get("diff", ""))
 
+    def read(self, path: str, limit: int, timeout: float = 60.0) -> dict[str, Any]:
+        """At most ``limit`` bytes of a file of the sandbox's /tmp (``text``), and its
+        ``size``; an empty text when it is not there."""
+        return self.job({"op": "read", "path": path, "limit": limit}, timeout)
+
     def restore(
         self,
         named: Sequence[str],

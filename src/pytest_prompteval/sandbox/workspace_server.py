@@ -12,7 +12,8 @@ JSON job per line:
 - ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
 - ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``;
-- ``restore`` puts the verdict's test files and test infrastructure back (``restore.py``).
+- ``restore`` puts the verdict's test files and test infrastructure back (``restore.py``);
+- ``read`` gives back a file of the sandbox's /tmp, bounded (the verdict's test report).
 
 Every process that touches the copy runs without privileges (``nobody`` as root, no
 capabilities in a user namespace) and with rlimits; a command past its timeout is killed
@@ -347,6 +348,19 @@ def diff(base: str = "/base", top: str = editor.REPO) -> str:
     return "".join(parts)
 
 
+def read_file(path: str, limit: int) -> dict[str, Any]:
+    """At most ``limit`` bytes of a file of /tmp, never through a link; its size."""
+    if not path.startswith("/tmp/") or ".." in path.split("/"):
+        return {"text": "", "size": 0, "error": f"not a file of /tmp: {path!r}"}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return {"text": "", "size": 0, "error": str(exc)}
+    with open(fd, "rb") as file:
+        size = os.fstat(fd).st_size
+        return {"text": file.read(limit).decode(errors="replace"), "size": size}
+
+
 def run_script(script: str, timeout: float) -> dict[str, Any]:
     """A script in a fresh shell: the verdict's own, away from the agent's shell. The
     script is a file of the sandbox's /tmp, not an argument: one argument holds at most
@@ -436,6 +450,9 @@ def main() -> None:
             answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
+        elif op == "read":
+            work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
+            answer = in_child(work, timeout)
         elif op == "restore":
             work = functools.partial(restore.restore, job["named"], job["folders"], job["allowed"])
             answer = in_child(work, timeout)
