@@ -136,6 +136,10 @@ def test_the_report_is_read_strictly() -> None:
     )
     run = read_report(text, ["t.py::a", "t.py::b"], 1, "")
     assert run.outcomes == {"t.py::a": "ERROR"} and run.broken is None
+    killed = read_report(text, ["t.py::a"], None, "\x1b[31mlast line\x1b[0m", timed_out=True)
+    assert killed.fatal and killed.broken == (
+        "it ran past the case's timeout and was killed; the end of its output:\n  | last line"
+    )
 
 
 def test_the_repository_is_a_git_repository_and_a_commit_hides_nothing(project: Path) -> None:

@@ -120,10 +120,15 @@ def _quoted(output: str) -> str:
 
 
 def read_report(
-    text: str, tests: Sequence[str], status: int | None, output: str, cut: bool = False
+    text: str,
+    tests: Sequence[str],
+    status: int | None,
+    output: str,
+    cut: bool = False,
+    timed_out: bool = False,
 ) -> TestRun:
     """The run from the reporter's ``text`` (``cut``: at the bound), the command's exit
-    ``status`` and the end of its ``output``."""
+    ``status`` (``timed_out``: killed at the case's timeout) and the end of its ``output``."""
     records = _records(text)
     exits = [r["exit"] for r in records if isinstance(r.get("exit"), int)]
     started = any(r.get("started") is True for r in records)
@@ -160,22 +165,24 @@ def read_report(
                 outcomes[test] = UNMATCHED
     else:
         outcomes = {node: _combined(found) for node, found in by_node.items()}
-    broken, fatal = None, False
-    if not started and status in (0, 1, 2, 5):
-        broken, fatal = (
-            f"exit status {status}, and no test was reported ({HINT})",
-            True,
-        )
+    broken: str | None = None
+    fatal = True  # no test ran as asked
+    if timed_out:
+        broken = "it ran past the case's timeout and was killed; the end of its output:"
+    elif not started and status in (0, 1, 2, 5):
+        broken = f"exit status {status}, and no test was reported ({HINT})"
     elif not started or not exits:
-        broken, fatal = f"exit status {status} before any test ran; the end of its output:", True
+        broken = f"exit status {status} before any test ran; the end of its output:"
     elif exits[-1] in (INTERNAL_ERROR, USAGE_ERROR):
-        broken, fatal = f"exit status {exits[-1]}; the end of its output:", True
-    elif uncollected:
-        node, error = uncollected[0]
-        more = f" (and {len(uncollected) - 1} more)" if len(uncollected) > 1 else ""
-        broken = f"collecting {node} failed{more}:\n{_quoted(error)}"
-    elif cut and any(t not in outcomes for t in tests):
-        broken = f"its report passed {MAX_REPORT:,} bytes: the tests after it are not read"
+        broken = f"exit status {exits[-1]}; the end of its output:"
+    else:
+        fatal = False
+        if uncollected:
+            node, error = uncollected[0]
+            more = f" (and {len(uncollected) - 1} more)" if len(uncollected) > 1 else ""
+            broken = f"collecting {node} failed{more}:\n{_quoted(error)}"
+        elif cut and any(t not in outcomes for t in tests):
+            broken = f"its report passed {MAX_REPORT:,} bytes: the tests after it are not read"
     if fatal:
         broken = f"{broken}\n{_quoted(output)}"
     return TestRun(outcomes, tuple(unmatched), broken, fatal, output)
@@ -197,4 +204,5 @@ def run_tests(
         status if isinstance(status, int) else None,
         str(done.get("output", "")),
         cut=int(report.get("size", 0)) > MAX_REPORT,
+        timed_out=bool(done.get("timed_out")),
     )
