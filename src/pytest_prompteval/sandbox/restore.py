@@ -271,6 +271,10 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
     """Restore ``named`` and the test infrastructure (``folders``: where a module would
     shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
     as the agent left them, even inside a restored test folder)."""
+    for rel in (*named, *folders, *allowed):  # checked by the case's parser already
+        parts = rel.split("/")
+        if rel.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
+            raise ValueError(f"not a path inside the repository: {rel!r}")
     found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
     candidates = sorted(infrastructure) + _shadowing(["", *folders])
