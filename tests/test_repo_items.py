@@ -234,6 +234,23 @@ def test_repo_is_a_git_repository_of_the_snapshot_and_a_commit_hides_nothing(
     assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
 
 
+def test_a_test_patch_that_does_not_apply_is_an_error_of_the_item(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    (pytester.path / "tests.diff").write_text(
+        "--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1 +1 @@\n-not there\n+x\n"
+    )
+    with (pytester.path / "prompt_cases" / "repo.yaml").open("a") as cases:
+        cases.write("  test_patch: ../tests.diff\n")
+    reprec = pytester.inline_run("--prompt=fixer")
+    (result,) = item_results(reprec)
+    assert result["outcome"] == "error" and result["error_type"] == "verdict"
+    assert "test_patch does not apply to the snapshot's test files" in result["error"]
+    assert "patch failed: tests/test_m.py:1" in result["error"]
+
+
 def test_the_examples_replay_offline_every_case_resolved(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
