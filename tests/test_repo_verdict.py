@@ -16,7 +16,7 @@ from pytest_prompteval.core.errors import PromptevalError, VerdictError
 from pytest_prompteval.core.patches import PatchError, patch_paths
 from pytest_prompteval.core.repocases import RepoCase, parse_repo_case
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
-from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
+from pytest_prompteval.scoring.repo import RepoVerdict, files_of_tests, snapshot_of, verdict
 
 CODE = 'def slugify(text):\n    return "-".join(text.strip().lower().split(" "))\n'
 FIXED = CODE.replace('split(" ")', "split()")
@@ -298,3 +298,18 @@ def test_folders_the_agent_closed_do_not_make_the_verdict_an_error(project: Path
     closed = "echo > conftest.py && chmod 000 tests && chmod 555 ."
     found = after(case_of(project), FIX, nested, closed)
     assert found.passed and found.restored == ("conftest.py", "tests/a/b/conftest.py")
+
+
+def test_the_test_folder_restored_is_the_nearest_one() -> None:
+    files, folders = files_of_tests(
+        ["numpy/testing/tests/test_utils.py::test_a", "test_top.py::t", "name (module.Class)"]
+    )
+    assert files == [
+        "numpy/testing/tests",  # numpy/testing is code the fix may change
+        "numpy/testing/tests/test_utils.py",
+        "numpy/__init__.py",
+        "numpy/testing/__init__.py",
+        "numpy/testing/tests/__init__.py",
+        "test_top.py",
+    ]
+    assert folders == ["numpy", "numpy/testing", "numpy/testing/tests"]

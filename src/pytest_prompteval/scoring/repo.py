@@ -147,9 +147,10 @@ def apply_patch(workspace: Workspace, patch: str, timeout: float) -> dict[str, A
 TEST_FOLDERS = ("tests", "test", "testing")
 
 
-def test_files(tests: Iterable[str]) -> tuple[list[str], list[str]]:
+def files_of_tests(tests: Iterable[str]) -> tuple[list[str], list[str]]:
     """What the listed tests (``tests/test_x.py::test_y``) are read from: the test folder
-    holding each (the outermost named ``tests``, ``test`` or ``testing``), its file and the
+    holding each (the nearest named ``tests``, ``test`` or ``testing``: in
+    ``numpy/testing/tests`` the last, ``numpy/testing`` being code), its file and the
     ``__init__.py`` of its folders; and those folders (pytest puts a test's folder first on
     ``sys.path``)."""
     files: dict[str, None] = {}
@@ -161,7 +162,7 @@ def test_files(tests: Iterable[str]) -> tuple[list[str], list[str]]:
             continue  # not a file of the repository (a django-style id, a hostile one)
         holder = [d for d in range(1, len(parts)) if parts[d - 1] in TEST_FOLDERS]
         if holder:
-            files.setdefault("/".join(parts[: holder[0]]), None)
+            files.setdefault("/".join(parts[: holder[-1]]), None)
         files[path] = None
         for depth in range(1, len(parts)):
             folders["/".join(parts[:depth])] = None
@@ -213,7 +214,7 @@ def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> Re
     run whose test command failed, or that leaves a listed id unmatched, is run again on the
     snapshot with the case's own fix to tell the case's fault from the agent's."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
-    listed, folders = test_files(tests)
+    listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
     with Workspace(copy.path, base=copy.base(), hidden=hidden) as workspace:
         diff = workspace.diff()
