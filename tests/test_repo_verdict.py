@@ -298,6 +298,15 @@ def test_folders_the_agent_closed_do_not_make_the_verdict_an_error(project: Path
     closed = "echo > conftest.py && chmod 000 tests && chmod 555 ."
     found = after(case_of(project), FIX, nested, closed)
     assert found.passed and found.restored == ("conftest.py", "tests/a/b/conftest.py")
+    # nor hide a change from the diff
+    hidden = "mkdir -p mine && echo 'x = 1' > mine/m.py && chmod 000 mine"
+    assert "+++ b/mine/m.py\n@@ -0,0 +1 @@\n+x = 1" in after(case_of(project), hidden).diff
+
+
+def test_a_tree_deeper_than_the_recursion_limit_makes_no_error(project: Path) -> None:
+    deep = "d=$(printf 'x/%.0s' $(seq 1200)); mkdir -p $d && echo 'y = 1' > ${d}deep.py"
+    found = after(case_of(project), FIX, deep)  # the diff, the restore and the copy's removal
+    assert found.passed and found.diff.count("x/") == 1200  # +++ b/x/.../deep.py
 
 
 def test_the_test_folder_restored_is_the_nearest_one() -> None:

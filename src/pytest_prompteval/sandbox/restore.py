@@ -73,16 +73,16 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _entries(top: str, skip: str = "") -> Iterator[tuple[str, str | None]]:
+def entries(top: str, skip: str = "", open_up: bool = False) -> Iterator[tuple[str, str | None]]:
     """(path relative to ``top``, kind) of everything below it, a folder before what it
-    holds; links are not followed, folders named ``skip`` not entered. Iterative, and each
-    folder made ours to list and change first: an agent's tree may be deeper than
-    Python's recursion limit, or its folders closed to their owner."""
+    holds; links are not followed, folders named ``skip`` not entered. Iterative (an
+    agent's tree may be deeper than Python's recursion limit) and, with ``open_up``, each
+    folder made its owner's to list and change first (an agent may close its folders)."""
     stack = [""]
     while stack:
         rel = stack.pop()
         folder = os.path.join(top, rel) if rel else top
-        if top == REPO or top.startswith(REPO + "/"):
+        if open_up:
             _writable(folder)
         try:
             names = sorted(os.listdir(folder), reverse=True)
@@ -113,8 +113,8 @@ def _same(old: str, new: str) -> bool:
     if kinds[0] != "dir":
         return True
     trees = [
-        {rel: _signature(os.path.join(top, rel), kind) for rel, kind in _entries(top)}
-        for top in (old, new)
+        {rel: _signature(os.path.join(top, rel), kind) for rel, kind in entries(top, "", up)}
+        for top, up in ((old, False), (new, True))
     ]
     return trees[0] == trees[1]
 
@@ -158,10 +158,11 @@ def _writable(folder: str) -> None:
         os.chmod(folder, mode | stat.S_IRWXU)
 
 
-def _remove(path: str) -> None:
+def remove(path: str) -> None:
+    """Remove ``path``, a folder with all it holds (opened up first), never through a link."""
     kind = _kind(path)
     if kind == "dir":
-        inside = list(_entries(path))
+        inside = list(entries(path, open_up=True))
         for rel, inner in reversed(inside):  # what a folder holds goes before it
             (os.rmdir if inner == "dir" else os.unlink)(os.path.join(path, rel))
         os.rmdir(path)
@@ -181,18 +182,18 @@ def _put(rel: str) -> None:
             return
         if _kind(new) != "dir":
             if _kind(old) is None and _kind(os.path.join(BASE, rel)) is None:
-                _remove(new)  # nothing to restore below: whatever the agent put there goes
+                remove(new)  # nothing to restore below: whatever the agent put there goes
                 return
-            _remove(new)
+            remove(new)
             os.mkdir(new, 0o755)
         _writable(new)
-    _remove(os.path.join(REPO, rel))
+    remove(os.path.join(REPO, rel))
     _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
 def _walk(top: str) -> Iterable[str]:
     """Every path below ``top`` but folders (links to them included), ``.git`` aside."""
-    return (rel for rel, kind in _entries(top, skip=".git") if kind != "dir")
+    return (rel for rel, kind in entries(top, ".git", top == REPO) if kind != "dir")
 
 
 def _cache(rel: str) -> str | None:
@@ -294,7 +295,7 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
             _put(rel)
     for at, rel in enumerate(allowed):
         _put(rel)  # its folders as the snapshot has them, then the agent's version
-        _remove(os.path.join(REPO, rel))
+        remove(os.path.join(REPO, rel))
         _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
-    _remove(kept)
+    remove(kept)
     return {"restored": changed}

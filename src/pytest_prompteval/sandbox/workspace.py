@@ -31,6 +31,7 @@ from typing import IO, Any, NamedTuple
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
+from pytest_prompteval.sandbox import restore
 from pytest_prompteval.sandbox.client import (
     SAFE_ENV,
     LineReader,
@@ -155,21 +156,16 @@ def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
 
 def _give_to(top: Path, uid: int) -> None:
     """As root, commands run as the sandbox's own user: the copy must be theirs to change."""
-    for folder, dirs, names in os.walk(top):
-        os.lchown(folder, uid, NOBODY)
-        for name in (*dirs, *names):
-            os.lchown(os.path.join(folder, name), uid, NOBODY)
+    os.lchown(top, uid, NOBODY)
+    for rel, _ in restore.entries(str(top)):  # iterative: the agent's tree may be deep
+        os.lchown(os.path.join(top, rel), uid, NOBODY)
 
 
 def _remove(top: str) -> None:
-    """Remove the temporary folder, whatever modes the agent left on its folders."""
+    """Remove the temporary folder, whatever modes the agent left on its folders and however
+    deep its tree (the walk is iterative)."""
     os.chmod(top, 0o700)
-    for folder, dirs, _ in os.walk(top):  # top-down: a folder opens before it is listed
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                os.chmod(path, 0o700)
-    shutil.rmtree(top)
+    restore.remove(top)
 
 
 class Workspace:

@@ -301,14 +301,13 @@ def edit(command: dict[str, Any], max_characters: int | None = None) -> dict[str
 
 
 def _files(top: str) -> dict[str, str]:
-    """Relative path -> kind ("file", "link", other) below ``top``, never following links."""
-    found = {}
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, top)] = "link" if os.path.islink(path) else "file"
-    return found
+    """Relative path -> kind ("file", "link") below ``top``, never following links; the
+    copy's folders opened up first (a folder the agent closed does not hide its change)."""
+    return {
+        rel: "link" if kind == "link" else "file"
+        for rel, kind in restore.entries(top, ".git", open_up=top == editor.REPO)
+        if kind != "dir"
+    }
 
 
 def _lines(path: str) -> list[str] | None:
