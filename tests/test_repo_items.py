@@ -71,6 +71,12 @@ AGENT = ScriptedAgent(
             ["Fixed, and tidied keep()."],
         ],
         "NOTHING": [["I see no bug."]],
+        # fixes the code, and writes a conftest the verdict puts back
+        "CONFTEST": [
+            [call("bash", command="echo 'import sys' > conftest.py")],
+            [replace("x + x + 1", "x + x")],
+            ["Fixed."],
+        ],
         # commits its fix: the verdict's diff is still against the snapshot
         "GIT": [
             [call("bash", command="git status --short && git log --oneline")],
@@ -232,6 +238,21 @@ def test_repo_is_a_git_repository_of_the_snapshot_and_a_commit_hides_nothing(
     assert calls[0]["result"].endswith(" the repository as the task begins\n")
     assert calls[2]["result"] == "clean\n"
     assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
+
+
+def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("conftest", "CONFTEST", 60), ("right_fix", "RIGHT", 60)])
+    result = pytester.runpytest("--prompt=fixer", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "fixer: repository: 2/2 resolved; the agent changed the test infrastructure in 1 "
+            "(restored for the verdict: see each result's repo.restored)"
+        ]
+    )
 
 
 def test_a_test_patch_that_does_not_apply_is_an_error_of_the_item(
