@@ -20,7 +20,9 @@ Each infrastructure path the agent changed is returned unless the case allows it
 (``agent_may_change``). Caches are restored without a word: ``__pycache__`` (a forged
 entry would stand for a restored source) and ``.pytest_cache`` (``--lf``, ``--sw``).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
-``lstat`` and never followed.
+``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
+deeper than the recursion limit) also walk and remove a copy on the host, and list it for
+the verdict's diff.
 """
 
 from __future__ import annotations

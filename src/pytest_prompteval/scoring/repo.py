@@ -104,7 +104,10 @@ class RepoVerdict:
         if broken := self.failing(self.pass_to_pass):
             lines.append("pass_to_pass broken: " + broken)
         if self.restored:
-            lines.append(restored_line(self.restored))
+            changed = ", ".join(self.restored)
+            lines.append(
+                f"test infrastructure changed by the agent: {changed} (restored for the verdict)"
+            )
         shown = self.diff[:MESSAGE_DIFF] + (
             "\n[diff truncated]" if len(self.diff) > MESSAGE_DIFF else ""
         )
@@ -121,11 +124,6 @@ class RepoVerdict:
             "restored": list(self.restored),
             "broken": self.broken,
         }
-
-
-def restored_line(paths: Sequence[str]) -> str:
-    changed = ", ".join(paths)
-    return f"test infrastructure changed by the agent: {changed} (restored for the verdict)"
 
 
 def snapshot_of(case: RepoCase) -> Snapshot:
