@@ -58,9 +58,9 @@ class Phases:
 
 class ItemTimes:
     """A plugin: each item's setup (where its work is done) and, within it, the time spent
-    in the glue's steps (repository.Copy, Workspace, _converse, verdict), by wrapping them."""
+    in the glue's steps (repository.Copy, Workspace, converse, verdict), by wrapping them."""
 
-    STEPS = ("Copy", "Workspace", "_converse", "verdict")
+    STEPS = ("Copy", "Workspace", "converse", "verdict")
 
     def __init__(self) -> None:
         self.items: list[float] = []
@@ -109,7 +109,7 @@ def whole_run(samples: int) -> None:
         f"\nwhole pytest run, {len(items)} items replayed offline (exit {code}): {wall:.1f} s, "
         f"{wall * 1000 / len(items):.0f} ms per item; per item, median (max) in ms:"
     )
-    spent = {"copy": "Copy", "sandbox start": "Workspace", "conversation": "_converse"}
+    spent = {"copy": "Copy", "sandbox start": "Workspace", "conversation": "converse"}
     spent["verdict"] = "verdict"
     rest = [
         item - sum(times.steps[name][i] for name in ItemTimes.STEPS) for i, item in enumerate(items)

@@ -71,6 +71,19 @@ AGENT = ScriptedAgent(
             ["Fixed, and tidied keep()."],
         ],
         "NOTHING": [["I see no bug."]],
+        # fixes the code, and writes a conftest the verdict puts back
+        "CONFTEST": [
+            [call("bash", command="echo 'import sys' > conftest.py")],
+            [replace("x + x + 1", "x + x")],
+            ["Fixed."],
+        ],
+        # commits its fix: the verdict's diff is still against the snapshot
+        "GIT": [
+            [call("bash", command="git status --short && git log --oneline")],
+            [replace("x + x + 1", "x + x")],
+            [call("bash", command="git commit -qam fix && git status --short && echo clean")],
+            ["Fixed and committed."],
+        ],
     }
 )
 
@@ -213,6 +226,52 @@ def test_a_changed_model_turn_is_a_missing_recording_naming_its_step(
     )
 
 
+def test_repo_is_a_git_repository_of_the_snapshot_and_a_commit_hides_nothing(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("committed", "GIT", 60)])
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    calls = [c for s in result["trajectory"]["steps"] for c in s["calls"]]
+    assert calls[0]["result"].endswith(" the repository as the task begins\n")
+    assert calls[2]["result"] == "clean\n"
+    assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
+
+
+def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("conftest", "CONFTEST", 60), ("right_fix", "RIGHT", 60)])
+    result = pytester.runpytest("--prompt=fixer", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "fixer: repository: 2/2 resolved; the agent changed the test infrastructure in 1 "
+            "(restored for the verdict: see each result's repo.restored)"
+        ]
+    )
+
+
+def test_a_test_patch_that_does_not_apply_is_an_error_of_the_item(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    (pytester.path / "tests.diff").write_text(
+        "--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1 +1 @@\n-not there\n+x\n"
+    )
+    with (pytester.path / "prompt_cases" / "repo.yaml").open("a") as cases:
+        cases.write("  test_patch: ../tests.diff\n")
+    reprec = pytester.inline_run("--prompt=fixer")
+    (result,) = item_results(reprec)
+    assert result["outcome"] == "error" and result["error_type"] == "verdict"
+    assert "test_patch does not apply to the snapshot's test files" in result["error"]
+    assert "patch failed: tests/test_m.py:1" in result["error"]
+
+
 def test_the_examples_replay_offline_every_case_resolved(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
@@ -327,7 +386,8 @@ def test_a_hostile_agent_through_the_whole_loop_is_contained(unprivileged: bool)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
     python, user = interpreter_for(env, unprivileged)
     if user is not None:  # the sandbox's `python` is nobody's interpreter, without pytest
-        command = f"PYTHONPATH={env['PYTHONPATH']} {python} -m pytest -q -p no:cacheprovider"
+        pythonpath = f"{env['PYTHONPATH']}:$PYTHONPATH"  # the verdict's reporter is on it
+        command = f"PYTHONPATH={pythonpath} {python} -m pytest -q -p no:cacheprovider"
         with (project / "prompt_cases" / "repo.yaml").open("a") as cases:
             cases.write(f"  test_command: {json.dumps(command)}\n")
     try:

@@ -83,6 +83,7 @@ CASE_FIELDS = frozenset(
         "test_patch",
         "test_command",
         "memory_mb",
+        "agent_may_change",
         # agent cases
         "tools",
         "tool_results",

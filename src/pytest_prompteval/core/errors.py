@@ -75,10 +75,18 @@ class SandboxError(PromptevalError):
     kind = "sandbox"
 
 
+class VerdictError(PromptevalError):
+    """A repository task's verdict cannot be reached through no fault of the agent: the
+    case's test patch does not apply to the snapshot's test files, or its test command
+    fails on the snapshot too (the case or its environment is broken)."""
+
+    kind = "verdict"
+
+
 #: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
 #: score (a missing recording, a budget stop, an API failure, an invalid judge verdict, an
 #: exception in the project's own provider, judge or scorer code, a repository task's
-#: sandbox failing).
+#: sandbox failing or its verdict out of reach: a test patch or test command of the case).
 INFRASTRUCTURE_KINDS = frozenset(
     {
         "api_error",
@@ -90,6 +98,7 @@ INFRASTRUCTURE_KINDS = frozenset(
         "judge_invalid",
         "user_code",
         "sandbox",
+        "verdict",
     }
 )
 

@@ -13,6 +13,7 @@ decide whether the agent fixed it (SWE-bench's ``FAIL_TO_PASS`` and ``PASS_TO_PA
   timeout: 60                          # seconds per command (default 60, at most 300)
   test_command: "python -m pytest -q"  # optional; default pytest on the listed ids
   memory_mb: 4096                      # the sandbox's memory, all its processes (2048)
+  agent_may_change: [conftest.py]      # optional: test infrastructure the fix may change
 ```
 
 Files are named relative to the case file and must stay inside the project (core/paths).
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.patches import PatchError, patch_paths
 from pytest_prompteval.core.paths import read_inside, resolve_inside
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of
@@ -56,6 +58,10 @@ class RepoCase:
     listed: bool
     #: the sandbox's memory, shared by its processes (None: the sandbox's default)
     memory_mb: int | None = None
+    #: the repository paths ``test_patch`` names (restored from the snapshot before it)
+    test_files: tuple[str, ...] = ()
+    #: test infrastructure (conftest.py, an ini file...) the agent's change may keep
+    agent_may_change: tuple[str, ...] = ()
 
 
 def is_repo_case(case: Case) -> bool:
@@ -82,6 +88,21 @@ def _file(case: Case, key: str) -> str | None:
         return read_inside(root, name, case.path.parent)
     except PromptevalError as exc:
         raise _fail(case, key, exc.message) from None
+
+
+def _relative(case: Case, key: str) -> tuple[str, ...]:
+    """A list of paths inside the repository, as ``a/b.py``."""
+    value = case.raw.get(key, [])
+    hint = "expected a list of paths inside the repository (conftest.py, tests/conftest.py)"
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise _fail(case, key, hint)
+    paths = []
+    for path in value:
+        parts = PurePosixPath(path).parts
+        if path.startswith("/") or any(p in ("..", ".git") for p in parts):
+            raise _fail(case, key, f"{path!r}: {hint}")
+        paths.append("/".join(parts))
+    return tuple(paths)
 
 
 def _folder(case: Case, key: str, name: Any) -> Path:
@@ -132,6 +153,11 @@ def parse_repo_case(case: Case) -> RepoCase:
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise _fail(case, "test_command", "expected a shell command")
     fail_to_pass, pass_to_pass = _tests(case, "fail_to_pass"), _tests(case, "pass_to_pass")
+    test_patch = _file(case, "test_patch")
+    try:
+        test_files = patch_paths(test_patch) if test_patch else ()
+    except PatchError as exc:
+        raise _fail(case, "test_patch", str(exc)) from None
     return RepoCase(
         id=case.id,
         folder=folder,
@@ -140,9 +166,11 @@ def parse_repo_case(case: Case) -> RepoCase:
         fail_to_pass=fail_to_pass,
         pass_to_pass=pass_to_pass,
         reference_patch=_file(case, "reference_patch"),
-        test_patch=_file(case, "test_patch"),
+        test_patch=test_patch,
         timeout=float(timeout),
         test_command=command,
         listed="fail_to_pass" in raw,
         memory_mb=memory,
+        test_files=test_files,
+        agent_may_change=_relative(case, "agent_may_change"),
     )

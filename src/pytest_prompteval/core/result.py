@@ -81,6 +81,10 @@ class RepoResult:
     pass_to_pass_kept: float
     #: the agent's change, against the snapshot
     diff: str
+    #: test infrastructure the agent changed (conftest.py...), restored for the verdict
+    restored: list[str] = field(default_factory=list)
+    #: why the test command did not run the tests (its last lines), when it did not
+    broken: str | None = None
 
     def __post_init__(self) -> None:
         # the verdict builds it within the bound; a history file may hold anything

@@ -42,6 +42,16 @@ from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
 #: What a recording's request holds in place of a tool result's content (not keyed).
 NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
+#: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
+#: sandbox before its first call (no config but its own, no hook; the same commit every
+#: time, dates fixed). The verdict never reads it: its diff is against the snapshot.
+AS_REPOSITORY = """\
+cd /repo && rm -rf .git && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
+  GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \\
+  && git init -q --template= . && git config user.name agent \\
+  && git config user.email agent@sandbox && git add -A \\
+  && git commit -q --no-verify -m "the repository as the task begins"
+"""
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,8 @@ def run_task(
         with _sandbox("the repository sandbox"):
             workspace = Workspace(copy.path, hidden=task.hidden, memory_mb=task.case.memory_mb)
         try:
+            with _sandbox("the repository sandbox"):
+                workspace.run(AS_REPOSITORY, task.case.timeout)
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)
             outcome, trajectory = converse(
@@ -192,4 +204,6 @@ def repo_result(found: RepoVerdict) -> RepoResult:
         fail_to_pass_fixed=found.fixed,
         pass_to_pass_kept=found.kept,
         diff=found.diff,
+        restored=list(found.restored),
+        broken=found.broken,
     )

@@ -125,6 +125,8 @@ class VersionSummary:
     #: repository cases: items whose tests ran, and those resolved (every listed test passes)
     repo_items: int = 0
     resolved: int = 0
+    #: of those, items whose agent changed the test infrastructure (restored for the verdict)
+    infrastructure_changed: int = 0
     #: simulated users' calls and cost (the cost is in ``cost_usd`` too: the run's spend)
     user_calls: int = 0
     user_cost_usd: float = 0.0
@@ -277,6 +279,7 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         if r.repo is not None:
             s.repo_items += 1
             s.resolved += r.repo.resolved
+            s.infrastructure_changed += bool(r.repo.restored)
         if r.error_class:
             s.code_failures[r.error_class] += 1
         for check in r.assertions:

@@ -150,7 +150,16 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 )
             )
         if s.repo_items:
-            notes.append(f"repository: {s.resolved}/{s.repo_items} resolved")
+            changed = s.infrastructure_changed
+            notes.append(
+                f"repository: {s.resolved}/{s.repo_items} resolved"
+                + (
+                    f"; the agent changed the test infrastructure in {changed} (restored "
+                    "for the verdict: see each result's repo.restored)"
+                    if changed
+                    else ""
+                )
+            )
         if s.errored:
             notes.append(f"{s.errored} errored, not scored (in no denominator)")
         if s.skipped:

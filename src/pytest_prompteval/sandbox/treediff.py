@@ -21,6 +21,7 @@ import stat
 from collections.abc import Callable, Iterator
 
 from pytest_prompteval.core.result import MAX_DIFF
+from pytest_prompteval.sandbox.restore import writable
 
 DIFF_BUDGET = MAX_DIFF
 #: What one file's diff may take of the budget.
@@ -60,15 +61,20 @@ def quote(name: str) -> str:
     return '"' + "".join(shown) + '"'
 
 
-def walk(top: str, limit: int = MAX_ENTRIES) -> tuple[dict[str, os.stat_result], bool]:
+def walk(
+    top: str, limit: int = MAX_ENTRIES, open_up: bool = False
+) -> tuple[dict[str, os.stat_result], bool]:
     """Relative path -> lstat of every entry but folders (a link to one included) below
     ``top``, never following links nor entering ``.git``; and whether it stopped at
-    ``limit``. A stack, not recursion: a tree of any depth."""
+    ``limit``. A stack, not recursion: a tree of any depth. With ``open_up`` each folder is
+    made its owner's to list first (an agent that closed one does not hide its change)."""
     found: dict[str, os.stat_result] = {}
     todo = [""]
     while todo:
         folder = todo.pop()
         try:
+            if open_up:
+                writable(os.path.join(top, folder))
             with os.scandir(os.path.join(top, folder)) as entries:
                 listed = sorted(entries, key=lambda entry: entry.name)
         except OSError:
@@ -199,7 +205,7 @@ def _clip(name: str) -> str:
 
 def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], bool]:
     before, stopped_before = walk(base)
-    after, stopped_after = walk(top)
+    after, stopped_after = walk(top, open_up=True)
 
     def changes() -> Iterator[tuple[str, _Side, _Side]]:
         for name in sorted(before.keys() | after.keys()):

@@ -188,7 +188,32 @@ class Workspace:
         return self.job({"op": "run", "script": script}, timeout)
 
     def diff(self, timeout: float = 60.0) -> str:
-        return str(self.job({"op": "diff"}, timeout).get("diff", ""))
+        """The agent's diff; a sandbox that could not take it is an error, never "no
+        change"."""
+        answer = self.job({"op": "diff"}, timeout)
+        if "diff" not in answer:
+            raise PromptevalError(f"taking the diff failed: {answer.get('error', answer)}")
+        return str(answer["diff"])
+
+    def read(self, path: str, limit: int, timeout: float = 60.0) -> dict[str, Any]:
+        """At most ``limit`` bytes of a file of the sandbox's /tmp (``text``), and its
+        ``size``; an empty text when it is not there."""
+        return self.job({"op": "read", "path": path, "limit": limit}, timeout)
+
+    def restore(
+        self,
+        named: Sequence[str],
+        folders: Sequence[str],
+        allowed: Sequence[str],
+        timeout: float = 60.0,
+    ) -> list[str]:
+        """Put ``named`` and the test infrastructure back from ``/base`` (``restore.py``);
+        the infrastructure paths the agent had changed, bar ``allowed``."""
+        job = {"op": "restore", "named": list(named), "folders": list(folders)}
+        answer = self.job({**job, "allowed": list(allowed)}, timeout)
+        if "error" in answer:
+            raise PromptevalError(f"restoring the test files failed: {answer['error']}")
+        return [str(p) for p in answer["restored"]]
 
     def close(self) -> None:
         if self._process.poll() is None:

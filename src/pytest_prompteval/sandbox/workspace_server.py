@@ -12,7 +12,9 @@ JSON job per line:
 - ``edit`` runs one text-editor command (``editor.py``) in a process of its own;
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
 - ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``,
-  bounded (``treediff``).
+  bounded (``treediff``);
+- ``restore`` puts the verdict's test files and test infrastructure back (``restore.py``);
+- ``read`` gives back a file of the sandbox's /tmp, bounded (the verdict's test report).
 
 Every process that touches the copy runs without privileges (``nobody`` as root, no
 capabilities in a user namespace) and with rlimits, its memory the sandbox's, shared by all
@@ -34,10 +36,11 @@ import select
 import shlex
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor, treediff
+from pytest_prompteval.sandbox import editor, restore, treediff
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.memory import Bound, hold
 from pytest_prompteval.sandbox.server import view, watch_parent
@@ -299,11 +302,30 @@ def edit(command: dict[str, Any], max_characters: int | None = None) -> dict[str
         return {"text": str(exc), "is_error": True}
 
 
+def read_file(path: str, limit: int) -> dict[str, Any]:
+    """At most ``limit`` bytes of a file of /tmp, never through a link; its size."""
+    if not path.startswith("/tmp/") or ".." in path.split("/"):
+        return {"text": "", "size": 0, "error": f"not a file of /tmp: {path!r}"}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return {"text": "", "size": 0, "error": str(exc)}
+    with open(fd, "rb") as file:
+        size = os.fstat(fd).st_size
+        return {"text": file.read(limit).decode(errors="replace"), "size": size}
+
+
 def run_script(script: str, timeout: float) -> dict[str, Any]:
-    """A script in a fresh shell: the verdict's own, away from the agent's shell."""
+    """A script in a fresh shell: the verdict's own, away from the agent's shell. The
+    script is a file of the sandbox's /tmp, not an argument: one argument holds at most
+    128 KiB (a test patch, 2,500 test ids)."""
+    fd, path = tempfile.mkstemp(prefix=".script-", suffix=".sh", dir="/tmp")
+    with open(fd, "w") as file:
+        file.write(script)
+    os.chmod(path, 0o644)
     read, write = os.pipe()
     pid = _spawn(
-        ["/bin/bash", "--noprofile", "--norc", "-c", script],
+        ["/bin/bash", "--noprofile", "--norc", path],
         os.open("/dev/null", os.O_RDONLY),
         write,
     )
@@ -325,6 +347,7 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
     os.close(read)
     _, status = os.waitpid(pid, 0)
     _reap()
+    os.unlink(path)
     code = None if timed_out else os.waitstatus_to_exitcode(status)
     return {"output": output.text(), "status": code, "timed_out": timed_out}
 
@@ -387,6 +410,12 @@ def main() -> None:
             answer = {"diff": treediff.diff("/base", editor.REPO)}
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
+        elif op == "read":
+            work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
+            answer = in_child(work, timeout)
+        elif op == "restore":
+            work = functools.partial(restore.restore, job["named"], job["folders"], job["allowed"])
+            answer = in_child(work, timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}
         if "output" in answer:

@@ -3,51 +3,61 @@ agent left.
 
 The agent's sandbox is gone by then (nothing it started still runs); a new one shows the
 copy at ``/repo`` and the snapshot read-only at ``/base``. There the diff the agent made is
-taken, the case's hidden ``test_patch`` applied (SWE-bench's test files win over the
-agent's), and the tests run. The item passes when every ``fail_to_pass`` test passes and
-every ``pass_to_pass`` test still does; the result keeps the diff, each test's outcome and
-the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of ``pass_to_pass``
-kept).
+taken; then the test files (every file the ``test_patch`` or a listed test names) and the
+test infrastructure (``sandbox/restore.py``: conftest.py, pytest's ini sections, modules
+shadowing the runner...) are restored from the snapshot, the case's hidden ``test_patch``
+applied (a patch that does not apply is an error of the item), and the tests run. The item
+passes when every ``fail_to_pass`` test passes and every ``pass_to_pass`` test still does;
+the result keeps the diff, each test's outcome, the test infrastructure the agent changed
+and the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of
+``pass_to_pass`` kept).
 """
 
 from __future__ import annotations
 
 import secrets
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
+from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
 
-#: pytest on the listed ids, its summary naming every test's outcome (``-rA``).
-DEFAULT_TEST_COMMAND = "python -m pytest -q -p no:cacheprovider"
-#: Outcomes pytest's ``-rA`` summary names; the first two count as passing (as SWE-bench).
-PASSING = ("PASSED", "XFAIL")
-OUTCOMES = (*PASSING, "FAILED", "ERROR", "SKIPPED", "XPASS")
 #: How much of the diff a failure message shows.
 MESSAGE_DIFF = 4000
+#: How many failing tests of each list a failure message names.
+MESSAGE_TESTS = 10
 
 
 @dataclass(frozen=True)
 class RepoVerdict:
     """The verdict and what it rests on; ``outcomes`` maps each listed test to its outcome
-    (``missing`` when the run did not name it)."""
+    (``missing`` when the run did not name it, ``UNMATCHED`` when no test has its id);
+    ``broken`` says why the test command did not run the tests, when it did not."""
 
     outcomes: Mapping[str, str]
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
     diff: str
     output: str = field(repr=False, default="")
+    #: the test infrastructure the agent changed, restored for the verdict
+    restored: tuple[str, ...] = ()
+    broken: str | None = None
 
     @classmethod
     def of(cls, result: RepoResult) -> RepoVerdict:
         """The verdict a result keeps (for its failure message, wherever it is read)."""
         return cls(
-            result.outcomes, tuple(result.fail_to_pass), tuple(result.pass_to_pass), result.diff
+            result.outcomes,
+            tuple(result.fail_to_pass),
+            tuple(result.pass_to_pass),
+            result.diff,
+            restored=tuple(result.restored),
+            broken=result.broken,
         )
 
     @property
@@ -73,20 +83,31 @@ class RepoVerdict:
         tests = self.pass_to_pass
         return len(self._passing(tests)) / len(tests) if tests else 1.0
 
-    def failing(self, tests: Iterable[str]) -> list[str]:
-        return [
+    def failing(self, tests: Iterable[str]) -> str:
+        """The tests of a list that do not pass, with their outcomes (the first few)."""
+        found = [
             f"{t} ({self.outcomes.get(t, 'missing').lower()})"
             for t in tests
             if self.outcomes.get(t) not in PASSING
         ]
+        more = len(found) - MESSAGE_TESTS
+        return ", ".join(found[:MESSAGE_TESTS]) + (f" and {more} more" if more > 0 else "")
 
     def message(self) -> str:
-        """Why the item failed: the tests by list, then the agent's diff."""
+        """Why the item failed: the test command's failure, the tests by list, the test
+        infrastructure restored, then the agent's diff."""
         lines = []
+        if self.broken:
+            lines.append(f"the test command failed: {self.broken}")
         if broken := self.failing(self.fail_to_pass):
-            lines.append("fail_to_pass not fixed: " + ", ".join(broken))
+            lines.append("fail_to_pass not fixed: " + broken)
         if broken := self.failing(self.pass_to_pass):
-            lines.append("pass_to_pass broken: " + ", ".join(broken))
+            lines.append("pass_to_pass broken: " + broken)
+        if self.restored:
+            changed = ", ".join(self.restored)
+            lines.append(
+                f"test infrastructure changed by the agent: {changed} (restored for the verdict)"
+            )
         shown = self.diff[:MESSAGE_DIFF] + (
             "\n[diff truncated]" if len(self.diff) > MESSAGE_DIFF else ""
         )
@@ -100,6 +121,8 @@ class RepoVerdict:
             "fail_to_pass_fixed": self.fixed,
             "pass_to_pass_kept": self.kept,
             "diff": self.diff,
+            "restored": list(self.restored),
+            "broken": self.broken,
         }
 
 
@@ -109,49 +132,103 @@ def snapshot_of(case: RepoCase) -> Snapshot:
     return Snapshot(git=case.git, ref=case.ref)
 
 
-def outcomes(output: str, tests: Sequence[str]) -> dict[str, str]:
-    """Each test's outcome as pytest's ``-rA`` summary names it; with no ``tests``, every
-    test the summary names. Plain string matching: the output is the repository's."""
-    found: dict[str, str] = {}
-    for line in output.splitlines():
-        word, _, rest = line.partition(" ")
-        if word not in OUTCOMES:
-            continue
-        if tests:
-            for test in tests:
-                if rest == test or rest.startswith(test + " - "):
-                    found[test] = word
-        else:
-            found[rest.split(" - ", 1)[0]] = word
-    return found
-
-
 def apply_patch(workspace: Workspace, patch: str, timeout: float) -> dict[str, Any]:
-    """``git apply`` of ``patch`` on /repo, in the sandbox (the copy is the agent's: no git
-    of ours runs on it outside)."""
+    """``git apply`` of ``patch`` on /repo, in the sandbox, outside any repository: no
+    config, attribute filter or hook of the agent's ``.git`` runs (nor its index counts)."""
     end = f"PATCH_{secrets.token_hex(8)}"
-    script = f"cd /repo && git apply --whitespace=nowarn - <<'{end}'\n{patch}\n{end}\n"
+    git = "GIT_DIR=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git"
+    script = f"cd /repo && {git} apply --whitespace=nowarn - <<'{end}'\n{patch}\n{end}\n"
     return workspace.run(script, timeout)
 
 
-def run_tests(
-    workspace: Workspace, case: RepoCase, tests: Sequence[str]
-) -> tuple[dict[str, str], str]:
-    """The tests' outcomes (all the command runs, when ``tests`` is empty) and the output."""
-    command = case.test_command or DEFAULT_TEST_COMMAND
-    script = f"cd /repo && {command} -rA {' '.join(shlex.quote(t) for t in tests)}"
-    done = workspace.run(script, case.timeout)
-    return outcomes(str(done["output"]), tests), str(done["output"])
+#: Folders that hold tests alone: restored whole (their helpers and data decide too).
+TEST_FOLDERS = ("tests", "test", "testing")
+
+
+def files_of_tests(tests: Iterable[str]) -> tuple[list[str], list[str]]:
+    """What the listed tests (``tests/test_x.py::test_y``) are read from: the test folder
+    holding each (the nearest named ``tests``, ``test`` or ``testing``: in
+    ``numpy/testing/tests`` the last, ``numpy/testing`` being code), its file and the
+    ``__init__.py`` of its folders; and those folders (pytest puts a test's folder first on
+    ``sys.path``)."""
+    files: dict[str, None] = {}
+    folders: dict[str, None] = {}
+    for test in tests:
+        path = test.split("::", 1)[0]
+        parts = path.split("/")
+        if not path.endswith(".py") or path.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
+            continue  # not a file of the repository (a django-style id, a hostile one)
+        holder = [d for d in range(1, len(parts)) if parts[d - 1] in TEST_FOLDERS]
+        if holder:
+            files.setdefault("/".join(parts[: holder[-1]]), None)
+        files[path] = None
+        for depth in range(1, len(parts)):
+            folders["/".join(parts[:depth])] = None
+            files["/".join([*parts[:depth], "__init__.py"])] = None
+    return list(files), list(folders)
+
+
+def _patched(workspace: Workspace, case: RepoCase) -> None:
+    """The case's test patch on /repo; one that does not apply is the case's error."""
+    if not case.test_patch:
+        return
+    done = apply_patch(workspace, case.test_patch, case.timeout)
+    if done["status"] != 0:
+        said = "; ".join(line.strip() for line in str(done["output"]).splitlines())
+        raise VerdictError(
+            f"case {case.id!r}: test_patch does not apply to the snapshot's test files "
+            f"(the case is wrong, not the agent): {said}"
+        )
+
+
+def _control(case: RepoCase, tests: Sequence[str], hidden: Sequence[str | Path]) -> None:
+    """The tests on the snapshot with the case's own fix (its test and reference patches):
+    when the test command fails there too, or a listed id matches no test there either,
+    the case or its environment is broken, and the item errs instead of failing the agent.
+    Without a reference patch nothing tells the two apart: the agent's run decides."""
+    if not case.reference_patch:
+        return
+    with Copy(snapshot_of(case)) as pristine, Workspace(pristine.path, hidden=hidden) as space:
+        _patched(space, case)
+        if apply_patch(space, case.reference_patch, case.timeout)["status"] != 0:
+            return  # check-cases names it; the agent's run decides
+        run = run_tests(space, case.test_command, tests, case.timeout)
+    if run.fatal:
+        raise VerdictError(
+            f"case {case.id!r}: the test command fails with the reference patch too (the "
+            f"case or its environment is broken, not the agent): {run.broken}"
+        )
+    if run.unmatched:
+        more = f" and {len(run.unmatched) - 5} more" if len(run.unmatched) > 5 else ""
+        raise VerdictError(
+            f"case {case.id!r}: no test of the snapshot has the listed id "
+            f"{', '.join(run.unmatched[:5])}{more} (the case is wrong, not the agent)"
+        )
 
 
 def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
-    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox."""
+    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
+    the agent left it, then the tests with the test files and infrastructure restored. A
+    run whose test command failed, or that leaves a listed id unmatched, is run again on the
+    snapshot with the case's own fix to tell the case's fault from the agent's."""
+    tests = (*case.fail_to_pass, *case.pass_to_pass)
+    listed, folders = files_of_tests(tests)
+    named = list(dict.fromkeys([*case.test_files, *listed]))
     with Workspace(
         copy.path, base=copy.base(), hidden=hidden, memory_mb=case.memory_mb
     ) as workspace:
         diff = workspace.diff()
-        if case.test_patch:
-            apply_patch(workspace, case.test_patch, case.timeout)
-        tests = (*case.fail_to_pass, *case.pass_to_pass)
-        found, output = run_tests(workspace, case, tests)
-    return RepoVerdict(found, case.fail_to_pass, case.pass_to_pass, diff, output)
+        restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
+        _patched(workspace, case)
+        run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
+    if run.fatal or run.unmatched:
+        _control(case, tests, hidden)
+    return RepoVerdict(
+        run.outcomes,
+        case.fail_to_pass,
+        case.pass_to_pass,
+        diff,
+        run.output,
+        tuple(restored),
+        run.broken,
+    )

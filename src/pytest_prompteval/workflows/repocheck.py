@@ -19,7 +19,8 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
-from pytest_prompteval.scoring.repo import PASSING, apply_patch, run_tests, snapshot_of
+from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
+from pytest_prompteval.scoring.testrun import PASSING, run_tests
 
 
 class Problem(NamedTuple):
@@ -57,11 +58,12 @@ class RepoCheck:
 _EMPTY = Problem("fail_to_pass", "empty: the item would pass without any change")
 
 
-class _NotApplied(Exception):
-    def __init__(self, key: str, output: str) -> None:
-        super().__init__(key, output)
-        said = "; ".join(line.strip() for line in output.strip().splitlines())
-        self.problem = Problem(key, f"{key} does not apply: {said}")  # one line, as every problem
+class _NotRun(Exception):
+    """A run that decides nothing: a patch does not apply, or the test command failed."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
 
 
 def _outcomes(
@@ -75,8 +77,16 @@ def _outcomes(
             if text:
                 done = apply_patch(workspace, text, case.timeout)
                 if done["status"] != 0:
-                    raise _NotApplied(key, str(done["output"]))
-        return run_tests(workspace, case, tests)[0]
+                    output = str(done["output"])
+                    said = "; ".join(line.strip() for line in output.strip().splitlines())
+                    # one line, as every problem
+                    raise _NotRun(Problem(key, f"{key} does not apply: {said}"))
+        run = run_tests(workspace, case.test_command, tests, case.timeout)
+    if run.fatal:
+        when = "with" if patch else "without"
+        key = "test_command" if case.test_command else "repo"
+        raise _NotRun(Problem(key, f"the test command failed {when} the patch: {run.broken}"))
+    return run.outcomes
 
 
 def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCheck:
@@ -98,7 +108,7 @@ def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCh
     try:
         before = _outcomes(case, tests, None, hidden)
         after = _outcomes(case, tests, case.reference_patch, hidden)
-    except _NotApplied as exc:
+    except _NotRun as exc:
         check.problems.append(exc.problem)
         return check
     names = sorted(before.keys() | after.keys())

@@ -1,0 +1,303 @@
+"""The verdict's test files and test infrastructure, as the case author left them: restored
+in ``/repo`` from the snapshot at ``/base`` (removed where the snapshot lacks them), in the
+verdict's sandbox, after the agent's diff was taken and before its test patch applies.
+
+- ``named``: the files the test patch and the listed tests name (with the ``__init__.py``
+  of their folders) and the test folders that hold them (``tests/``: its helpers and data
+  decide too), restored whatever the agent did to them.
+- Test infrastructure, found anywhere in either tree: ``conftest.py``, pytest's own ini
+  files (``pytest.ini``, ``.pytest.ini``, ``pytest.toml``, ``.pytest.toml``),
+  ``sitecustomize.py``/``usercustomize.py``, ``*.pth``, and sourceless ``*.pyc``. Files
+  that hold more than pytest's settings (``tox.ini``, ``setup.cfg``, ``pyproject.toml``)
+  are restored whole only when pytest's section differs, read by pytest's own parsers
+  (an honest fix elsewhere in ``pyproject.toml`` stays), or does not parse.
+- Modules that would shadow the test runner: at the top of ``/repo`` and in the folders of
+  the listed tests (both come first on ``sys.path``), ``pytest``, ``_pytest``, ``pluggy``
+  and ``py`` whenever changed, and any other module the agent added whose name the
+  standard library or an installed package already has (``inspect.py``, ``pluggy/``).
+
+Each infrastructure path the agent changed is returned unless the case allows it
+(``agent_may_change``). Caches are restored without a word: ``__pycache__`` (a forged
+entry would stand for a restored source) and ``.pytest_cache`` (``--lf``, ``--sw``).
+Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
+``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
+deeper than the recursion limit) also walk and remove a copy on the host, and list it for
+the verdict's diff.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+BASE, REPO = "/base", "/repo"
+#: Files that are pytest's settings or start-up, wherever they are.
+INFRASTRUCTURE = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+#: Files that hold pytest's settings among others, with the sections pytest reads.
+SECTIONS = {"tox.ini": ("pytest",), "setup.cfg": ("tool:pytest", "pytest")}
+PYPROJECT = "pyproject.toml"
+SUFFIXES = (".pth", ".pyc", ".pyo")
+CACHES = ("__pycache__", ".pytest_cache")
+#: The test runner's own modules: restored whenever changed.
+RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py"})
+
+
+def _kind(path: str) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    return "link" if stat.S_ISLNK(mode) else "dir" if stat.S_ISDIR(mode) else "file"
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def entries(top: str, skip: str = "", open_up: bool = False) -> Iterator[tuple[str, str | None]]:
+    """(path relative to ``top``, kind) of everything below it, a folder before what it
+    holds; links are not followed, folders named ``skip`` not entered. Iterative (an
+    agent's tree may be deeper than Python's recursion limit) and, with ``open_up``, each
+    folder made its owner's to list and change first (an agent may close its folders)."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        folder = os.path.join(top, rel) if rel else top
+        if open_up:
+            writable(folder)
+        try:
+            names = sorted(os.listdir(folder), reverse=True)
+        except OSError:
+            continue
+        for name in names:
+            path = f"{rel}/{name}" if rel else name
+            kind = _kind(os.path.join(top, path))
+            yield path, kind
+            if kind == "dir" and name != skip:
+                stack.append(path)
+
+
+def _signature(path: str, kind: str | None) -> object:
+    if kind == "link":
+        return os.readlink(path)
+    if kind == "file":
+        return os.lstat(path).st_mode & stat.S_IXUSR, _read(path)
+    return kind
+
+
+def _same(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old``: kind, link target, bytes and executable bit, and for a
+    folder every entry."""
+    kinds = _kind(old), _kind(new)
+    if kinds[0] != kinds[1] or _signature(old, kinds[0]) != _signature(new, kinds[1]):
+        return False
+    if kinds[0] != "dir":
+        return True
+    trees = [
+        {rel: _signature(os.path.join(top, rel), kind) for rel, kind in entries(top, "", up)}
+        for top, up in ((old, False), (new, True))
+    ]
+    return trees[0] == trees[1]
+
+
+def _section(path: str, name: str) -> object:
+    """What pytest reads of a mixed settings file: its section(s), or a marker when the
+    file does not parse (then it is restored)."""
+    data = _read(path)
+    if data is None:
+        return None
+    try:
+        if name == PYPROJECT:
+            return _toml(data.decode()).get("tool", {}).get("pytest")
+        import iniconfig
+
+        parsed = iniconfig.IniConfig(path, data.decode())
+        return [(s, dict(parsed[s].items())) for s in SECTIONS[name] if s in parsed]
+    except Exception:  # any way the file fails to parse: pytest would fail on it too
+        return ("unparsable", data)
+
+
+def _toml(text: str) -> dict[str, Any]:
+    # tomli: pytest's own dependency before 3.11
+    parser = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    data = parser.loads(text)
+    return data if isinstance(data, dict) else {}
+
+
+def _differs(rel: str) -> bool:
+    old, new = os.path.join(BASE, rel), os.path.join(REPO, rel)
+    name = os.path.basename(rel)
+    mixed = name in SECTIONS or name == PYPROJECT
+    if mixed and _kind(old) in ("file", None) and _kind(new) in ("file", None):
+        return _section(old, name) != _section(new, name)
+    return not _same(old, new)
+
+
+def writable(folder: str) -> None:
+    mode = os.lstat(folder).st_mode
+    if stat.S_ISDIR(mode) and mode & stat.S_IRWXU != stat.S_IRWXU:
+        os.chmod(folder, mode | stat.S_IRWXU)
+
+
+def remove(path: str) -> None:
+    """Remove ``path``, a folder with all it holds (opened up first), never through a link."""
+    kind = _kind(path)
+    if kind == "dir":
+        inside = list(entries(path, open_up=True))
+        for rel, inner in reversed(inside):  # what a folder holds goes before it
+            (os.rmdir if inner == "dir" else os.unlink)(os.path.join(path, rel))
+        os.rmdir(path)
+    elif kind is not None:
+        os.unlink(path)
+
+
+def _put(rel: str) -> None:
+    """``/repo/rel`` becomes the snapshot's ``rel`` (gone where the snapshot lacks it); the
+    folders on the way become real folders (a link or a file the agent put there goes)."""
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        sub = "/".join(parts[:depth])
+        old, new = os.path.join(BASE, sub), os.path.join(REPO, sub)
+        if _kind(old) == "link":  # the snapshot's own link: restored, and no further
+            _put(sub)
+            return
+        if _kind(new) != "dir":
+            if _kind(old) is None and _kind(os.path.join(BASE, rel)) is None:
+                remove(new)  # nothing to restore below: whatever the agent put there goes
+                return
+            remove(new)
+            os.mkdir(new, 0o755)
+        writable(new)
+    remove(os.path.join(REPO, rel))
+    _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
+
+
+def _walk(top: str) -> Iterable[str]:
+    """Every path below ``top`` but folders (links to them included), ``.git`` aside."""
+    return (rel for rel, kind in entries(top, ".git", top == REPO) if kind != "dir")
+
+
+def _cache(rel: str) -> str | None:
+    """The cache folder ``rel`` is in, if any."""
+    parts = rel.split("/")
+    for at, part in enumerate(parts):
+        if part in CACHES:
+            return "/".join(parts[: at + 1])
+    return None
+
+
+def _infrastructure(rel: str) -> bool:
+    name = rel.rpartition("/")[2]
+    return (
+        name in INFRASTRUCTURE or name in SECTIONS or name == PYPROJECT or name.endswith(SUFFIXES)
+    )
+
+
+def _module(name: str, folder: str) -> str | None:
+    """The module a folder entry would be imported as, if any."""
+    path = os.path.join(folder, name)
+    if _kind(path) == "dir" or (_kind(path) == "link" and os.path.isdir(path)):
+        found = any(os.path.exists(os.path.join(path, f"__init__{s}")) for s in (".py", ".pyc"))
+        return name if found else None
+    for suffix in importlib.machinery.all_suffixes():
+        if name.endswith(suffix) and name[: -len(suffix)].isidentifier():
+            return name[: -len(suffix)]
+    return None
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` is the standard library's or an installed package's."""
+    if module in sys.stdlib_module_names or module in sys.builtin_module_names:
+        return True
+    outside = [p for p in sys.path if p and not p.startswith((REPO, BASE))]
+    return importlib.machinery.PathFinder.find_spec(module, outside) is not None
+
+
+def _shadowing(folders: Iterable[str]) -> list[str]:
+    """Entries of ``folders`` (relative, "" the top) that would shadow the test runner."""
+    found = []
+    for rel in folders:
+        names: set[str] = set()
+        for top in (BASE, REPO):
+            folder = os.path.join(top, rel)
+            if _kind(folder) == "dir":
+                names.update(os.listdir(folder))
+        for name in sorted(names):
+            path = f"{rel}/{name}" if rel else name
+            module = _module(name, os.path.join(REPO, rel)) or _module(
+                name, os.path.join(BASE, rel)
+            )
+            if module is None:
+                continue
+            added = _kind(os.path.join(BASE, path)) is None
+            if module in RUNNER or (added and _importable(module)):
+                found.append(path)
+    return found
+
+
+def _copy(source: str, target: str) -> None:
+    """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
+    kind = _kind(source)
+    if kind == "link":
+        os.symlink(os.readlink(source), target)
+    elif kind == "dir":
+        shutil.copytree(source, target, symlinks=True)
+    elif kind == "file":
+        executable = os.lstat(source).st_mode & stat.S_IXUSR
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
+        with open(fd, "wb") as file:
+            file.write(_read(source) or b"")
+
+
+def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[str, Any]:
+    """Restore ``named`` and the test infrastructure (``folders``: where a module would
+    shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
+    as the agent left them, even inside a restored test folder)."""
+    for rel in (*named, *folders, *allowed):  # checked by the case's parser already
+        parts = rel.split("/")
+        if rel.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
+            raise ValueError(f"not a path inside the repository: {rel!r}")
+    found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
+    infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
+    candidates = sorted(infrastructure) + _shadowing(["", *folders])
+    changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
+    kept = tempfile.mkdtemp(prefix="agent-may-change-")
+    allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
+    for at, rel in enumerate(allowed):
+        _copy(os.path.join(REPO, rel), os.path.join(kept, str(at)))
+    for rel in named:
+        if not _same(os.path.join(BASE, rel), os.path.join(REPO, rel)):
+            _put(rel)
+    for rel in sorted({c for c in map(_cache, found) if c is not None}):
+        if _differs(rel):
+            _put(rel)
+    for rel in changed:
+        if _differs(rel):  # not restored with a test folder already
+            _put(rel)
+    for at, rel in enumerate(allowed):
+        _put(rel)  # its folders as the snapshot has them, then the agent's version
+        remove(os.path.join(REPO, rel))
+        _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
+    remove(kept)
+    return {"restored": changed}

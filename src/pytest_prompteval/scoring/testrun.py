@@ -1,0 +1,208 @@
+"""One run of a repository's tests in its sandbox, read from a file, not from the terminal.
+
+The case's test command (pytest) runs with the verdict's reporter (``verdict_plugin.py``)
+loaded by ``-p``: written with the listed ids into a folder of the sandbox's /tmp under a
+name of its own, put first on ``PYTHONPATH``. The command line names only the files the
+listed ids are in (that exist): the reporter selects the listed tests among them (exactly,
+or as SWE-bench's log parser cut an id) and writes each one's outcome to its report, which
+is read back bounded. So colour, ``-q``, no ``-rA``, a plugin that rewrites the summary, or
+2,500 ids (one shell argument holds 128 KiB) change nothing, and the output is kept only to
+quote its end when the command itself failed.
+
+A run is ``broken`` when the test command failed: pytest never got to its tests (a bad
+option, a conftest that does not load, no pytest) or ended with an internal or usage error
+(``fatal``: no test ran as asked), or it could not collect a file holding a listed test
+(whose tests read as ``ERROR``: a test of the test patch that imports what the fix adds
+fails so before the fix). It says so once, quoting the last lines of pytest's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_prompteval.sandbox.workspace import Workspace
+
+#: pytest on the listed ids (appended, as files, with the reporter's options).
+DEFAULT_TEST_COMMAND = "python -m pytest -p no:cacheprovider"
+#: Outcomes the reporter names, as pytest's ``-rA`` summary does; the first two count as
+#: passing (as SWE-bench).
+PASSING = ("PASSED", "XFAIL")
+#: Worst first: what a test with several reports (a failing teardown) reads as.
+WORST = ("ERROR", "FAILED", "XPASS", "SKIPPED")
+#: A listed id no collected test matches.
+UNMATCHED = "UNMATCHED"
+#: The most of the reporter's file read back (about 15,000 listed tests).
+MAX_REPORT = 1_500_000
+#: Bytes of the end of pytest's output kept, and lines of it quoted.
+TAIL, QUOTED = 6000, 15
+#: pytest's exit statuses for an internal and a usage error.
+INTERNAL_ERROR, USAGE_ERROR = 3, 4
+HINT = "a test_command setting PYTHONPATH keeps it: PYTHONPATH=src:$PYTHONPATH"
+_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PLUGIN = (Path(__file__).parent / "verdict_plugin.py").read_text()
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """Each listed test's outcome (every test the run reported when none were listed),
+    the listed ids no test matched, why the run is broken (None when the tests ran) and
+    the end of pytest's output."""
+
+    __test__ = False  # not a test class for pytest
+
+    outcomes: dict[str, str]
+    unmatched: tuple[str, ...] = ()
+    broken: str | None = None
+    #: no test ran as asked (not just a file that did not collect)
+    fatal: bool = False
+    output: str = field(repr=False, default="")
+
+
+def _heredoc(path: str, text: str) -> str:
+    end = f"END_{secrets.token_hex(8)}"
+    return f"cat > {path} <<'{end}'\n{text}\n{end}\n"
+
+
+def script(command: str, tests: Sequence[str], folder: str, name: str) -> str:
+    """The shell script of the run: the reporter and the ids written to ``folder``, the
+    command with the files of the listed tests that exist, its output to a file whose end
+    is shown."""
+    files = sorted({t.split("::", 1)[0] for t in tests if "\n" not in t and t[:1] != "-"})
+    return "\n".join(
+        [
+            f"mkdir -m 700 {folder}",
+            _heredoc(f"{folder}/{name}.py", _PLUGIN),
+            _heredoc(f"{folder}/ids.json", json.dumps(list(tests))) if tests else "",
+            _heredoc(f"{folder}/files", "\n".join(files)),
+            "files=()",
+            f'while IFS= read -r f; do [ -n "$f" ] && [ -e "/repo/$f" ] && files+=("$f"); '
+            f"done < {folder}/files",
+            f'export PYTHONPATH="{folder}${{PYTHONPATH:+:$PYTHONPATH}}"',
+            f"cd /repo && {command} -p {name} --continue-on-collection-errors "
+            f'"${{files[@]}}" > {folder}/output 2>&1',
+            "status=$?",
+            f"tail -c {TAIL} {folder}/output",
+            "exit $status",
+        ]
+    )
+
+
+def _records(text: str) -> list[dict[str, Any]]:
+    found = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut at the bound, or the repository's code writing here
+        if isinstance(record, dict):
+            found.append(record)
+    return found
+
+
+def _combined(outcomes: Sequence[str]) -> str:
+    """One outcome for a test reported several times, or an id several tests matched."""
+    for worst in WORST:
+        if worst in outcomes:
+            return worst
+    return outcomes[-1]
+
+
+def _quoted(output: str) -> str:
+    lines = [_COLOUR.sub("", line).rstrip() for line in output.splitlines()]
+    shown = [line for line in lines if line.strip()][-QUOTED:]
+    return "\n".join(f"  | {line}" for line in shown) or "  | (no output)"
+
+
+def read_report(
+    text: str,
+    tests: Sequence[str],
+    status: int | None,
+    output: str,
+    cut: bool = False,
+    timed_out: bool = False,
+) -> TestRun:
+    """The run from the reporter's ``text`` (``cut``: at the bound), the command's exit
+    ``status`` (``timed_out``: killed at the case's timeout) and the end of its ``output``."""
+    records = _records(text)
+    exits = [r["exit"] for r in records if isinstance(r.get("exit"), int)]
+    started = any(r.get("started") is True for r in records)
+    by_node: dict[str, list[str]] = {}
+    for r in records:
+        if isinstance(r.get("test"), str) and isinstance(r.get("outcome"), str):
+            by_node.setdefault(r["test"], []).append(r["outcome"])
+    matched: dict[str, list[str]] = {}
+    unmatched: dict[str, None] = {}
+    for r in records:
+        if isinstance(r.get("matched"), str) and isinstance(r.get("as"), list):
+            matched[r["matched"]] = [str(n) for n in r["as"]]
+        elif isinstance(r.get("unmatched"), str):
+            unmatched[r["unmatched"]] = None
+    collect = [(str(r["collect"]), str(r.get("error", ""))) for r in records if "collect" in r]
+    uncollected = [
+        (node, error)
+        for node, error in collect
+        if any(u.split("::", 1)[0].startswith(node) for u in unmatched)
+    ]
+    for node, _ in uncollected:  # its tests did not run: they fail, they are not misnamed
+        for test in [u for u in unmatched if u.split("::", 1)[0].startswith(node)]:
+            del unmatched[test]
+            by_node[test] = ["ERROR"]
+            matched[test] = [test]
+    outcomes: dict[str, str] = {}
+    if tests:
+        for test in tests:
+            if test in matched:
+                ran = [_combined(by_node[n]) for n in matched[test] if n in by_node]
+                if len(ran) == len(matched[test]):
+                    outcomes[test] = _combined(ran)
+            elif test in unmatched:
+                outcomes[test] = UNMATCHED
+    else:
+        outcomes = {node: _combined(found) for node, found in by_node.items()}
+    broken: str | None = None
+    fatal = True  # no test ran as asked
+    if timed_out:
+        broken = "it ran past the case's timeout and was killed; the end of its output:"
+    elif not started and status in (0, 1, 2, 5):
+        broken = f"exit status {status}, and no test was reported ({HINT})"
+    elif not started or not exits:
+        broken = f"exit status {status} before any test ran; the end of its output:"
+    elif exits[-1] in (INTERNAL_ERROR, USAGE_ERROR):
+        broken = f"exit status {exits[-1]}; the end of its output:"
+    else:
+        fatal = False
+        if uncollected:
+            node, error = uncollected[0]
+            more = f" (and {len(uncollected) - 1} more)" if len(uncollected) > 1 else ""
+            broken = f"collecting {node} failed{more}:\n{_quoted(error)}"
+        elif cut and any(t not in outcomes for t in tests):
+            broken = f"its report passed {MAX_REPORT:,} bytes: the tests after it are not read"
+    if fatal:
+        broken = f"{broken}\n{_quoted(output)}"
+    return TestRun(outcomes, tuple(unmatched), broken, fatal, output)
+
+
+def run_tests(
+    workspace: Workspace, command: str | None, tests: Sequence[str], timeout: float
+) -> TestRun:
+    """The listed ``tests`` (every test the command runs, when none are listed) in the
+    workspace's /repo, by ``command`` (the case's, or pytest)."""
+    token = secrets.token_hex(8)
+    folder, name = f"/tmp/verdict-{token}", f"_prompteval_verdict_{token}"
+    done = workspace.run(script(command or DEFAULT_TEST_COMMAND, tests, folder, name), timeout)
+    report = workspace.read(f"{folder}/report.jsonl", MAX_REPORT, timeout)
+    status = done.get("status")
+    return read_report(
+        str(report.get("text", "")),
+        tests,
+        status if isinstance(status, int) else None,
+        str(done.get("output", "")),
+        cut=int(report.get("size", 0)) > MAX_REPORT,
+        timed_out=bool(done.get("timed_out")),
+    )
