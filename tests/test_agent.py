@@ -267,6 +267,9 @@ def test_max_steps_fails_the_item_naming_the_last_call(
          "'delete_acount' with prompt 'agent'; known: lookup_order"),
         ("case", "  assert:\n    - {type: tool_sequence, value: [lookup_order], mode: inorder}\n",
          "mode 'inorder'; did you mean 'in_order'?"),
+        ("case", "  tool_results:\n    - tool: lookup_order\n      result: {on: 2024-01-02}\n",
+         "prompt_cases/agent.yaml:5: case 'c1', tool_results[0]: result: cannot be sent as JSON "
+         "(Object of type date is not JSON serializable); quote the value"),
         ("case", "  turns: [1]\n", "case 'c1', field 'turns': expected a list of user messages"),
         ("case", "  user_simulator: {instructions: x, max_turn: 2}\n",
          "prompt_cases/agent.yaml:4: case 'c1', user_simulator: unknown field 'max_turn'; did "
@@ -393,7 +396,7 @@ def add(a: int, b: int = 0) -> int:
 
 @pytest_prompteval.tool("boom")
 def boom(x: str) -> str:
-    raise ValueError("no " + x)
+    raise pytest_prompteval.ToolError("no " + x)
 
 
 def pytest_prompteval_tools():
@@ -432,7 +435,7 @@ def test_python_tools_run_once_then_replay_from_the_recording(
     results = anthropic_server.requests[1].body["messages"][-1]["content"]
     assert [(r["content"], r.get("is_error", False)) for r in results] == [
         ("5", False),
-        ("ValueError: no way", True),
+        ("no way", True),
         ('{"said": "HI"}', False),
     ]
     log = pytester.path / "ran.log"
@@ -443,6 +446,108 @@ def test_python_tools_run_once_then_replay_from_the_recording(
     assert anthropic_server.requests == [] and log.read_text() == "add 2 3\n"
     pytester.runpytest("--prompt=agent", "--prompteval-record=all").assert_outcomes(passed=1)
     assert log.read_text() == "add 2 3\nadd 2 3\n" and len(anthropic_server.requests) == 2
+
+
+BUGGY_TOOLS = """
+import hashlib
+
+import pytest_prompteval
+
+
+@pytest_prompteval.tool("escalate")
+def escalate(ticket: str) -> str:
+    \"\"\"Hand the ticket to a human.\"\"\"
+    return hashlib.sha265(ticket.encode()).hexdigest()
+
+
+@pytest_prompteval.tool("export")
+def export(ticket: str) -> object:
+    return {ticket}
+
+
+@pytest_prompteval.tool("refund")
+def refund(order: str, amount: float) -> str:
+    \"\"\"Refund an order, up to 50.\"\"\"
+    if amount > 50:
+        raise pytest_prompteval.ToolError(f"refund of {amount} is over the limit of 50")
+    return "refunded"
+"""
+
+
+@pytest.mark.parametrize(
+    ("calls", "error"),
+    [
+        ([call("escalate", ticket="T-1")],
+         ["*tool 'escalate' raised AttributeError: module 'hashlib' has no attribute 'sha265'*",
+          "*conftest.py:9 in escalate: return hashlib.sha265(ticket.encode()).hexdigest()"]),
+        ([call("export", ticket="T-1")],
+         ["*tool 'export' returned set, which cannot be sent as JSON: Object of type set is "
+          "not JSON serializable"]),
+    ],
+)  # fmt: skip
+def test_a_bug_in_a_python_tool_is_an_error_of_the_item_never_shown_to_the_model(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    calls: list[dict[str, Any]],
+    error: list[str],
+) -> None:
+    anthropic_server.responder = ScriptedAgent({"help": [calls, ["Escalated."]]})
+    pytester.makeconftest(BUGGY_TOOLS)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: help\ninclude_input: false\ntools: [escalate, export]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: Escalated}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(error)
+    assert len(anthropic_server.requests) == 1  # the model never saw the tool's bug
+    reprec = pytester.inline_run("--prompt=agent", "-p", "no:randomly")
+    assert [r["error_type"] for r in item_results(reprec)] == ["tool"]
+
+
+def test_a_tool_error_and_arguments_the_tool_does_not_take_go_to_the_model(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"help": [
+            [call("refund", order="A-1", amount=80), call("refund", order_id="A-1", amount=8)],
+            ["Sorry, over the limit."],
+        ]}
+    )  # fmt: skip
+    pytester.makeconftest(BUGGY_TOOLS)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: help\ninclude_input: false\ntools: [refund]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: limit}]\n"
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    results = anthropic_server.requests[1].body["messages"][-1]["content"]
+    assert [(r["content"], r.get("is_error", False)) for r in results] == [
+        ("refund of 80 is over the limit of 50", True),
+        ("invalid arguments: missing a required argument: 'order'", True),
+    ]
+
+
+def test_a_python_transcript_provider_that_raises_is_an_error_of_the_item(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        raisingapp="def answer(request, **kw):\n    return [{'role': 'user'}] + None\n"
+    )
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {message: x}\n  assert: [{tool_called: lookup_order}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--prompteval-provider=python:raisingapp:answer")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*provider 'python:raisingapp:answer', called for case 'c1' raised TypeError*",
+         "*raisingapp.py:2 in answer*"]
+    )  # fmt: skip
 
 
 def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdist(
