@@ -47,6 +47,8 @@ class ItemContext(Protocol):
 
     def register_marker(self, marker: str) -> None: ...
 
+    def unrun(self, case: Case) -> None: ...
+
     def ahead(self, session: pytest.Session, work: Work) -> None: ...
 
 
@@ -108,9 +110,10 @@ class CaseFile(pytest.File):
             samples = case.samples or context.settings.samples
             min_pass = case_min_pass(case, context.settings.min_pass)
             spec = item_specs(engine, case)
-            for prompt in engine.versions:
-                if not scopes[prompt.version](case):
-                    continue
+            runs = [p for p in engine.versions if scopes[p.version](case)]
+            if not runs:
+                context.unrun(case)
+            for prompt in runs:
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     params = f"{prompt.version}{suffix}"

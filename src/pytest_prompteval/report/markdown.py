@@ -24,6 +24,8 @@ from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_label
 Locations = Mapping[str, tuple[str, int]]
 #: (path, line) -> link target
 Linker = Callable[[str, int], str]
+#: cases run by one side only, listed per side
+UNPAIRED_SHOWN = 20
 
 
 def relative_link(path: str, line: int) -> str:
@@ -185,6 +187,12 @@ def _comparison(c: Comparison, locations: Locations, link: Linker) -> str:
                 f"- {_case_link(case, locations, link)} {' → '.join(c.changes[case])}"
                 for case in cases
             ]
+    for side, cases in ((c.baseline, c.only_baseline), (c.other, c.only_other)):
+        if cases:  # out of the verdict: a reader must see what the gate did not weigh
+            lines += ["", f"**Run by {md_code(side)} only, not compared** ({len(cases)})", ""]
+            lines += [f"- {_case_link(case, locations, link)}" for case in cases[:UNPAIRED_SHOWN]]
+            if len(cases) > UNPAIRED_SHOWN:
+                lines.append(f"- and {len(cases) - UNPAIRED_SHOWN} more")
     return "\n".join(lines)
 
 

@@ -209,8 +209,8 @@ def comparison_block(
     lines += _listing("improvements", c.change_lines(c.improvements, where), limit)
     lines += [f"  {note}" for note in c.notes()]
     lines += _listing("left out, errored under one version", c.excluded, limit)
-    lines += _listing(f"unpaired, run by {c.baseline} only", c.only_baseline, limit)
-    lines += _listing(f"unpaired, run by {c.other} only", c.only_other, limit)
+    for side, cases in ((c.baseline, c.only_baseline), (c.other, c.only_other)):
+        lines += _listing(f"unpaired, run by {side} only", [where(x) for x in cases], limit)
     for k, (test, covered) in c.pass_at_k.items():
         lines.append(
             f"  pass@{k}: {figures.share(test.mean, signed=True)} "
