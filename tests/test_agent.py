@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking
+from pytest_prompteval.core.result import Step, ToolCall, Trajectory
+from pytest_prompteval.scoring.judge import trajectory_materials
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking, tool_use
 
 from .conftest import item_results
 
@@ -930,3 +932,62 @@ def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
     assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
     (result,) = item_results(reprec)
     assert (result["attempts"], result["user_calls"]) == (3, 2)
+
+
+AGENT_DIMENSIONS = ["task_completed", "policy_followed", "tools_used_correctly", "communication"]
+
+
+def test_the_judge_reads_the_trajectory_by_the_agent_rubric(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    agent = ScriptedAgent(REFUND)
+
+    def respond(request: dict[str, Any]) -> Any:
+        if request.get("tool_choice", {}).get("name") == "submit_verdict":
+            scores = dict.fromkeys(AGENT_DIMENSIONS, 90)
+            verdict = {"scores": scores, "missing_topics": [], "incorrect_claims": [], "notes": ""}
+            return tool_use(request, verdict)
+        return agent(request)
+
+    anthropic_server.responder = respond
+    project(pytester)
+    reprec = pytester.inline_run("--prompt=agent", "--prompteval-scorer=claude")
+    reprec.assertoutcome(passed=1)
+    (judged,) = [r.body for r in anthropic_server.requests if r.body["tools"][0]["name"] == (
+        "submit_verdict"
+    )]  # fmt: skip
+    schema = judged["tools"][0]["input_schema"]
+    assert schema["properties"]["scores"]["required"] == AGENT_DIMENSIONS
+    materials = judged["messages"][0]["content"][0]["text"]
+    trajectory = materials.split("<trajectory>\n")[1].split("\n</trajectory>")[0]
+    assert trajectory.splitlines() == [
+        "step 1 (stopped for tool_use)",
+        "assistant: Let me look.",
+        'tool call: lookup_order {"order_id":"A-1001"}',
+        'tool result: {"status": "delivered", "amount": 42.0}',
+        "",
+        "step 2 (stopped for tool_use)",
+        'tool call: issue_refund {"order_id":"A-1001"}',
+        "tool error: refund limit exceeded",
+        "",
+        "step 3 (stopped for end_turn)",
+        "assistant: The refund failed: the limit is exceeded.",
+        "user: Can you make it store credit instead?",
+        "",
+        "step 4 (stopped for end_turn)",
+        "assistant: Done: you get store credit of 42.0.",
+    ]
+    (result,) = item_results(reprec)
+    assert result["judge_template"] == "agent_review"
+
+
+def test_the_judge_keeps_the_newest_steps_whole_within_its_bound() -> None:
+    steps = [
+        Step(n, "tool_use", calls=[ToolCall("look", {"n": n}, "x" * 30, is_error=n == 1)])
+        for n in range(1, 6)
+    ]
+    text = trajectory_materials(Trajectory(steps), budget=200)
+    assert text.startswith("(steps 1-3 left out for length: 3 tool calls, 1 errors)\n\nstep 4")
+    assert text.endswith('tool call: look {"n":5}\ntool result: ' + "x" * 30)
+    # a step longer than the bound is still kept whole when it is the newest
+    assert trajectory_materials(Trajectory(steps[:1]), budget=10).endswith("x" * 30)

@@ -186,7 +186,9 @@ class Parts:
     checks: list[Checked] = field(default_factory=list)
 
 
-def _verdict(engine: Engine, spec: ItemSpec, text: str, ledger: Ledger) -> Verdict | None:
+def _verdict(
+    engine: Engine, spec: ItemSpec, text: str, ledger: Ledger, trajectory: Trajectory | None
+) -> Verdict | None:
     """The judge's verdict: with the claude scorer, and with hybrid on the sampled cases."""
     if engine.settings.scorer == "automatic":
         return None
@@ -195,7 +197,7 @@ def _verdict(engine: Engine, spec: ItemSpec, text: str, ledger: Ledger) -> Verdi
         spec.case.id, engine.settings.seed, engine.settings.judge_rate
     ):
         return None
-    return judge.verdict(spec.case, spec.prompt, text, ledger)
+    return judge.verdict(spec.case, spec.prompt, text, ledger, trajectory)
 
 
 def run_check(
@@ -229,7 +231,9 @@ def run_check(
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
     if assertion.type == "judge":
-        score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, ledger)
+        score, reason = engine.judge().ask(
+            spec.case, spec.prompt, text, assertion.value, ledger, result.trajectory
+        )
         return scored(assertion, score, result.threshold, f"judge: {reason}")
     function = engine.scorers()[assertion.type]
     try:
@@ -305,7 +309,7 @@ def _score_parts(
             _sample_texts(engine, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
         )
         parts.automatic = engine.scorer.score(spec.case, response.text, texts)
-        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger)
+        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger, result.trajectory)
         # hybrid records the verdict beside the automatic score, which decides
         claude = engine.settings.scorer == "claude"
         parts.main = verdict.score if verdict is not None and claude else parts.automatic
