@@ -459,28 +459,41 @@ def trajectory_lines(trajectory: Trajectory, shown: int = 200) -> list[str]:
 RESPONSE_SHOWN = 300  # characters of the answer in a failure, unless -vv
 
 
+def _failure_reason(result: ItemResult) -> tuple[str, bool]:
+    """Why the item failed first, and whether that is its first failed assertion."""
+    main, threshold = result.main_score or 0.0, result.threshold
+    failed_checks = [c for c in result.assertions if not c.passed]
+    run, trajectory, repo = result.execution, result.trajectory, result.repo
+    if trajectory is not None and trajectory.failure is not None:
+        return trajectory.failure, False
+    if repo is not None and not repo.resolved:
+        return "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    "), False
+    if run is not None and run.error_class is not None:
+        return (
+            f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}",
+            False,
+        )
+    if failed_checks and (run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY):
+        first = failed_checks[0]
+        return f"failed assert {first.type}: {first.reason}", True
+    return f"{result.scorer} score {main:.3f} below threshold {threshold:.2f}", False
+
+
+def failure_reason(result: ItemResult) -> str:
+    """Why a failed item failed, in one line (the first of its failure message)."""
+    return _failure_reason(result)[0].split("\n", 1)[0]
+
+
 def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     """Why the item failed first, then the score as the summary counts it, then what the
     model said and where it is kept. Text from the answer and the files is made safe for a
     terminal and a CI log."""
     suffix = f"-s{result.sample}" if result.samples > 1 else ""
     label = f"{result.case_id} [{result.prompt}{suffix}]"
-    main, threshold = result.main_score or 0.0, result.threshold
-    failed_checks = [c for c in result.assertions if not c.passed]
+    threshold = result.threshold
+    why, check_named = _failure_reason(result)
+    failed_checks = [c for c in result.assertions if not c.passed][1 if check_named else 0 :]
     run, trajectory, repo = result.execution, result.trajectory, result.repo
-    if trajectory is not None and trajectory.failure is not None:
-        why = trajectory.failure
-    elif repo is not None and not repo.resolved:
-        why = "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    ")
-    elif run is not None and run.error_class is not None:
-        why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
-    elif failed_checks and (
-        run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY
-    ):
-        first = failed_checks.pop(0)
-        why = f"failed assert {first.type}: {first.reason}"
-    else:
-        why = f"{result.scorer} score {main:.3f} below threshold {threshold:.2f}"
     lines = [f"{label}: {why}"]
     if run is not None and run.error_class is not None:
         lines.append(f"  {run.error_class}: {run.first_failure}")

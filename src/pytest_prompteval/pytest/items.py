@@ -34,6 +34,10 @@ from pytest_prompteval.pytest.adapters import TerminalRepr, marker_expression
 from pytest_prompteval.pytest.work import Work
 from pytest_prompteval.report.flaky import SampleTally
 
+#: how a case item's location names it (``case ID [version]``), and its files
+CASE_DOMAIN = "case "
+CASE_SUFFIXES = (".yaml", ".yml")
+
 
 class ItemContext(Protocol):
     """What collectors and items need of the run, and all they may use of it."""
@@ -261,4 +265,5 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         params = self.name[len(self.case.id) :]  # "[version]" or "[version-s2]"
         # the location pytest prints (-vv) and reports: the path escaped as in the node id
-        return Path(safe_line(str(self.path))), self.case.line - 1, f"case {self.case.id} {params}"
+        where = Path(safe_line(str(self.path)))
+        return where, self.case.line - 1, f"{CASE_DOMAIN}{self.case.id} {params}"

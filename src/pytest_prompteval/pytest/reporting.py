@@ -20,8 +20,10 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.core.version import __version__
+from pytest_prompteval.engine.evaluate import failure_reason
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.pytest.adapters import junit_global_property
+from pytest_prompteval.pytest.items import CASE_DOMAIN, CASE_SUFFIXES
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import RunPlugin
@@ -34,7 +36,7 @@ from pytest_prompteval.report.flaky import (
     min_pass_failures,
     sample_lines,
 )
-from pytest_prompteval.report.gates import comparison_gates, gates_exit_code
+from pytest_prompteval.report.gates import comparison_gate_failures, gates_exit_code
 from pytest_prompteval.report.markdown import (
     Linker,
     MarkdownRun,
@@ -64,6 +66,8 @@ class RunReport:
         self.stopped_early = 0  # samples --prompteval-stop-early did not draw
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
+        #: which gate decided, a few words each: the Markdown's headline
+        self.gates_decided: list[str] = []
         self.prompt_changes: list[str] = []
         self.written: list[Path] = []
         self.html_written: Path | None = None
@@ -93,6 +97,11 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path, line, domain = report.location
+        if line is not None and domain.startswith(CASE_DOMAIN) and path.endswith(CASE_SUFFIXES):
+            # pytest keeps a location's line 0-based and JUnit writes it as it is: a case's
+            # own line, as the Markdown links it, for CI annotations read from JUnit
+            report.location = (path, line + 1, domain)
         if report.when == "teardown":
             report.user_properties = _junit_properties(report.user_properties)
         # an item's result is on the report of its test phase, or of its setup when the
@@ -116,7 +125,7 @@ class RunReport:
                 continue
             self.results.append(result)
             path, line, _ = report.location
-            self.locations[f"{result.file}::{result.case_id}"] = (path, (line or 0) + 1)
+            self.locations[f"{result.file}::{result.case_id}"] = (path, line or 1)
             self._journal(result, value)
             self._progress()
 
@@ -220,12 +229,16 @@ class RunReport:
         gates_only = self.settings.exit == "gates"
         # gates mode: the --prompt version is judged, compared versions are references
         judged = [c for c in self.cases if not gates_only or c.version == first]
-        self.gate_failures += min_pass_failures(judged)
+        below = min_pass_failures(judged)
+        self.gate_failures += below
+        self.gates_decided += [f"{len(below)} cases below their min_pass"] if below else []
         self._min_pass_reports(session)
         if gates_only:
-            self.gate_failures += comparison_gates(
+            gates = comparison_gate_failures(
                 self.comparisons, first, self.settings.max_new_failures, self._where
             )
+            self.gate_failures += [g.message for g in gates]
+            self.gates_decided += [g.short for g in gates]
             # a budget stop leaves cases unscored, as errors do: no verdict either way
             errored = sum(
                 r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
@@ -306,7 +319,7 @@ class RunReport:
             for when, outcome in (("call", "failed"), ("teardown", "passed")):
                 report = pytest.TestReport(
                     nodeid,
-                    (path, line - 1, f"case {case_id} [{c.version}] min_pass"),
+                    (path, line - 1, f"{CASE_DOMAIN}{case_id} [{c.version}] min_pass"),
                     {},
                     outcome,  # type: ignore[arg-type]
                     reason if outcome == "failed" else None,
@@ -333,6 +346,8 @@ class RunReport:
             self.locations,
             self.ks,
             self.recordings,
+            self._reasons(),
+            self.gates_decided,
         )
         env = os.environ
         link: Linker = relative_link
@@ -353,6 +368,14 @@ class RunReport:
             except OSError as exc:
                 self._output_failed("--prompteval-markdown", target, exc)
 
+    def _reasons(self) -> dict[tuple[str, str], str]:
+        """Why each failing case failed: its first failing sample's reason."""
+        reasons: dict[tuple[str, str], str] = {}
+        for r in sorted(self.results, key=lambda r: r.sample):
+            if r.outcome == "failed":
+                reasons.setdefault((r.prompt, f"{r.file}::{r.case_id}"), failure_reason(r))
+        return reasons
+
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
         summary = next((s for s in self.summaries if s.version == first), None)
@@ -362,6 +385,7 @@ class RunReport:
             self.gate_failures.append(
                 f"mean score of {first} is {shown}, under --prompteval-fail-under {fail_under}"
             )
+            self.gates_decided.append(f"mean score {shown} (min {fail_under})")
         limit = self.settings.max_regression
         if limit is None:
             return
@@ -370,6 +394,9 @@ class RunReport:
                 self.gate_failures.append(
                     f"{first} scores {figures.score(-c.mean_diff)} below {c.baseline} on paired "
                     f"cases, more than --prompteval-max-regression {limit}"
+                )
+                self.gates_decided.append(
+                    f"mean score down {figures.score(-c.mean_diff)} (max {limit})"
                 )
 
     def _where(self, case: str) -> str:
