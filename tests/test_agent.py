@@ -567,13 +567,14 @@ def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdis
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["agent: agent: 2 conversations, mean 4.5 steps, 7 tool calls, 1 tool errors, "
-         "1 hit max_steps"]
+        ["agent: agent: 2 conversations; per conversation 4.5 steps, 3.5 tool calls, 0.5 tool "
+         "errors; 1 hit max_steps; pass@1 50.0%, pass^1 50.0%"]
     )  # fmt: skip
     junit = (pytester.path / "junit.xml").read_text()
     for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
         assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
-    assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
+    assert "| `agent` | 4.5 | 3.5 | 0.5 | 1 |" in (pytester.path / "report.md").read_text()
+    assert "per solved case" not in result.stdout.str()  # an agent's steps are no attempts
 
 
 def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(

@@ -126,3 +126,17 @@ def test_a_case_no_selected_version_runs_is_named_and_stops_a_gate(
     listed.stdout.fnmatch_lines(
         ["prompteval: 1 case(s) listed in prompteval_unrun_ok ran under none"]
     )
+
+
+def test_prompt_all_compares_the_versions_that_share_cases(project: pytest.Pytester) -> None:
+    _scoped_project(project)
+    project.path.joinpath("prompts", "code.yaml").write_text(
+        "user_prompt: 'Write {entry}.'\napplies_to: {markers: codegen}\n"
+    )
+    with project.path.joinpath("prompt_cases", "c.yaml").open("a") as cases:
+        cases.write("- {id: clamp_001, category: codegen, vars: {entry: clamp}, input: {}}\n")
+    result = project.runpytest("--prompt=all", PROVIDER)
+    result.assert_outcomes(passed=5)
+    verdicts = [line for line in result.outlines if " vs " in line]
+    assert len(verdicts) == 1 and "support2 vs support:" in verdicts[0]
+    assert "no cases in common" not in result.stdout.str()

@@ -497,7 +497,16 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     lines = [f"{label}: {why}"]
     if run is not None and run.error_class is not None:
         lines.append(f"  {run.error_class}: {run.first_failure}")
-    lines.append(f"  score {result.score or 0.0:.3f} (threshold {threshold:.2f})")
+    score = result.score or 0.0
+    if check_named:
+        # not the threshold: a score beside it would read as a near miss
+        passed = sum(c.passed for c in result.assertions)
+        lines.append(
+            f"  assertions: {passed}/{len(result.assertions)} passed; any failure fails the "
+            f"item, whatever its score ({score:.3f})"
+        )
+    elif trajectory is None or trajectory.failure is None:
+        lines.append(f"  score {score:.3f} (threshold {threshold:.2f})")
     if result.missing_topics:
         lines.append("  missing topics: " + ", ".join(result.missing_topics))
     lines += [f"  incorrect claim: {claim}" for claim in result.incorrect_claims]

@@ -21,6 +21,7 @@ from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARL
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.evaluate import failure_reason
+from pytest_prompteval.engine.settings import ALL_VERSIONS
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.pytest.items import CASE_DOMAIN, CASE_SUFFIXES
@@ -45,7 +46,13 @@ from pytest_prompteval.report.markdown import (
     render_markdown,
 )
 from pytest_prompteval.report.promptdiff import prompt_changes
-from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels, summarize
+from pytest_prompteval.report.summary import (
+    GROUPS,
+    VersionSummary,
+    case_key,
+    group_labels,
+    summarize,
+)
 from pytest_prompteval.report.terminal import render
 from pytest_prompteval.workflows.calibrate import kappa_warning
 
@@ -204,20 +211,23 @@ class RunReport:
         first = order[0]
         # every comparison reads "<the --prompt version> vs <a reference>": its regressions
         # are what the --prompt version newly fails, whichever option named the reference
-        references = [(v, by_version.get(v, [])) for v in order[1:]]
+        pairs = [(v, first) for v in order[1:]]
+        if self.settings.prompt == ALL_VERSIONS:
+            pairs = _sharing_pairs(order, by_version)
+        references = [(v, by_version.get(v, []), judged) for v, judged in pairs]
         if self.baseline is not None:
-            references.append((f"baseline {self.baseline.path.name}", self.baseline.results))
+            references.append((f"baseline {self.baseline.path.name}", self.baseline.results, first))
         settings = self.settings
         self.comparisons += [
             compare(
                 results,
-                by_version.get(first, []),
-                (reference, first),
+                by_version.get(judged, []),
+                (reference, judged),
                 self.ks,
                 settings.min_effect,
                 settings.gate_metric,
             )
-            for reference, results in references
+            for reference, results, judged in references
         ]
         correct(self.comparisons)  # Holm over every test of the run
         self.cases = case_samples(self.results)
@@ -368,6 +378,13 @@ class RunReport:
             except OSError as exc:
                 self._output_failed("--prompteval-markdown", target, exc)
 
+    def _pass_hat(self) -> dict[str, dict[int, float | None]]:
+        """Per version, pass^k per k of the run."""
+        return {
+            v: {k: mean_pass_hat_k(cs, k) for k in self.ks}
+            for v, cs in _by_version(self.cases).items()
+        }
+
     def _reasons(self) -> dict[tuple[str, str], str]:
         """Why each failing case failed: its first failing sample's reason."""
         reasons: dict[tuple[str, str], str] = {}
@@ -439,8 +456,8 @@ class RunReport:
             "prompt_changes": self.prompt_changes,
             "stopped_early": self.stopped_early,
             "pass_hat_k": {
-                v: {f"pass^{k}": mean_pass_hat_k(cs, k) for k in self.ks}
-                for v, cs in _by_version(self.cases).items()
+                v: {f"pass^{k}": hat for k, hat in by_k.items()}
+                for v, by_k in self._pass_hat().items()
             },
             "flaky": [
                 {**asdict(c), "wilson95": c.interval, "verdict": c.verdict}
@@ -468,7 +485,9 @@ class RunReport:
         if not self.results:
             return
         try:
-            blocks = render(self.summaries, self.comparisons, self.details, self._where)
+            blocks = render(
+                self.summaries, self.comparisons, self.details, self._where, self._pass_hat()
+            )
             samples = sample_lines(self.cases, self.ks)
         except Exception as exc:  # the gates, the files written and the exit status still show
             blocks, samples = [("prompteval summary", [f"not shown: {_internal(exc)}"])], []
@@ -516,6 +535,20 @@ class RunReport:
 
 def _internal(exc: Exception) -> str:
     return f"internal error of prompteval, please report it: {type(exc).__name__}: {exc}"
+
+
+def _sharing_pairs(
+    order: Sequence[str], by_version: dict[str, list[ItemResult]]
+) -> list[tuple[str, str]]:
+    """``--prompt=all``: (reference, version) for each version and the first one before it
+    that shares a case with it (v2 against v1), never a prompt that runs other cases."""
+    cases = {v: {case_key(r) for r in by_version.get(v, [])} for v in order}
+    pairs = []
+    for index, version in enumerate(order):
+        reference = next((u for u in order[:index] if cases[u] & cases[version]), None)
+        if reference is not None:
+            pairs.append((reference, version))
+    return pairs
 
 
 def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:

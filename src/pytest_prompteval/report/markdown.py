@@ -170,15 +170,24 @@ def _fields(summaries: Sequence[VersionSummary]) -> str:
 
 
 def _agents(summaries: Sequence[VersionSummary]) -> str:
-    """Per version with agent cases: mean steps, tool calls and errors, max_steps reached."""
+    """Per version with agent cases: steps, tool calls and tool errors per conversation,
+    and how many reached max_steps (pass^k is in the versions table)."""
     agents = [s for s in summaries if s.mean_steps is not None]
     if not agents:
         return ""
     rows = [
-        [md_code(s.version), f"{s.mean_steps:.1f}", s.tool_calls, s.tool_errors, s.hit_max_steps]
+        [
+            md_code(s.version),
+            f"{s.mean_steps:.1f}",
+            f"{s.tool_calls / s.agent_items:.1f}",
+            f"{s.tool_errors / s.agent_items:.1f}",
+            s.hit_max_steps,
+        ]
         for s in agents
     ]
-    header = ["version", "mean steps", "tool calls", "tool errors", "hit max_steps"]
+    per = "per conversation"
+    header = ["version", f"steps {per}", f"tool calls {per}", f"tool errors {per}"]
+    header.append("hit max_steps")
     return "### Agents\n\n" + _table(header, rows)
 
 
