@@ -308,3 +308,44 @@ def test_generate_with_your_app_judge_with_claude(
     result.stdout.fnmatch_lines(["*judge notes: misses the loop*"])
     # only the judge went to the API: the generation came from the app
     assert len(judge_requests(anthropic_server)) == len(anthropic_server.requests) == 1
+
+
+def test_a_judge_by_majority_of_votes_records_each_vote_and_replays_them(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scores = iter([90, 40, 80])
+
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" in request:
+            return tool_use(request, {"score": next(scores), "reason": "it explains the loop"})
+        return "The loop optimization."
+
+    anthropic_server.responder = respond
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert:\n"
+        "    - {type: judge, value: 'Is the explanation correct?', votes: 3}\n"
+    )
+    (first,) = results(pytester.inline_run("--prompt=v"))
+    assert first["passed"]
+    (check,) = first["assertions"]
+    assert check["reason"] == (
+        "judge: 2/3 votes pass (scores 0.90, 0.40, 0.80; agreement 2/3): it explains the loop "
+        "(score 0.80 >= 0.70)"
+    )
+    votes = judge_requests(anthropic_server)
+    assert len(votes) == 3 and {v["temperature"] for v in votes} == {1.0}
+    assert first["judge_calls"] == 3
+    # each vote replays from its own recording, offline
+    anthropic_server.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    (again,) = results(pytester.inline_run("--prompt=v", "--prompteval-record=none"))
+    assert again["assertions"] == first["assertions"]
+    pytester.path.joinpath("prompt_cases", "c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{judge: 'Correct?', votes: 2}]\n"
+    )
+    bad = pytester.runpytest("--prompt=v", "--prompteval-record=none")
+    bad.stdout.fnmatch_lines(
+        ["*c.yaml:4: case 'c1', assert[[]0]: votes: expected an odd whole number from 1 to 9 (a "
+         "majority)"]
+    )  # fmt: skip

@@ -231,10 +231,7 @@ def run_check(
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
     if assertion.type == "judge":
-        score, reason = engine.judge().ask(
-            spec.case, spec.prompt, text, assertion.value, ledger, result.trajectory
-        )
-        return scored(assertion, score, result.threshold, f"judge: {reason}")
+        return _judged(engine, spec, assertion, text, result, ledger)
     function = engine.scorers()[assertion.type]
     try:
         returned = function(spec.case, request, response)
@@ -245,6 +242,42 @@ def run_check(
     value, dims = custom_score(assertion.type, returned)
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
     return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
+
+
+def _judged(
+    engine: Engine,
+    spec: ItemSpec,
+    assertion: Assertion,
+    text: str,
+    result: ItemResult,
+    ledger: Ledger,
+) -> Checked:
+    """A judge question's check; with ``votes: N`` the majority of N votes decides: the
+    median score passes exactly when most votes do."""
+    judge, case = engine.judge(), spec.case
+    if assertion.votes == 1:
+        score, reason = judge.ask(
+            case, spec.prompt, text, assertion.value, ledger, result.trajectory
+        )
+        return scored(assertion, score, result.threshold, f"judge: {reason}")
+    votes = [
+        judge.ask(case, spec.prompt, text, assertion.value, ledger, result.trajectory, n)
+        for n in range(assertion.votes)
+    ]
+    scores = sorted(score for score, _ in votes)
+    median = scores[len(scores) // 2]
+    threshold = assertion.threshold if assertion.threshold is not None else result.threshold
+    passing = sum(score >= threshold for score, _ in votes)
+    agreeing = max(passing, len(votes) - passing)
+    reason = next(why for score, why in votes if score == median)
+    shown = ", ".join(f"{score:.2f}" for score, _ in votes)
+    return scored(
+        assertion,
+        median,
+        result.threshold,
+        f"judge: {passing}/{len(votes)} votes pass (scores {shown}; agreement "
+        f"{agreeing}/{len(votes)}): {reason}",
+    )
 
 
 def _code_parts(

@@ -144,7 +144,12 @@ class Verdict:
 
 
 def _tool_request(
-    model: str, system: str, user: str, schema: dict[str, Any], rejection: str
+    model: str,
+    system: str,
+    user: str,
+    schema: dict[str, Any],
+    rejection: str,
+    temperature: float = 0.0,
 ) -> Request:
     if rejection:
         system += (
@@ -161,7 +166,7 @@ def _tool_request(
         [Message("user", (user,))],
         system,
         max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0.0,
+        temperature=temperature,
         tools=[tool],
         tool_choice={"type": "tool", "name": VERDICT_TOOL},
     )
@@ -175,6 +180,7 @@ def structured_call(
     system: str,
     user: str,
     schema: dict[str, Any],
+    temperature: float = 0.0,
 ) -> dict[str, Any]:
     """A forced tool call whose input must match ``schema``: the first answer, or one retry
     told what was wrong, or JudgeError with the raw answer shown. Only a valid answer is
@@ -184,7 +190,7 @@ def structured_call(
     first: Request | None = None
     rejection = ""
     for _attempt in range(2):
-        request = _tool_request(model, system, user, schema, rejection)
+        request = _tool_request(model, system, user, schema, rejection, temperature)
         outcome = ledger.get(store, request, context, "judge", check, answers=first)
         response = outcome.response
         verdict = response.tool_input
@@ -382,14 +388,17 @@ class Judge:
         question: str,
         ledger: Ledger,
         trajectory: Trajectory | None = None,
+        vote: int | None = None,
     ) -> tuple[float, str]:
-        """A one-off rubric question about the answer: score in [0, 1] and the reason."""
+        """A one-off rubric question about the answer: score in [0, 1] and the reason.
+        ``vote``: one of several independent votes (each its own recorded call, sampled at
+        temperature 1 so that they can differ)."""
         system = (
             "You judge one aspect of an answer an AI assistant gave. Answer the question "
             f"with a score from 0 (not at all) to 100 (fully) and a one-sentence reason, "
             f"using the {VERDICT_TOOL} tool.\n\nQuestion: {question}"
         )
-        context = CallContext(case, prompt, 0, "judge")
+        context = CallContext(case, prompt, vote or 0, "judge")
         verdict = structured_call(
             self.store,
             ledger,
@@ -398,5 +407,6 @@ class Judge:
             system,
             self._materials(case, text, trajectory),
             QUESTION_SCHEMA,
+            0.0 if vote is None else 1.0,
         )
         return verdict["score"] / 100, verdict["reason"]
