@@ -349,3 +349,30 @@ def test_a_judge_by_majority_of_votes_records_each_vote_and_replays_them(
         ["*c.yaml:4: case 'c1', assert[[]0]: votes: expected an odd whole number from 1 to 9 (a "
          "majority)"]
     )  # fmt: skip
+
+
+def test_a_baseline_grade_asks_the_judge_against_the_reference(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" in request:
+            good = "unrolls" in request["messages"][0]["content"][0]["text"]
+            return tool_use(request, {"score": 100 if good else 20, "reason": "compared"})
+        return "It unrolls the loop." if "good" in json.dumps(request) else "It adds numbers."
+
+    anthropic_server.responder = respond
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: {name}\n  input: {{kind: {name}}}\n  assert:\n"
+            "    - {baseline: 'The loop is unrolled four times.'}\n"
+            for name in ("good", "bad")
+        )
+    )
+    good, bad = results(pytester.inline_run("--prompt=v", "-p", "no:randomly"))
+    assert (good["passed"], bad["passed"]) == (True, False)
+    assert bad["assertions"][0]["reason"] == "judge: compared (score 0.20 < 0.70)"
+    system = judge_requests(anthropic_server)[0]["system"]
+    assert "at least as good as this reference" in system
+    assert "<reference>\nThe loop is unrolled four times.\n</reference>" in system

@@ -30,6 +30,7 @@ from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
+    JUDGED_TYPES,
     TRAJECTORY_TYPES,
     Assertion,
     Checked,
@@ -230,7 +231,7 @@ def run_check(
         score = len(covered) / len(topics) if topics else 1.0
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
-    if assertion.type == "judge":
+    if assertion.type in JUDGED_TYPES:
         return _judged(engine, spec, assertion, text, result, ledger)
     function = engine.scorers()[assertion.type]
     try:
@@ -244,6 +245,13 @@ def run_check(
     return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
 
 
+BASELINE_QUESTION = (
+    "Is the answer (and what the assistant did, if shown) at least as good as this reference "
+    "for the user's request: as correct, as complete, as useful? 100: at least as good; 50: "
+    "somewhat worse; 0: far worse.\n\n<reference>\n{reference}\n</reference>"
+)
+
+
 def _judged(
     engine: Engine,
     spec: ItemSpec,
@@ -252,16 +260,18 @@ def _judged(
     result: ItemResult,
     ledger: Ledger,
 ) -> Checked:
-    """A judge question's check; with ``votes: N`` the majority of N votes decides: the
-    median score passes exactly when most votes do."""
+    """A judge question's check (``baseline``: is the answer at least as good as the
+    reference?); with ``votes: N`` the majority of N votes decides: the median score passes
+    exactly when most votes do."""
     judge, case = engine.judge(), spec.case
+    question = assertion.value
+    if assertion.type == "baseline":
+        question = BASELINE_QUESTION.format(reference=assertion.value)
     if assertion.votes == 1:
-        score, reason = judge.ask(
-            case, spec.prompt, text, assertion.value, ledger, result.trajectory
-        )
+        score, reason = judge.ask(case, spec.prompt, text, question, ledger, result.trajectory)
         return scored(assertion, score, result.threshold, f"judge: {reason}")
     votes = [
-        judge.ask(case, spec.prompt, text, assertion.value, ledger, result.trajectory, n)
+        judge.ask(case, spec.prompt, text, question, ledger, result.trajectory, n)
         for n in range(assertion.votes)
     ]
     scores = sorted(score for score, _ in votes)

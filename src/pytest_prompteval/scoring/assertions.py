@@ -22,7 +22,9 @@ from pytest_prompteval.scoring.score import Score
 
 _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
 
-STRING_TYPES = ("contains", "not_contains", "icontains", "equals", "judge")
+#: graded by the judge: a question about the answer, or its comparison with a reference
+JUDGED_TYPES = ("judge", "baseline")
+STRING_TYPES = ("contains", "not_contains", "icontains", "equals", *JUDGED_TYPES)
 PATTERN_TYPES = ("regex", "not_regex")
 LIMIT_TYPES = ("max_length", "min_length", "max_tokens", "max_latency_ms", "max_cost_usd")
 JSON_TYPES = ("is_json", "json_schema", "json_field")
@@ -43,7 +45,11 @@ FIELD_CHECKS = ("equals", "in", "matches", "approx")
 FIELD_KEYS = ("path", *FIELD_CHECKS, "tolerance")
 OPTIONS = ("type", "value", "weight", "threshold", "include_prefill")
 #: options only some types take
-TYPE_OPTIONS = {"tool_called": ("input",), "tool_sequence": ("mode",), "judge": ("votes",)}
+TYPE_OPTIONS = {
+    "tool_called": ("input",),
+    "tool_sequence": ("mode",),
+    **{kind: ("votes",) for kind in JUDGED_TYPES},
+}
 #: a judge graded by majority: an odd number of votes, each its own recorded call
 MAX_VOTES = 9
 
