@@ -992,3 +992,35 @@ def test_the_judge_keeps_the_newest_steps_whole_within_its_bound() -> None:
     assert text.endswith('tool call: look {"n":5}\ntool result: ' + "x" * 30)
     # a step longer than the bound is still kept whole when it is the newest
     assert trajectory_materials(Trajectory(steps[:1]), budget=10).endswith("x" * 30)
+
+
+def test_an_ablation_derives_a_version_without_a_part_and_compares_with_it(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester)
+    prompts = pytester.path / "prompts"
+    prompts.joinpath("bare.yaml").write_text(
+        "ablate: {from: agent, remove: [system_prompt, tool_description lookup_order]}\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--compare=bare", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*agent vs bare: 1 paired cases*"])
+    bare = [r.body for r in agent.requests if "system" not in r.body]
+    assert len(bare) == 4 and len(agent.requests) == 8
+    lookup = bare[0]["tools"][0]
+    assert lookup["name"] == "lookup_order" and "description" not in lookup
+    for ablate, error in [
+        ("{from: agnet, remove: system_prompt}",
+         "prompts/bare.yaml:1: ablate: from: no prompt version 'agnet' in prompts; did you "
+         "mean 'agent'?"),
+        ("{from: agent, remove: tool issue_refnd}",
+         "prompts/bare.yaml:1: ablate: remove: 'agent' has no tool 'issue_refnd'; did you mean "
+         "'issue_refund'?"),
+        ("{from: agent, remove: tools}",
+         "prompts/bare.yaml:1: ablate: remove: unknown part 'tools'; did you mean 'tool'? "
+         "(expected system_prompt, tool NAME or tool_description NAME)"),
+    ]:  # fmt: skip
+        prompts.joinpath("bare.yaml").write_text(f"ablate: {ablate}\n")
+        bad = pytester.runpytest("--prompt=agent", "--compare=bare", "--prompteval-record=none")
+        assert error in bad.stdout.str() + bad.stderr.str()
+        assert "Traceback" not in bad.stdout.str() + bad.stderr.str()
