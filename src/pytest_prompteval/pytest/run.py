@@ -243,21 +243,19 @@ class RunPlugin:
 
     def unrun_line(self) -> str | None:
         """One line naming the cases no selected version ran."""
-        named = [f"{where} {case}" for case, (where, ok) in self.unrun_cases.items() if not ok]
-        listed = len(self.unrun_cases) - len(named)
         if not self.unrun_cases:
             return None
-        shown = named if self.settings.details else named[:UNRUN_SHOWN]
-        more = len(named) - len(shown)
-        parts = (
-            [
+        named = [f"{where} {case}" for case, (where, ok) in self.unrun_cases.items() if not ok]
+        listed = len(self.unrun_cases) - len(named)
+        parts = []
+        if named:
+            shown = named if self.settings.details else named[:UNRUN_SHOWN]
+            more = len(named) - len(shown)
+            parts.append(
                 f"{len(named)} case(s) ran under no selected version (applies_to left them "
                 f"out): {', '.join(shown)}"
                 + (f" (+{more} more, --prompteval-details)" if more else "")
-            ]
-            if named
-            else []
-        )
+            )
         if listed:
             parts.append(f"{listed} case(s) listed in prompteval_unrun_ok ran under none")
         return "prompteval: " + "; ".join(parts)
