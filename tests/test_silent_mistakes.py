@@ -105,12 +105,17 @@ def test_a_case_no_selected_version_runs_is_named_and_stops_a_gate(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     _scoped_project(project)
-    result = project.runpytest("--prompt=support", "--compare=support2", PROVIDER, *xdist_args)
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(
-        ["prompteval: 1 case(s) ran under no selected version (applies_to left them out): "
-         "prompt_cases/c.yaml:4 refund_untagged"]
+    result = project.runpytest(
+        "--prompt=support", "--compare=support2", PROVIDER, "--prompteval-markdown=pr.md",
+        *xdist_args,
     )  # fmt: skip
+    result.assert_outcomes(passed=4)
+    unrun = (
+        "prompteval: 1 case(s) ran under no selected version (applies_to left them out): "
+        "prompt_cases/c.yaml:4 refund_untagged"
+    )
+    result.stdout.fnmatch_lines([unrun])
+    assert f"\n\n⚠️ {unrun}\n\n" in (project.path / "pr.md").read_text()
     gate = project.runpytest("--prompt=support", "--prompteval-exit=gates", PROVIDER)
     assert gate.ret != 0
     gate.assert_outcomes(errors=1)

@@ -358,6 +358,7 @@ class RunReport:
             self.recordings,
             self._reasons(),
             self.gates_decided,
+            self.run.unrun_line(),
         )
         env = os.environ
         link: Linker = relative_link

@@ -52,11 +52,14 @@ class MarkdownRun:
     reasons: Mapping[tuple[str, str], str] = field(default_factory=dict)
     #: which gate decided each failure, a few words each
     gates_decided: Sequence[str] = ()
+    #: cases no selected version ran (applies_to left them out), in a line
+    unrun: str | None = None
 
 
 def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
     parts = [
         _verdict(run),
+        f"⚠️ {md_text(run.unrun)}" if run.unrun else "",
         _versions(run),
         *(_groups(run.summaries, group) for group in GROUPS),
         _fields(run.summaries),
