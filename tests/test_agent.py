@@ -467,6 +467,11 @@ def export(ticket: str) -> object:
     return {ticket}
 
 
+@pytest_prompteval.tool("quit")
+def quit(ticket: str) -> str:
+    raise SystemExit(3)
+
+
 @pytest_prompteval.tool("refund")
 def refund(order: str, amount: float) -> str:
     \"\"\"Refund an order, up to 50.\"\"\"
@@ -485,6 +490,7 @@ def refund(order: str, amount: float) -> str:
         ([call("export", ticket="T-1")],
          ["*tool 'export' returned set, which cannot be sent as JSON: Object of type set is "
           "not JSON serializable"]),
+        ([call("quit", ticket="T-1")], ["*tool 'quit' raised SystemExit: 3"]),
     ],
 )  # fmt: skip
 def test_a_bug_in_a_python_tool_is_an_error_of_the_item_never_shown_to_the_model(
@@ -496,7 +502,7 @@ def test_a_bug_in_a_python_tool_is_an_error_of_the_item_never_shown_to_the_model
     anthropic_server.responder = ScriptedAgent({"help": [calls, ["Escalated."]]})
     pytester.makeconftest(BUGGY_TOOLS)
     pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
-        "user_prompt: help\ninclude_input: false\ntools: [escalate, export]\n"
+        "user_prompt: help\ninclude_input: false\ntools: [escalate, export, quit]\n"
     )
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
         "cases:\n- id: c1\n  input: {}\n  assert: [{contains: Escalated}]\n"

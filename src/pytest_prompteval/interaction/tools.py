@@ -107,7 +107,7 @@ class PythonTool:
             value = self.function(**arguments)
         except ToolError as exc:
             return ToolOutcome(str(exc), is_error=True)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool is a bug of it too
             raise user_code_error(f"tool {name!r}", exc, ToolCodeError) from None
         if isinstance(value, ToolError):
             return ToolOutcome(str(value), is_error=True)
