@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking
+from pytest_prompteval.core.result import Step, ToolCall, Trajectory
+from pytest_prompteval.scoring.judge import trajectory_materials
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking, tool_use
 
 from .conftest import item_results
 
@@ -291,6 +293,9 @@ def test_max_steps_fails_the_item_naming_the_last_call(
          "'delete_acount' with prompt 'agent'; known: lookup_order"),
         ("case", "  assert:\n    - {type: tool_sequence, value: [lookup_order], mode: inorder}\n",
          "mode 'inorder'; did you mean 'in_order'?"),
+        ("case", "  tool_results:\n    - tool: lookup_order\n      result: {on: 2024-01-02}\n",
+         "prompt_cases/agent.yaml:5: case 'c1', tool_results[0]: result: cannot be sent as JSON "
+         "(Object of type date is not JSON serializable); quote the value"),
         ("case", "  turns: [1]\n", "case 'c1', field 'turns': expected a list of user messages"),
         ("case", "  user_simulator: {instructions: x, max_turn: 2}\n",
          "prompt_cases/agent.yaml:4: case 'c1', user_simulator: unknown field 'max_turn'; did "
@@ -417,7 +422,7 @@ def add(a: int, b: int = 0) -> int:
 
 @pytest_prompteval.tool("boom")
 def boom(x: str) -> str:
-    raise ValueError("no " + x)
+    raise pytest_prompteval.ToolError("no " + x)
 
 
 def pytest_prompteval_tools():
@@ -456,7 +461,7 @@ def test_python_tools_run_once_then_replay_from_the_recording(
     results = anthropic_server.requests[1].body["messages"][-1]["content"]
     assert [(r["content"], r.get("is_error", False)) for r in results] == [
         ("5", False),
-        ("ValueError: no way", True),
+        ("no way", True),
         ('{"said": "HI"}', False),
     ]
     log = pytester.path / "ran.log"
@@ -467,6 +472,114 @@ def test_python_tools_run_once_then_replay_from_the_recording(
     assert anthropic_server.requests == [] and log.read_text() == "add 2 3\n"
     pytester.runpytest("--prompt=agent", "--prompteval-record=all").assert_outcomes(passed=1)
     assert log.read_text() == "add 2 3\nadd 2 3\n" and len(anthropic_server.requests) == 2
+
+
+BUGGY_TOOLS = """
+import hashlib
+
+import pytest_prompteval
+
+
+@pytest_prompteval.tool("escalate")
+def escalate(ticket: str) -> str:
+    \"\"\"Hand the ticket to a human.\"\"\"
+    return hashlib.sha265(ticket.encode()).hexdigest()
+
+
+@pytest_prompteval.tool("export")
+def export(ticket: str) -> object:
+    return {ticket}
+
+
+@pytest_prompteval.tool("quit")
+def quit(ticket: str) -> str:
+    raise SystemExit(3)
+
+
+@pytest_prompteval.tool("refund")
+def refund(order: str, amount: float) -> str:
+    \"\"\"Refund an order, up to 50.\"\"\"
+    if amount > 50:
+        raise pytest_prompteval.ToolError(f"refund of {amount} is over the limit of 50")
+    return "refunded"
+"""
+
+
+@pytest.mark.parametrize(
+    ("calls", "error"),
+    [
+        ([call("escalate", ticket="T-1")],
+         ["*tool 'escalate' raised AttributeError: module 'hashlib' has no attribute 'sha265'*",
+          "*conftest.py:9 in escalate: return hashlib.sha265(ticket.encode()).hexdigest()"]),
+        ([call("export", ticket="T-1")],
+         ["*tool 'export' returned set, which cannot be sent as JSON: Object of type set is "
+          "not JSON serializable"]),
+        ([call("quit", ticket="T-1")], ["*tool 'quit' raised SystemExit: 3"]),
+    ],
+)  # fmt: skip
+def test_a_bug_in_a_python_tool_is_an_error_of_the_item_never_shown_to_the_model(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    calls: list[dict[str, Any]],
+    error: list[str],
+) -> None:
+    anthropic_server.responder = ScriptedAgent({"help": [calls, ["Escalated."]]})
+    pytester.makeconftest(BUGGY_TOOLS)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: help\ninclude_input: false\ntools: [escalate, export, quit]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: Escalated}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(error)
+    assert len(anthropic_server.requests) == 1  # the model never saw the tool's bug
+    reprec = pytester.inline_run("--prompt=agent", "-p", "no:randomly")
+    assert [r["error_type"] for r in item_results(reprec)] == ["tool"]
+
+
+def test_a_tool_error_and_arguments_the_tool_does_not_take_go_to_the_model(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.responder = ScriptedAgent(
+        {"help": [
+            [call("refund", order="A-1", amount=80), call("refund", order_id="A-1", amount=8)],
+            ["Sorry, over the limit."],
+        ]}
+    )  # fmt: skip
+    pytester.makeconftest(BUGGY_TOOLS)
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        "user_prompt: help\ninclude_input: false\ntools: [refund]\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{contains: limit}]\n"
+    )
+    pytester.runpytest("--prompt=agent").assert_outcomes(passed=1)
+    results = anthropic_server.requests[1].body["messages"][-1]["content"]
+    assert [(r["content"], r.get("is_error", False)) for r in results] == [
+        ("refund of 80 is over the limit of 50", True),
+        ("invalid arguments: missing a required argument: 'order'", True),
+    ]
+
+
+def test_a_python_transcript_provider_that_raises_is_an_error_of_the_item(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        raisingapp="def answer(request, **kw):\n    return [{'role': 'user'}] + None\n"
+    )
+    pytester.syspathinsert()
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {message: x}\n  assert: [{tool_called: lookup_order}]\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--prompteval-provider=python:raisingapp:answer")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*provider 'python:raisingapp:answer', called for case 'c1' raised TypeError*",
+         "*raisingapp.py:2 in answer*"]
+    )  # fmt: skip
 
 
 def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdist(
@@ -484,13 +597,14 @@ def test_the_summary_counts_steps_calls_errors_and_max_steps_the_same_under_xdis
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["agent: agent: 2 conversations, mean 4.5 steps, 7 tool calls, 1 tool errors, "
-         "1 hit max_steps"]
+        ["agent: agent: 2 conversations; per conversation 4.5 steps, 3.5 tool calls, 0.5 tool "
+         "errors; 1 hit max_steps; pass@1 50.0%, pass^1 50.0%"]
     )  # fmt: skip
     junit = (pytester.path / "junit.xml").read_text()
     for name, value in [("mean_steps", "4.500000"), ("tool_calls", "7"), ("hit_max_steps", "1")]:
         assert f'<property name="prompteval.agent.{name}" value="{value}"' in junit
-    assert "| `agent` | 4.5 | 7 | 1 | 1 |" in (pytester.path / "report.md").read_text()
+    assert "| `agent` | 4.5 | 3.5 | 0.5 | 1 |" in (pytester.path / "report.md").read_text()
+    assert "per solved case" not in result.stdout.str()  # an agent's steps are no attempts
 
 
 def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
@@ -849,3 +963,94 @@ def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
     assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
     (result,) = item_results(reprec)
     assert (result["attempts"], result["user_calls"]) == (3, 2)
+
+
+AGENT_DIMENSIONS = ["task_completed", "policy_followed", "tools_used_correctly", "communication"]
+
+
+def test_the_judge_reads_the_trajectory_by_the_agent_rubric(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    agent = ScriptedAgent(REFUND)
+
+    def respond(request: dict[str, Any]) -> Any:
+        if request.get("tool_choice", {}).get("name") == "submit_verdict":
+            scores = dict.fromkeys(AGENT_DIMENSIONS, 90)
+            verdict = {"scores": scores, "missing_topics": [], "incorrect_claims": [], "notes": ""}
+            return tool_use(request, verdict)
+        return agent(request)
+
+    anthropic_server.responder = respond
+    project(pytester)
+    reprec = pytester.inline_run("--prompt=agent", "--prompteval-scorer=claude")
+    reprec.assertoutcome(passed=1)
+    (judged,) = [r.body for r in anthropic_server.requests if r.body["tools"][0]["name"] == (
+        "submit_verdict"
+    )]  # fmt: skip
+    schema = judged["tools"][0]["input_schema"]
+    assert schema["properties"]["scores"]["required"] == AGENT_DIMENSIONS
+    materials = judged["messages"][0]["content"][0]["text"]
+    trajectory = materials.split("<trajectory>\n")[1].split("\n</trajectory>")[0]
+    assert trajectory.splitlines() == [
+        "step 1 (stopped for tool_use)",
+        "assistant: Let me look.",
+        'tool call: lookup_order {"order_id":"A-1001"}',
+        'tool result: {"status": "delivered", "amount": 42.0}',
+        "",
+        "step 2 (stopped for tool_use)",
+        'tool call: issue_refund {"order_id":"A-1001"}',
+        "tool error: refund limit exceeded",
+        "",
+        "step 3 (stopped for end_turn)",
+        "assistant: The refund failed: the limit is exceeded.",
+        "user: Can you make it store credit instead?",
+        "",
+        "step 4 (stopped for end_turn)",
+        "assistant: Done: you get store credit of 42.0.",
+    ]
+    (result,) = item_results(reprec)
+    assert result["judge_template"] == "agent_review"
+
+
+def test_the_judge_keeps_the_newest_steps_whole_within_its_bound() -> None:
+    steps = [
+        Step(n, "tool_use", calls=[ToolCall("look", {"n": n}, "x" * 30, is_error=n == 1)])
+        for n in range(1, 6)
+    ]
+    text = trajectory_materials(Trajectory(steps), budget=200)
+    assert text.startswith("(steps 1-3 left out for length: 3 tool calls, 1 errors)\n\nstep 4")
+    assert text.endswith('tool call: look {"n":5}\ntool result: ' + "x" * 30)
+    # a step longer than the bound is still kept whole when it is the newest
+    assert trajectory_materials(Trajectory(steps[:1]), budget=10).endswith("x" * 30)
+
+
+def test_an_ablation_derives_a_version_without_a_part_and_compares_with_it(
+    pytester: pytest.Pytester, agent: AnthropicServer
+) -> None:
+    project(pytester)
+    prompts = pytester.path / "prompts"
+    prompts.joinpath("bare.yaml").write_text(
+        "ablate: {from: agent, remove: [system_prompt, tool_description lookup_order]}\n"
+    )
+    result = pytester.runpytest("--prompt=agent", "--compare=bare", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*agent vs bare: 1 paired cases*"])
+    bare = [r.body for r in agent.requests if "system" not in r.body]
+    assert len(bare) == 4 and len(agent.requests) == 8
+    lookup = bare[0]["tools"][0]
+    assert lookup["name"] == "lookup_order" and "description" not in lookup
+    for ablate, error in [
+        ("{from: agnet, remove: system_prompt}",
+         "prompts/bare.yaml:1: ablate: from: no prompt version 'agnet' in prompts; did you "
+         "mean 'agent'?"),
+        ("{from: agent, remove: tool issue_refnd}",
+         "prompts/bare.yaml:1: ablate: remove: 'agent' has no tool 'issue_refnd'; did you mean "
+         "'issue_refund'?"),
+        ("{from: agent, remove: tools}",
+         "prompts/bare.yaml:1: ablate: remove: unknown part 'tools'; did you mean 'tool'? "
+         "(expected system_prompt, tool NAME or tool_description NAME)"),
+    ]:  # fmt: skip
+        prompts.joinpath("bare.yaml").write_text(f"ablate: {ablate}\n")
+        bad = pytester.runpytest("--prompt=agent", "--compare=bare", "--prompteval-record=none")
+        assert error in bad.stdout.str() + bad.stderr.str()
+        assert "Traceback" not in bad.stdout.str() + bad.stderr.str()

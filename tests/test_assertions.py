@@ -189,7 +189,7 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
         (
             "{type: lenght_ok}",
             "*c.yaml:5: case 'c1', assert[[]0[]]: unknown assertion or scorer "
-            "'lenght_ok'; did you mean 'length_ok'?; known: contains, dims, equals, *, "
+            "'lenght_ok'; did you mean 'length_ok'?; known: baseline, contains, dims, equals, *, "
             "length_ok, *",
         ),
         ("{regex: '('}", "*assert[[]0[]]: regex: invalid regular expression: *"),

@@ -5,6 +5,7 @@ read from the workflow file, against origin/main."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
+from pytest_prompteval import __version__
 from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT, PASSED
 from pytest_prompteval.testing import AnthropicServer
 
@@ -143,7 +145,10 @@ def test_a_pull_request_with_a_real_regression_fails_naming_the_cases(
 
     # the repository's own pull request: the secret is there, so the recordings main lacks
     # are asked again rather than trusted
-    result = repository.runpytest(*recipe_args(), "--junitxml=junit.xml")
+    # xunit1: the JUnit flavour that writes each testcase's file and line
+    result = repository.runpytest(
+        *recipe_args(), "--junitxml=junit.xml", "-o", "junit_family=xunit1"
+    )
 
     assert result.ret == GATE_FAILED
     lines = [
@@ -163,14 +168,25 @@ def test_a_pull_request_with_a_real_regression_fails_naming_the_cases(
         ]
     )
     markdown = (root / "prompteval.md").read_text()
-    assert markdown.startswith("## ❌ prompteval: gate failed")
+    # which gates decided, never "no significant difference" beside "gate failed"
+    assert markdown.startswith(
+        "## ❌ prompteval: gate failed: mean score down 0.250 (max 0.05); 2 cases below their "
+        "min_pass; 2 cases newly fail (max 0); the pass-rate difference is not significant, "
+        "p=0.5\n"
+    )
+    assert "**no significant difference" not in markdown
     for case, line in (("c01", 6), ("c02", 10)):
         assert (
-            f"- [`{case}`](prompt_cases/c.yaml#L{line}) `prompt_cases/c.yaml:{line}` 5/5 → 0/5"
-            in markdown
-        )
+            f"- [`{case}`](prompt_cases/c.yaml#L{line}) `prompt_cases/c.yaml:{line}` 5/5 → 0/5: "
+            "failed assert contains: expected: contains 'loop'"
+        ) in markdown
     assert "current newly fails 2 cases" in markdown
+    assert markdown == (root / "step_summary.md").read_text()
     suite = ElementTree.parse(root / "junit.xml").getroot()[0]
+    # JUnit gives the line the Markdown links: the case's own
+    lines = {t.get("name"): t.get("line") for t in suite.iter("testcase")}
+    assert lines["c01[current-s0]"] == lines["c01[current-min_pass]"] == "6"
+    assert lines["c02[current@origin/main-s4]"] == "10"
     # under min_pass its 10 failing samples are xfail, and its two cases below it failures
     assert (suite.get("failures"), suite.get("skipped")) == ("2", "10")
     assert {t.get("name") for t in suite.iter("testcase") if t.find("failure") is not None} == {
@@ -220,3 +236,16 @@ def test_pruning_keeps_every_recording_the_recipe_reads(
     assert stale, dry.stdout  # c07's recordings: 5 samples x 2 prompt texts
     assert len(stale) == 10 and stale.isdisjoint(used), dry.stdout
     assert "would remove 10 stale recordings from prompt_recordings, kept 70" in dry.stdout
+
+
+def test_the_recipe_installs_the_plugin_from_its_repository_pinned_to_this_version() -> None:
+    """The plugin is on no package index: a bare name would install whatever an index
+    serves under it."""
+    workflow = yaml.safe_load(RECIPE.read_text())
+    steps = workflow["jobs"]["prompteval"]["steps"]
+    (line,) = [s["run"] for s in steps if s.get("name") == "install pytest-prompteval"]
+    command = shlex.split(line)
+    assert command[:2] == ["pip", "install"] and len(command) == 3
+    name, _, source = command[2].partition(" @ ")
+    assert name == "pytest-prompteval"
+    assert re.fullmatch(rf"git\+https://[\w./-]+@v{re.escape(__version__)}", source)

@@ -175,8 +175,8 @@ def test_agent_example_replays_offline_without_running_its_tools(
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "support: agent: 3 conversations, mean 2.7 steps, 4 tool calls, 1 tool errors, "
-            "0 hit max_steps",
+            "support: agent: 3 conversations; per conversation 2.7 steps, 1.3 tool calls, 0.3 "
+            "tool errors; 0 hit max_steps; pass@1 100.0%, pass^1 100.0%",
             "support: cost: $0.0000 spent: all 8 calls replayed from recordings*",
         ]
     )

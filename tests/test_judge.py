@@ -308,3 +308,71 @@ def test_generate_with_your_app_judge_with_claude(
     result.stdout.fnmatch_lines(["*judge notes: misses the loop*"])
     # only the judge went to the API: the generation came from the app
     assert len(judge_requests(anthropic_server)) == len(anthropic_server.requests) == 1
+
+
+def test_a_judge_by_majority_of_votes_records_each_vote_and_replays_them(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scores = iter([90, 40, 80])
+
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" in request:
+            return tool_use(request, {"score": next(scores), "reason": "it explains the loop"})
+        return "The loop optimization."
+
+    anthropic_server.responder = respond
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert:\n"
+        "    - {type: judge, value: 'Is the explanation correct?', votes: 3}\n"
+    )
+    (first,) = results(pytester.inline_run("--prompt=v"))
+    assert first["passed"]
+    (check,) = first["assertions"]
+    assert check["reason"] == (
+        "judge: 2/3 votes pass (scores 0.90, 0.40, 0.80; agreement 2/3): it explains the loop "
+        "(score 0.80 >= 0.70)"
+    )
+    votes = judge_requests(anthropic_server)
+    assert len(votes) == 3 and {v["temperature"] for v in votes} == {1.0}
+    assert first["judge_calls"] == 3
+    # each vote replays from its own recording, offline
+    anthropic_server.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    (again,) = results(pytester.inline_run("--prompt=v", "--prompteval-record=none"))
+    assert again["assertions"] == first["assertions"]
+    pytester.path.joinpath("prompt_cases", "c.yaml").write_text(
+        "cases:\n- id: c1\n  input: {}\n  assert: [{judge: 'Correct?', votes: 2}]\n"
+    )
+    bad = pytester.runpytest("--prompt=v", "--prompteval-record=none")
+    bad.stdout.fnmatch_lines(
+        ["*c.yaml:4: case 'c1', assert[[]0]: votes: expected an odd whole number from 1 to 9 (a "
+         "majority)"]
+    )  # fmt: skip
+
+
+def test_a_baseline_grade_asks_the_judge_against_the_reference(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" in request:
+            good = "unrolls" in request["messages"][0]["content"][0]["text"]
+            return tool_use(request, {"score": 100 if good else 20, "reason": "compared"})
+        return "It unrolls the loop." if "good" in json.dumps(request) else "It adds numbers."
+
+    anthropic_server.responder = respond
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"- id: {name}\n  input: {{kind: {name}}}\n  assert:\n"
+            "    - {baseline: 'The loop is unrolled four times.'}\n"
+            for name in ("good", "bad")
+        )
+    )
+    good, bad = results(pytester.inline_run("--prompt=v", "-p", "no:randomly"))
+    assert (good["passed"], bad["passed"]) == (True, False)
+    assert bad["assertions"][0]["reason"] == "judge: compared (score 0.20 < 0.70)"
+    system = judge_requests(anthropic_server)[0]["system"]
+    assert "at least as good as this reference" in system
+    assert "<reference>\nThe loop is unrolled four times.\n</reference>" in system

@@ -100,3 +100,15 @@ def test_github_step_summary_is_appended_without_any_option(
     assert text.startswith("# earlier step\n## ")
     assert "(https://github.com/octo/repo/blob/abc123/prompt_cases/c.yaml#L" in text
     assert not list(Path(project.path).glob("*.md.*"))
+
+
+def test_cases_run_by_one_side_only_are_named_in_the_comparison(project: pytest.Pytester) -> None:
+    (project.path / "prompts" / "w.yaml").write_text(
+        "user_prompt: y\napplies_to: {ids: [c1, c2, c3]}\n"
+    )
+    result = project.runpytest("--prompt=w", "--compare=v", PROVIDER, "--prompteval-markdown=pr.md")
+    result.stdout.fnmatch_lines(
+        ["  unpaired, run by v only (1): c.yaml::c4 (prompt_cases/c.yaml:22)"]
+    )
+    text = (project.path / "pr.md").read_text()
+    assert "**Run by `v` only, not compared** (1)\n\n- [`c4`](prompt_cases/c.yaml#L" in text

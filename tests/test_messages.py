@@ -79,7 +79,7 @@ def test_a_failure_says_why_first_then_score_response_and_recording(
         [
             "*case c00 [[]v-s0[]]*",
             "c00 [[]v-s0[]]: failed assert max_length: *",
-            "  score 0.* (threshold 0.70)",
+            "  assertions: 0/1 passed; any failure fails the item, whatever its score (0.*)",
             "  response: The loop optimization. xxx*... (427 characters; -vv shows all)",
             "  recording: prompt_recordings/*.json",
         ]

@@ -50,7 +50,10 @@ def test_case_picks_an_unknown_review_template(pytester: pytest.Pytester) -> Non
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*c.yaml:3: case 'c1': unknown review_template 'nope'; known: default_review"]
+        [
+            "*c.yaml:3: case 'c1': unknown review_template 'nope'; known: default_review, "
+            "agent_review"
+        ]
     )
 
 

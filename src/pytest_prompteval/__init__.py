@@ -7,7 +7,7 @@ from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.templates import fill as fill_template
 from pytest_prompteval.core.version import __version__
-from pytest_prompteval.interaction.tools import tool
+from pytest_prompteval.interaction.tools import ToolError, tool
 from pytest_prompteval.scoring.registry import scorer
 from pytest_prompteval.scoring.score import Score
 
@@ -19,6 +19,7 @@ __all__ = [
     "Request",
     "Response",
     "Score",
+    "ToolError",
     "__version__",
     "fill_template",
     "scorer",

@@ -85,7 +85,7 @@ class VerdictError(PromptevalError):
 
 #: Errors of the calls, not of the prompt: reported as pytest errors and left out of every
 #: score (a missing recording, a budget stop, an API failure, an invalid judge verdict, an
-#: exception in the project's own provider, judge or scorer code, a repository task's
+#: exception in the project's own provider, judge, scorer or tool code, a repository task's
 #: sandbox failing or its verdict out of reach: a test patch or test command of the case).
 INFRASTRUCTURE_KINDS = frozenset(
     {
@@ -97,6 +97,7 @@ INFRASTRUCTURE_KINDS = frozenset(
         "budget",
         "judge_invalid",
         "user_code",
+        "tool",
         "sandbox",
         "verdict",
     }
@@ -113,10 +114,19 @@ class UserCodeError(PromptevalError):
     kind = "user_code"
 
 
+class ToolCodeError(UserCodeError):
+    """A Python tool raised something other than ``ToolError`` (a bug in the tool, never
+    shown to the model), or returned what cannot be sent."""
+
+    kind = "tool"
+
+
 _OURS = str(Path(__file__).resolve().parents[1])
 
 
-def user_code_error(what: str, exc: BaseException) -> UserCodeError:
+def user_code_error(
+    what: str, exc: BaseException, error: type[UserCodeError] = UserCodeError
+) -> UserCodeError:
     """``exc`` raised inside ``what`` (the project's code), shown with the project's frames
     only: the frames of this plugin and of the interpreter's libraries say nothing to fix."""
     frames = [
@@ -126,4 +136,4 @@ def user_code_error(what: str, exc: BaseException) -> UserCodeError:
     ]
     lines = [f"{what} raised {type(exc).__name__}: {exc}"]
     lines += [f"  {display(f.filename, f.lineno)} in {f.name}: {f.line}" for f in frames]
-    return UserCodeError("\n".join(lines))
+    return error("\n".join(lines))

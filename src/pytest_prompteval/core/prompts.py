@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.ablation import ablated
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError, TemplateError, display
 from pytest_prompteval.core.paths import check_name, read_bounded
@@ -112,13 +113,7 @@ def available_versions(prompt_dir: Path) -> dict[str, Path]:
     return {p.stem: p for p in files}
 
 
-def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion:
-    """Read and validate one prompt version; ``extra_fields`` are the project's declared
-    top-level fields."""
-    try:
-        check_name(path.stem, "prompt version")
-    except PromptevalError as exc:
-        raise PromptevalError(exc.message, path) from None
+def _read(path: Path) -> tuple[bytes, MarkedDict]:
     try:
         source = read_bounded(path)
         data = parse_yaml(source.decode("utf-8"), path)
@@ -126,30 +121,51 @@ def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion
         raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
     if not isinstance(data, MarkedDict):
         raise PromptevalError("expected a mapping with system_prompt, user_prompt, ...", path, 1)
-    check_keys(data, PROMPT_FIELDS | set(extra_fields), path, hint=_DECLARE)
+    return source, data
+
+
+def load_prompt(path: Path, extra_fields: Collection[str] = ()) -> PromptVersion:
+    """Read and validate one prompt version; ``extra_fields`` are the project's declared
+    top-level fields."""
+    try:
+        check_name(path.stem, "prompt version")
+    except PromptevalError as exc:
+        raise PromptevalError(exc.message, path) from None
+    source, data = _read(path)
+    where = path  # the file the fields' lines are in
+    if "ablate" in data:
+        base: dict[Path, bytes] = {}
+
+        def read_base(found: Path) -> MarkedDict:
+            base[found], fields = _read(found)
+            return fields
+
+        data, where = ablated(data, path, read_base)
+        source += base[where]  # the version changes with either file
+    check_keys(data, PROMPT_FIELDS | set(extra_fields), where, hint=_DECLARE)
     if data.get("system_prompt") is None and data.get("user_prompt") is None:
         raise PromptevalError(
-            "expected a system_prompt or a user_prompt (or both)", path, data.line
+            "expected a system_prompt or a user_prompt (or both)", where, data.line
         )
     for key in (*TEMPLATE_FIELDS, "name", "description"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
             raise PromptevalError(
                 f"field {key!r}: expected a string, got {type(value).__name__}",
-                path,
+                where,
                 data.line_of(key),
             )
-    model_config = data.get("model_config") or _model_section(data, path)
+    model_config = data.get("model_config") or _model_section(data, where)
     if not isinstance(model_config, Mapping):
         raise PromptevalError(
             "field 'model_config': expected a mapping like {model: ..., max_tokens: ...}",
-            path,
+            where,
             data.line_of("model_config"),
         )
     if model_config:
         known = {"model", "max_tokens", *EXTRA_BODY_PARAMS}  # no SDK import for the usual
         if not known.issuperset(model_config):
-            check_keys(model_config, model_config_keys(), path, "model_config: ")
+            check_keys(model_config, model_config_keys(), where, "model_config: ")
     return PromptVersion(
         version=path.stem,
         path=path,

@@ -31,6 +31,7 @@ from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
+    JUDGED_TYPES,
     TRAJECTORY_TYPES,
     Assertion,
     Checked,
@@ -187,7 +188,9 @@ class Parts:
     checks: list[Checked] = field(default_factory=list)
 
 
-def _verdict(engine: Engine, spec: ItemSpec, text: str, ledger: Ledger) -> Verdict | None:
+def _verdict(
+    engine: Engine, spec: ItemSpec, text: str, ledger: Ledger, trajectory: Trajectory | None
+) -> Verdict | None:
     """The judge's verdict: with the claude scorer, and with hybrid on the sampled cases."""
     if engine.settings.scorer == "automatic":
         return None
@@ -196,7 +199,7 @@ def _verdict(engine: Engine, spec: ItemSpec, text: str, ledger: Ledger) -> Verdi
         spec.case.id, engine.settings.seed, engine.settings.judge_rate
     ):
         return None
-    return judge.verdict(spec.case, spec.prompt, text, ledger)
+    return judge.verdict(spec.case, spec.prompt, text, ledger, trajectory)
 
 
 def run_check(
@@ -229,9 +232,8 @@ def run_check(
         score = len(covered) / len(topics) if topics else 1.0
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
-    if assertion.type == "judge":
-        score, reason = engine.judge().ask(spec.case, spec.prompt, text, assertion.value, ledger)
-        return scored(assertion, score, result.threshold, f"judge: {reason}")
+    if assertion.type in JUDGED_TYPES:
+        return _judged(engine, spec, assertion, text, result, ledger)
     function = engine.scorers()[assertion.type]
     try:
         returned = function(spec.case, request, response)
@@ -242,6 +244,51 @@ def run_check(
     value, dims = custom_score(assertion.type, returned)
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
     return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
+
+
+BASELINE_QUESTION = (
+    "Is the answer (and what the assistant did, if shown) at least as good as this reference "
+    "for the user's request: as correct, as complete, as useful? 100: at least as good; 50: "
+    "somewhat worse; 0: far worse.\n\n<reference>\n{reference}\n</reference>"
+)
+
+
+def _judged(
+    engine: Engine,
+    spec: ItemSpec,
+    assertion: Assertion,
+    text: str,
+    result: ItemResult,
+    ledger: Ledger,
+) -> Checked:
+    """A judge question's check (``baseline``: is the answer at least as good as the
+    reference?); with ``votes: N`` the majority of N votes decides: the median score passes
+    exactly when most votes do."""
+    judge, case = engine.judge(), spec.case
+    question = assertion.value
+    if assertion.type == "baseline":
+        question = BASELINE_QUESTION.format(reference=assertion.value)
+    if assertion.votes == 1:
+        score, reason = judge.ask(case, spec.prompt, text, question, ledger, result.trajectory)
+        return scored(assertion, score, result.threshold, f"judge: {reason}")
+    votes = [
+        judge.ask(case, spec.prompt, text, question, ledger, result.trajectory, n)
+        for n in range(assertion.votes)
+    ]
+    scores = sorted(score for score, _ in votes)
+    median = scores[len(scores) // 2]
+    threshold = assertion.threshold if assertion.threshold is not None else result.threshold
+    passing = sum(score >= threshold for score, _ in votes)
+    agreeing = max(passing, len(votes) - passing)
+    reason = next(why for score, why in votes if score == median)
+    shown = ", ".join(f"{score:.2f}" for score, _ in votes)
+    return scored(
+        assertion,
+        median,
+        result.threshold,
+        f"judge: {passing}/{len(votes)} votes pass (scores {shown}; agreement "
+        f"{agreeing}/{len(votes)}): {reason}",
+    )
 
 
 def _code_parts(
@@ -306,7 +353,7 @@ def _score_parts(
             _sample_texts(engine, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
         )
         parts.automatic = engine.scorer.score(spec.case, response.text, texts)
-        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger)
+        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger, result.trajectory)
         # hybrid records the verdict beside the automatic score, which decides
         claude = engine.settings.scorer == "claude"
         parts.main = verdict.score if verdict is not None and claude else parts.automatic
@@ -460,32 +507,54 @@ def trajectory_lines(trajectory: Trajectory, shown: int = 200) -> list[str]:
 RESPONSE_SHOWN = 300  # characters of the answer in a failure, unless -vv
 
 
+def _failure_reason(result: ItemResult) -> tuple[str, bool]:
+    """Why the item failed first, and whether that is its first failed assertion."""
+    main, threshold = result.main_score or 0.0, result.threshold
+    failed_checks = [c for c in result.assertions if not c.passed]
+    run, trajectory, repo = result.execution, result.trajectory, result.repo
+    if trajectory is not None and trajectory.failure is not None:
+        return trajectory.failure, False
+    if repo is not None and not repo.resolved:
+        return "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    "), False
+    if run is not None and run.error_class is not None:
+        return (
+            f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}",
+            False,
+        )
+    if failed_checks and (run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY):
+        first = failed_checks[0]
+        return f"failed assert {first.type}: {first.reason}", True
+    return f"{result.scorer} score {main:.3f} below threshold {threshold:.2f}", False
+
+
+def failure_reason(result: ItemResult) -> str:
+    """Why a failed item failed, in one line (the first of its failure message)."""
+    return _failure_reason(result)[0].split("\n", 1)[0]
+
+
 def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     """Why the item failed first, then the score as the summary counts it, then what the
     model said and where it is kept. Text from the answer and the files is made safe for a
     terminal and a CI log."""
     suffix = f"-s{result.sample}" if result.samples > 1 else ""
     label = f"{result.case_id} [{result.prompt}{suffix}]"
-    main, threshold = result.main_score or 0.0, result.threshold
-    failed_checks = [c for c in result.assertions if not c.passed]
+    threshold = result.threshold
+    why, check_named = _failure_reason(result)
+    failed_checks = [c for c in result.assertions if not c.passed][1 if check_named else 0 :]
     run, trajectory, repo = result.execution, result.trajectory, result.repo
-    if trajectory is not None and trajectory.failure is not None:
-        why = trajectory.failure
-    elif repo is not None and not repo.resolved:
-        why = "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    ")
-    elif run is not None and run.error_class is not None:
-        why = f"{run.tests_passed}/{run.tests_total} tests passed, partial correctness {main:.3f}"
-    elif failed_checks and (
-        run is not None or main >= threshold or result.scorer == ASSERTIONS_ONLY
-    ):
-        first = failed_checks.pop(0)
-        why = f"failed assert {first.type}: {first.reason}"
-    else:
-        why = f"{result.scorer} score {main:.3f} below threshold {threshold:.2f}"
     lines = [f"{label}: {why}"]
     if run is not None and run.error_class is not None:
         lines.append(f"  {run.error_class}: {run.first_failure}")
-    lines.append(f"  score {result.score or 0.0:.3f} (threshold {threshold:.2f})")
+    score = result.score or 0.0
+    if check_named:
+        # not the threshold: a score beside it would read as a near miss
+        passed = sum(c.passed for c in result.assertions)
+        lines.append(
+            f"  assertions: {passed}/{len(result.assertions)} passed; any failure fails the "
+            f"item, whatever its score ({score:.3f})"
+        )
+    elif trajectory is None or trajectory.failure is None:
+        lines.append(f"  score {score:.3f} (threshold {threshold:.2f})")
     if result.missing_topics:
         lines.append("  missing topics: " + ", ".join(result.missing_topics))
     lines += [f"  incorrect claim: {claim}" for claim in result.incorrect_claims]

@@ -309,6 +309,9 @@ SETTINGS: tuple[Setting, ...] = (
             default=(), ini="prompteval_case_fields", ini_type="args"),
     Setting("prompt_fields", "extra prompt version fields the project uses", default=(),
             ini="prompteval_prompt_fields", ini_type="args"),
+    Setting("unrun_ok", "case id patterns that may run under no selected version (their "
+            "applies_to leave them out) in gates mode; any other such case stops collection",
+            default=(), ini="prompteval_unrun_ok", ini_type="args"),
 )  # fmt: skip
 
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -416,6 +419,7 @@ class Settings:
     allow_lower_prices: bool
     case_fields: tuple[str, ...]
     prompt_fields: tuple[str, ...]
+    unrun_ok: tuple[str, ...]
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -495,6 +499,7 @@ class Settings:
             "prices": project_path(raw["prices"], "prompteval_prices"),
             "case_fields": tuple(raw["case_fields"]),
             "prompt_fields": tuple(raw["prompt_fields"]),
+            "unrun_ok": tuple(raw["unrun_ok"]),
             "html": given_path(raw["html"]),
             "markdown": given_path(raw["markdown"]),
             "baseline": given_path(baseline),

@@ -212,8 +212,12 @@ def _outcome(entry: Mapping[str, Any], fail: Any) -> ToolOutcome:
             raise fail("error: expected the error's message (a string)")
         return ToolOutcome(entry["error"], is_error=True)
     result = entry["result"]
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-    return ToolOutcome(text)
+    if isinstance(result, str):
+        return ToolOutcome(result)
+    try:
+        return ToolOutcome(json.dumps(result, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:  # a YAML date, binary or .nan is not JSON
+        raise fail(f"result: cannot be sent as JSON ({exc}); quote the value") from None
 
 
 def _rules(case: Case, names: frozenset[str]) -> tuple[ToolRule, ...]:

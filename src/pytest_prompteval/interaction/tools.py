@@ -4,9 +4,12 @@ a case's ``tools:`` takes its definition from the function: its docstring's firs
 is the description, its parameters (with their type hints) the input schema.
 
 A tool is called with the call's input as keyword arguments; what it returns is the result
-(a string as is, anything else as JSON), an exception an ``is_error`` result with its
-message. As with scorers, the decorator only marks the function: each run finds the marked
-functions among its own plugins.
+(a string as is, anything else as JSON). A tool reports an error *to the model* by raising
+``ToolError`` (or returning one): an ``is_error`` result with its message; so does a call
+whose arguments the function does not take. Any other exception is a bug in the tool: an
+error of the item with the tool's traceback, never shown to the model. As with scorers, the
+decorator only marks the function: each run finds the marked functions among its own
+plugins.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pytest_prompteval.core.content import ToolOutcome
-from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.errors import PromptevalError, ToolCodeError, user_code_error
 from pytest_prompteval.core.marks import marked, marker
 
 MARK = "__prompteval_tool__"
@@ -35,6 +38,11 @@ _JSON_TYPES: dict[Any, str] = {
     list: "array",
     dict: "object",
 }
+
+
+class ToolError(Exception):
+    """Raised (or returned) by a Python tool: its message goes to the model as an
+    ``is_error`` tool result. Any other exception is an error of the item."""
 
 
 def tool(name: str) -> Callable[[F], F]:
@@ -92,17 +100,26 @@ class PythonTool:
 
     def __call__(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         try:
+            inspect.signature(self.function).bind(**arguments)
+        except TypeError as exc:  # the model's mistake: it may call again, corrected
+            return ToolOutcome(f"invalid arguments: {exc}", is_error=True)
+        try:
             value = self.function(**arguments)
-        except Exception as exc:
-            return ToolOutcome(f"{type(exc).__name__}: {exc}", is_error=True)
+        except ToolError as exc:
+            return ToolOutcome(str(exc), is_error=True)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool is a bug of it too
+            raise user_code_error(f"tool {name!r}", exc, ToolCodeError) from None
+        if isinstance(value, ToolError):
+            return ToolOutcome(str(value), is_error=True)
         if isinstance(value, str):
             return ToolOutcome(value)
         try:
-            return ToolOutcome(json.dumps(value, ensure_ascii=False))
+            return ToolOutcome(json.dumps(value, ensure_ascii=False, allow_nan=False))
         except (TypeError, ValueError) as exc:
-            return ToolOutcome(
-                f"tool {name!r} returned {type(value).__name__}, not JSON: {exc}", is_error=True
-            )
+            raise ToolCodeError(
+                f"tool {name!r} returned {type(value).__name__}, which cannot be sent as JSON: "
+                f"{exc}"
+            ) from None
 
 
 def python_tools(found: Mapping[str, Any]) -> dict[str, PythonTool]:

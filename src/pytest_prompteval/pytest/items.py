@@ -34,6 +34,10 @@ from pytest_prompteval.pytest.adapters import TerminalRepr, marker_expression
 from pytest_prompteval.pytest.work import Work
 from pytest_prompteval.report.flaky import SampleTally
 
+#: how a case item's location names it (``case ID [version]``), and its files
+CASE_DOMAIN = "case "
+CASE_SUFFIXES = (".yaml", ".yml")
+
 
 class ItemContext(Protocol):
     """What collectors and items need of the run, and all they may use of it."""
@@ -46,6 +50,8 @@ class ItemContext(Protocol):
     def engine(self) -> Engine: ...
 
     def register_marker(self, marker: str) -> None: ...
+
+    def unrun(self, case: Case) -> None: ...
 
     def ahead(self, session: pytest.Session, work: Work) -> None: ...
 
@@ -108,9 +114,10 @@ class CaseFile(pytest.File):
             samples = case.samples or context.settings.samples
             min_pass = case_min_pass(case, context.settings.min_pass)
             spec = item_specs(engine, case)
-            for prompt in engine.versions:
-                if not scopes[prompt.version](case):
-                    continue
+            runs = [p for p in engine.versions if scopes[p.version](case)]
+            if not runs:
+                context.unrun(case)
+            for prompt in runs:
                 for sample in range(samples):
                     suffix = f"-s{sample}" if samples > 1 else ""
                     params = f"{prompt.version}{suffix}"
@@ -265,4 +272,5 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         params = self.name[len(self.case.id) :]  # "[version]" or "[version-s2]"
         # the location pytest prints (-vv) and reports: the path escaped as in the node id
-        return Path(safe_line(str(self.path))), self.case.line - 1, f"case {self.case.id} {params}"
+        where = Path(safe_line(str(self.path)))
+        return where, self.case.line - 1, f"{CASE_DOMAIN}{self.case.id} {params}"

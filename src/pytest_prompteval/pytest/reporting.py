@@ -20,8 +20,11 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import JUNIT_FIELDS, RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.core.version import __version__
+from pytest_prompteval.engine.evaluate import failure_reason
+from pytest_prompteval.engine.settings import ALL_VERSIONS
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.pytest.adapters import junit_global_property
+from pytest_prompteval.pytest.items import CASE_DOMAIN, CASE_SUFFIXES
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import RunPlugin
@@ -34,7 +37,7 @@ from pytest_prompteval.report.flaky import (
     min_pass_failures,
     sample_lines,
 )
-from pytest_prompteval.report.gates import comparison_gates, gates_exit_code
+from pytest_prompteval.report.gates import comparison_gate_failures, gates_exit_code
 from pytest_prompteval.report.markdown import (
     Linker,
     MarkdownRun,
@@ -43,7 +46,13 @@ from pytest_prompteval.report.markdown import (
     render_markdown,
 )
 from pytest_prompteval.report.promptdiff import prompt_changes
-from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels, summarize
+from pytest_prompteval.report.summary import (
+    GROUPS,
+    VersionSummary,
+    case_key,
+    group_labels,
+    summarize,
+)
 from pytest_prompteval.report.terminal import render
 from pytest_prompteval.workflows.calibrate import kappa_warning
 
@@ -64,6 +73,8 @@ class RunReport:
         self.stopped_early = 0  # samples --prompteval-stop-early did not draw
         self.comparisons: list[Comparison] = []
         self.gate_failures: list[str] = []
+        #: which gate decided, a few words each: the Markdown's headline
+        self.gates_decided: list[str] = []
         self.prompt_changes: list[str] = []
         self.written: list[Path] = []
         self.html_written: Path | None = None
@@ -93,6 +104,11 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path, line, domain = report.location
+        if line is not None and domain.startswith(CASE_DOMAIN) and path.endswith(CASE_SUFFIXES):
+            # pytest keeps a location's line 0-based and JUnit writes it as it is: a case's
+            # own line, as the Markdown links it, for CI annotations read from JUnit
+            report.location = (path, line + 1, domain)
         if report.when == "teardown":
             report.user_properties = _junit_properties(report.user_properties)
         # an item's result is on the report of its test phase, or of its setup when the
@@ -116,7 +132,7 @@ class RunReport:
                 continue
             self.results.append(result)
             path, line, _ = report.location
-            self.locations[f"{result.file}::{result.case_id}"] = (path, (line or 0) + 1)
+            self.locations[f"{result.file}::{result.case_id}"] = (path, line or 1)
             self._journal(result, value)
             self._progress()
 
@@ -195,20 +211,23 @@ class RunReport:
         first = order[0]
         # every comparison reads "<the --prompt version> vs <a reference>": its regressions
         # are what the --prompt version newly fails, whichever option named the reference
-        references = [(v, by_version.get(v, [])) for v in order[1:]]
+        pairs = [(v, first) for v in order[1:]]
+        if self.settings.prompt == ALL_VERSIONS:
+            pairs = _sharing_pairs(order, by_version)
+        references = [(v, by_version.get(v, []), judged) for v, judged in pairs]
         if self.baseline is not None:
-            references.append((f"baseline {self.baseline.path.name}", self.baseline.results))
+            references.append((f"baseline {self.baseline.path.name}", self.baseline.results, first))
         settings = self.settings
         self.comparisons += [
             compare(
                 results,
-                by_version.get(first, []),
-                (reference, first),
+                by_version.get(judged, []),
+                (reference, judged),
                 self.ks,
                 settings.min_effect,
                 settings.gate_metric,
             )
-            for reference, results in references
+            for reference, results, judged in references
         ]
         correct(self.comparisons)  # Holm over every test of the run
         self.cases = case_samples(self.results)
@@ -220,12 +239,16 @@ class RunReport:
         gates_only = self.settings.exit == "gates"
         # gates mode: the --prompt version is judged, compared versions are references
         judged = [c for c in self.cases if not gates_only or c.version == first]
-        self.gate_failures += min_pass_failures(judged)
+        below = min_pass_failures(judged)
+        self.gate_failures += below
+        self.gates_decided += [f"{len(below)} cases below their min_pass"] if below else []
         self._min_pass_reports(session)
         if gates_only:
-            self.gate_failures += comparison_gates(
+            gates = comparison_gate_failures(
                 self.comparisons, first, self.settings.max_new_failures, self._where
             )
+            self.gate_failures += [g.message for g in gates]
+            self.gates_decided += [g.short for g in gates]
             # a budget stop leaves cases unscored, as errors do: no verdict either way
             errored = sum(
                 r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
@@ -306,7 +329,7 @@ class RunReport:
             for when, outcome in (("call", "failed"), ("teardown", "passed")):
                 report = pytest.TestReport(
                     nodeid,
-                    (path, line - 1, f"case {case_id} [{c.version}] min_pass"),
+                    (path, line - 1, f"{CASE_DOMAIN}{case_id} [{c.version}] min_pass"),
                     {},
                     outcome,  # type: ignore[arg-type]
                     reason if outcome == "failed" else None,
@@ -333,6 +356,9 @@ class RunReport:
             self.locations,
             self.ks,
             self.recordings,
+            self._reasons(),
+            self.gates_decided,
+            self.run.unrun_line(),
         )
         env = os.environ
         link: Linker = relative_link
@@ -353,6 +379,21 @@ class RunReport:
             except OSError as exc:
                 self._output_failed("--prompteval-markdown", target, exc)
 
+    def _pass_hat(self) -> dict[str, dict[int, float | None]]:
+        """Per version, pass^k per k of the run."""
+        return {
+            v: {k: mean_pass_hat_k(cs, k) for k in self.ks}
+            for v, cs in _by_version(self.cases).items()
+        }
+
+    def _reasons(self) -> dict[tuple[str, str], str]:
+        """Why each failing case failed: its first failing sample's reason."""
+        reasons: dict[tuple[str, str], str] = {}
+        for r in sorted(self.results, key=lambda r: r.sample):
+            if r.outcome == "failed":
+                reasons.setdefault((r.prompt, f"{r.file}::{r.case_id}"), failure_reason(r))
+        return reasons
+
     def _gates(self, first: str) -> None:
         fail_under = self.settings.fail_under
         summary = next((s for s in self.summaries if s.version == first), None)
@@ -362,6 +403,7 @@ class RunReport:
             self.gate_failures.append(
                 f"mean score of {first} is {shown}, under --prompteval-fail-under {fail_under}"
             )
+            self.gates_decided.append(f"mean score {shown} (min {fail_under})")
         limit = self.settings.max_regression
         if limit is None:
             return
@@ -370,6 +412,9 @@ class RunReport:
                 self.gate_failures.append(
                     f"{first} scores {figures.score(-c.mean_diff)} below {c.baseline} on paired "
                     f"cases, more than --prompteval-max-regression {limit}"
+                )
+                self.gates_decided.append(
+                    f"mean score down {figures.score(-c.mean_diff)} (max {limit})"
                 )
 
     def _where(self, case: str) -> str:
@@ -412,8 +457,8 @@ class RunReport:
             "prompt_changes": self.prompt_changes,
             "stopped_early": self.stopped_early,
             "pass_hat_k": {
-                v: {f"pass^{k}": mean_pass_hat_k(cs, k) for k in self.ks}
-                for v, cs in _by_version(self.cases).items()
+                v: {f"pass^{k}": hat for k, hat in by_k.items()}
+                for v, by_k in self._pass_hat().items()
             },
             "flaky": [
                 {**asdict(c), "wilson95": c.interval, "verdict": c.verdict}
@@ -441,7 +486,9 @@ class RunReport:
         if not self.results:
             return
         try:
-            blocks = render(self.summaries, self.comparisons, self.details, self._where)
+            blocks = render(
+                self.summaries, self.comparisons, self.details, self._where, self._pass_hat()
+            )
             samples = sample_lines(self.cases, self.ks)
         except Exception as exc:  # the gates, the files written and the exit status still show
             blocks, samples = [("prompteval summary", [f"not shown: {_internal(exc)}"])], []
@@ -489,6 +536,20 @@ class RunReport:
 
 def _internal(exc: Exception) -> str:
     return f"internal error of prompteval, please report it: {type(exc).__name__}: {exc}"
+
+
+def _sharing_pairs(
+    order: Sequence[str], by_version: dict[str, list[ItemResult]]
+) -> list[tuple[str, str]]:
+    """``--prompt=all``: (reference, version) for each version and the first one before it
+    that shares a case with it (v2 against v1), never a prompt that runs other cases."""
+    cases = {v: {case_key(r) for r in by_version.get(v, [])} for v in order}
+    pairs = []
+    for index, version in enumerate(order):
+        reference = next((u for u in order[:index] if cases[u] & cases[version]), None)
+        if reference is not None:
+            pairs.append((reference, version))
+    return pairs
 
 
 def _by_version(cases: list[CaseSamples]) -> dict[str, list[CaseSamples]]:

@@ -4,6 +4,7 @@ sent ahead, the batch, shards, and the report on the controller."""
 
 from __future__ import annotations
 
+import fnmatch
 import gc
 import os
 import re
@@ -16,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.safetext import safe_text
+from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.schema import Declared, suggestion
 from pytest_prompteval.core.sharding import shard_of
 from pytest_prompteval.engine.engine import Engine, owned_directories
@@ -51,6 +52,9 @@ _NO_EVALUATION = (
     ("--setup-plan", "setupplan"),
 )
 LABEL_WARNING_KEY = "prompteval_label_warning"
+UNRUN_KEY = "prompteval_unrun"
+#: unrun cases named in the summary (all with --prompteval-details)
+UNRUN_SHOWN = 10
 # a name in a -m expression, as pytest's own grammar reads it, and its keywords
 _MARKER_NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+(?!\s*=)")
 _MARKER_WORDS = frozenset({"and", "or", "not", "True", "False", "None"})
@@ -142,6 +146,8 @@ class RunPlugin:
         #: a -m expression's labels that no case has, said at the end of the run
         self.label_warning: str | None = None
         self.case_ids: dict[str, str] = {}
+        #: cases no selected version runs: id -> (file:line, listed in prompteval_unrun_ok)
+        self.unrun_cases: dict[str, tuple[str, bool]] = {}
         self._skip_dirs = owned_directories(settings)
         #: set by ``prompteval list`` and ``check-cases``: collect the cases even when no
         #: prompt version loads, to report every problem
@@ -220,6 +226,40 @@ class RunPlugin:
                     for marker in case.markers:
                         self.register_marker(marker)
 
+    def unrun(self, case: Case) -> None:
+        """A case that no selected version's ``applies_to`` takes: named at the end of the
+        run, and in gates mode an error unless ini ``prompteval_unrun_ok`` lists it (a gate
+        must not pass on fewer cases than the project holds without a word)."""
+        ok = any(fnmatch.fnmatchcase(case.id, p) for p in self.settings.unrun_ok)
+        if not ok and self.settings.exit == "gates" and not self.checking:
+            names = ", ".join(v.version for v in self.engine.versions)
+            raise PromptevalError(
+                f"case {case.id!r} runs under no selected version (the applies_to of {names} "
+                "leaves it out): label it for one, or list it in ini prompteval_unrun_ok",
+                case.path,
+                case.line,
+            )
+        self.unrun_cases[case.id] = (display(case.path, case.line), ok)
+
+    def unrun_line(self) -> str | None:
+        """One line naming the cases no selected version ran."""
+        if not self.unrun_cases:
+            return None
+        named = [f"{where} {case}" for case, (where, ok) in self.unrun_cases.items() if not ok]
+        listed = len(self.unrun_cases) - len(named)
+        parts = []
+        if named:
+            shown = named if self.settings.details else named[:UNRUN_SHOWN]
+            more = len(named) - len(shown)
+            parts.append(
+                f"{len(named)} case(s) ran under no selected version (applies_to left them "
+                f"out): {', '.join(shown)}"
+                + (f" (+{more} more, --prompteval-details)" if more else "")
+            )
+        if listed:
+            parts.append(f"{listed} case(s) listed in prompteval_unrun_ok ran under none")
+        return "prompteval: " + "; ".join(parts)
+
     @property
     def collecting(self) -> bool:
         return self.settings.prompt is not None or self.checking
@@ -271,6 +311,9 @@ class RunPlugin:
             terminalreporter.write_line(self.affected.describe())
         if self.label_warning is not None:
             terminalreporter.write_line(self.label_warning, yellow=True)
+        unrun = self.unrun_line()
+        if unrun is not None:
+            terminalreporter.write_line(safe_line(unrun), yellow=True)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         samples = [i.spec.samples for i in items if isinstance(i, CaseItem)]
@@ -319,15 +362,21 @@ class RunPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        self.label_warning = (
-            getattr(node, "workeroutput", {}).get(LABEL_WARNING_KEY) or self.label_warning
-        )
+        output = getattr(node, "workeroutput", {})
+        self.label_warning = output.get(LABEL_WARNING_KEY) or self.label_warning
+        # every worker collects the same cases: any one's list is the run's
+        for case, (where, ok) in output.get(UNRUN_KEY, []):
+            self.unrun_cases[case] = (where, ok)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Start the sandbox servers while pytest reports the collection (and, under xdist,
         while the worker waits for its first items), so that the first code item finds them
         ready; not when no code item is left to run."""
         self.work = work_list(session.items)
+        if self.worker and self.unrun_cases:
+            self.config.workeroutput[UNRUN_KEY] = [  # type: ignore[attr-defined]
+                [case, list(entry)] for case, entry in self.unrun_cases.items()
+            ]
         option = self.config.option
         if self.checking or self.settings.estimate or option.collectonly:
             return

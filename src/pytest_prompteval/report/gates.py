@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pytest_prompteval.report.compare import Comparison
 
@@ -38,12 +39,32 @@ def gates_exit_code(
 LISTED = 20
 
 
+@dataclass(frozen=True)
+class GateFailure:
+    #: the whole message, naming the cases
+    message: str
+    #: which gate decided, for a headline: ``2 cases newly fail (max 0)``
+    short: str
+
+
 def comparison_gates(
     comparisons: Sequence[Comparison],
     judged: str,
     max_new_failures: int,
     where: Callable[[str], str] = lambda case: case,
 ) -> list[str]:
+    """The messages of ``comparison_gate_failures``."""
+    return [
+        g.message for g in comparison_gate_failures(comparisons, judged, max_new_failures, where)
+    ]
+
+
+def comparison_gate_failures(
+    comparisons: Sequence[Comparison],
+    judged: str,
+    max_new_failures: int,
+    where: Callable[[str], str] = lambda case: case,
+) -> list[GateFailure]:
     """The gates of the judged (--prompt) version against each compared or baseline one: it
     is significantly worse on the primary endpoint (the verdict's own direction, never the
     sign of the other endpoint), or it newly fails more cases than allowed, whatever the
@@ -63,11 +84,20 @@ def comparison_gates(
         if c.worse_side() == judged:
             # the cases once, in the new-failures message when that gate fails too
             cases = f"; newly failing: {shown}" if new and not too_many else ""
-            failures.append(f"significant regression of {judged} against {reference}: "
-                            f"{c.verdict}{cases}")  # fmt: skip
+            decisive = c.decisive
+            label = decisive.label if decisive is not None else "the primary endpoint"
+            failures.append(
+                GateFailure(
+                    f"significant regression of {judged} against {reference}: {c.verdict}{cases}",
+                    f"{judged} significantly worse than {reference} on {label}",
+                )
+            )
         if too_many:
             failures.append(
-                f"{judged} newly fails {len(new)} cases that pass under {reference} (more than "
-                f"prompteval_max_new_failures {max_new_failures}): {shown}"
+                GateFailure(
+                    f"{judged} newly fails {len(new)} cases that pass under {reference} (more "
+                    f"than prompteval_max_new_failures {max_new_failures}): {shown}",
+                    f"{len(new)} cases newly fail (max {max_new_failures})",
+                )
             )
     return failures

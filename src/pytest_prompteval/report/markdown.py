@@ -24,6 +24,8 @@ from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_label
 Locations = Mapping[str, tuple[str, int]]
 #: (path, line) -> link target
 Linker = Callable[[str, int], str]
+#: cases run by one side only, listed per side
+UNPAIRED_SHOWN = 20
 
 
 def relative_link(path: str, line: int) -> str:
@@ -46,18 +48,25 @@ class MarkdownRun:
     ks: Sequence[int] = (1,)
     #: --prompteval-trusted-recordings: what the checkout changed in the recordings
     recordings: Sequence[str] = ()
+    #: (version, "file::case_id") -> why its first failing sample failed
+    reasons: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: which gate decided each failure, a few words each
+    gates_decided: Sequence[str] = ()
+    #: cases no selected version ran (applies_to left them out), in a line
+    unrun: str | None = None
 
 
 def render_markdown(run: MarkdownRun, link: Linker = relative_link) -> str:
     parts = [
         _verdict(run),
+        f"⚠️ {md_text(run.unrun)}" if run.unrun else "",
         _versions(run),
         *(_groups(run.summaries, group) for group in GROUPS),
         _fields(run.summaries),
         _agents(run.summaries),
         _changes(run.prompt_changes),
         _recordings(run.recordings),
-        *(_comparison(c, run.locations, link) for c in run.comparisons),
+        *(_comparison(c, run.locations, link, run.reasons) for c in run.comparisons),
         _flaky(run, link),
         _errors(run.summaries),
         _cost(run.summaries),
@@ -77,9 +86,14 @@ def _verdict(run: MarkdownRun) -> str:
         n for s in run.summaries for kind, n in s.errors.items() if kind in INFRASTRUCTURE_KINDS
     )
     if run.gate_failures:
-        lines = ["## ❌ prompteval: gate failed", ""]
+        # which gates decided, and beside them what each comparison's own test says: a
+        # reader must not take "no significant difference" for the reason of the failure
+        said = [*run.gates_decided, *(_beside_gate(c) for c in run.comparisons)]
+        headline = "; ".join(said) or f"{len(run.gate_failures)} gates"
+        lines = [f"## ❌ prompteval: gate failed: {md_text(headline)}", ""]
         lines += [f"- {md_text(f)}" for f in run.gate_failures]
-    elif errored:
+        return "\n".join(lines)
+    if errored:
         lines = [f"## ⚠️ prompteval: {errored} items errored, not scored"]
     else:
         lines = ["## ✅ prompteval: gates passed"]
@@ -87,6 +101,23 @@ def _verdict(run: MarkdownRun) -> str:
     if verdicts:
         lines += ["", *(f"**{md_text(v)}**  " for v in verdicts)]
     return "\n".join(lines)
+
+
+def _beside_gate(c: Comparison) -> str:
+    """A comparison's test in a few words, beside the gate that failed."""
+    endpoint = c.decisive
+    if endpoint is None:
+        return f"{c.other} and {c.baseline} share no case"
+    name = endpoint.label.replace(" ", "-")
+    p = f"p={figures.p_value(endpoint.log_p_adjusted)}"
+    outcome = c.outcome
+    if outcome == "impossible":
+        return f"the {name} difference cannot be tested on {c.paired} paired cases"
+    if outcome == "none":
+        if endpoint.significant:
+            return f"the {name} difference is under the minimum effect {c.min_effect:g}, {p}"
+        return f"the {name} difference is not significant, {p}"
+    return f"the {name} difference is significant ({outcome}), {p}"
 
 
 def _versions(run: MarkdownRun) -> str:
@@ -142,15 +173,24 @@ def _fields(summaries: Sequence[VersionSummary]) -> str:
 
 
 def _agents(summaries: Sequence[VersionSummary]) -> str:
-    """Per version with agent cases: mean steps, tool calls and errors, max_steps reached."""
+    """Per version with agent cases: steps, tool calls and tool errors per conversation,
+    and how many reached max_steps (pass^k is in the versions table)."""
     agents = [s for s in summaries if s.mean_steps is not None]
     if not agents:
         return ""
     rows = [
-        [md_code(s.version), f"{s.mean_steps:.1f}", s.tool_calls, s.tool_errors, s.hit_max_steps]
+        [
+            md_code(s.version),
+            f"{s.mean_steps:.1f}",
+            f"{s.tool_calls / s.agent_items:.1f}",
+            f"{s.tool_errors / s.agent_items:.1f}",
+            s.hit_max_steps,
+        ]
         for s in agents
     ]
-    header = ["version", "mean steps", "tool calls", "tool errors", "hit max_steps"]
+    per = "per conversation"
+    header = ["version", f"steps {per}", f"tool calls {per}", f"tool errors {per}"]
+    header.append("hit max_steps")
     return "### Agents\n\n" + _table(header, rows)
 
 
@@ -175,16 +215,32 @@ def _case_link(case: str, locations: Locations, link: Linker) -> str:
     return f"[{md_code(name)}]({link(path, line)}) {md_code(f'{path}:{line}')}"
 
 
-def _comparison(c: Comparison, locations: Locations, link: Linker) -> str:
+def _comparison(
+    c: Comparison,
+    locations: Locations,
+    link: Linker,
+    reasons: Mapping[tuple[str, str], str],
+) -> str:
     lines = [f"### {md_code(c.other)} vs {md_code(c.baseline)}", "", md_text(c.verdict)]
     lines += ["", *(f"{md_text(note)}  " for note in c.notes())]
-    for title, cases in (("Regressions", c.regressions), ("Improvements", c.improvements)):
+    for title, cases, failing in (
+        ("Regressions", c.regressions, c.other),
+        ("Improvements", c.improvements, c.baseline),
+    ):
         if cases:
             lines += ["", f"**{title}**", ""]
-            lines += [
-                f"- {_case_link(case, locations, link)} {' → '.join(c.changes[case])}"
-                for case in cases
-            ]
+            for case in cases:
+                reason = reasons.get((failing, case))
+                why = f": {md_text(reason)}" if reason else ""
+                lines.append(
+                    f"- {_case_link(case, locations, link)} {' → '.join(c.changes[case])}{why}"
+                )
+    for side, cases in ((c.baseline, c.only_baseline), (c.other, c.only_other)):
+        if cases:  # out of the verdict: a reader must see what the gate did not weigh
+            lines += ["", f"**Run by {md_code(side)} only, not compared** ({len(cases)})", ""]
+            lines += [f"- {_case_link(case, locations, link)}" for case in cases[:UNPAIRED_SHOWN]]
+            if len(cases) > UNPAIRED_SHOWN:
+                lines.append(f"- and {len(cases) - UNPAIRED_SHOWN} more")
     return "\n".join(lines)
 
 

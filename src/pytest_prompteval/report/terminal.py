@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.report import figures
@@ -128,7 +128,29 @@ def _per_solved(s: VersionSummary) -> str:
     )
 
 
-def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
+def _agent_note(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> str:
+    """An agent's figures per conversation, and its reliability: pass^k (every one of k
+    samples passes) beside pass@k (at least one does)."""
+    n = s.agent_items or 1
+    line = (
+        f"agent: {s.agent_items} conversations; per conversation {s.agent_steps / n:.1f} "
+        f"steps, {s.tool_calls / n:.1f} tool calls, {s.tool_errors / n:.1f} tool errors; "
+        f"{s.hit_max_steps} hit max_steps"
+    )
+    if s.user_calls:
+        line += f"; {s.user_calls} simulated user calls ({figures.dollars(s.user_cost_usd)})"
+    reliability = [
+        f"pass@{k} {figures.share(s.pass_at_k.get(k))}, pass^{k} {figures.share(hat)}"
+        for k, hat in pass_hat.items()
+    ]
+    return line + "".join(f"; {r}" for r in reliability)
+
+
+def notes_block(
+    summaries: Sequence[VersionSummary],
+    pass_hat: Mapping[str, Mapping[int, float | None]] | None = None,
+) -> list[str]:
+    """``pass_hat``: per version, pass^k per k of the run."""
     lines: list[str] = []
     for s in summaries:
         notes = []
@@ -136,19 +158,11 @@ def notes_block(summaries: Sequence[VersionSummary]) -> list[str]:
             notes.append(_counts("errors", s.errors))
         if s.code_failures:
             notes.append(_counts("code failures", s.code_failures))
-        if s.code_items or s.attempts > s.items:  # code cases and strategies: always
+        # code cases and strategies: always; an agent's steps are no attempts at a solution
+        if s.code_items or (s.attempts > s.items and s.mean_steps is None):
             notes.append(_per_solved(s))
         if s.mean_steps is not None:
-            notes.append(
-                f"agent: {s.agent_items} conversations, mean {s.mean_steps:.1f} steps, "
-                f"{s.tool_calls} tool calls, {s.tool_errors} tool errors, "
-                f"{s.hit_max_steps} hit max_steps"
-                + (
-                    f", {s.user_calls} simulated user calls ({figures.dollars(s.user_cost_usd)})"
-                    if s.user_calls
-                    else ""
-                )
-            )
+            notes.append(_agent_note(s, (pass_hat or {}).get(s.version, {})))
         if s.repo_items:
             changed = s.infrastructure_changed
             notes.append(
@@ -218,8 +232,8 @@ def comparison_block(
     lines += _listing("improvements", c.change_lines(c.improvements, where), limit)
     lines += [f"  {note}" for note in c.notes()]
     lines += _listing("left out, errored under one version", c.excluded, limit)
-    lines += _listing(f"unpaired, run by {c.baseline} only", c.only_baseline, limit)
-    lines += _listing(f"unpaired, run by {c.other} only", c.only_other, limit)
+    for side, cases in ((c.baseline, c.only_baseline), (c.other, c.only_other)):
+        lines += _listing(f"unpaired, run by {side} only", [where(x) for x in cases], limit)
     for k, (test, covered) in c.pass_at_k.items():
         lines.append(
             f"  pass@{k}: {figures.share(test.mean, signed=True)} "
@@ -236,6 +250,7 @@ def render(
     comparisons: Sequence[Comparison],
     details: bool,
     where: Callable[[str], str] = lambda case: case,
+    pass_hat: Mapping[str, Mapping[int, float | None]] | None = None,
 ) -> list[tuple[str, list[str]]]:
     """(title, lines) blocks of the summary."""
     blocks = [
@@ -244,7 +259,7 @@ def render(
     ]
     blocks += [(f"accuracy by {g}", group_block(summaries, g)) for g in GROUPS]
     blocks.append(("accuracy by field", fields_block(summaries)))
-    blocks.append(("notes", notes_block(summaries)))
+    blocks.append(("notes", notes_block(summaries, pass_hat)))
     for comparison in comparisons:
         blocks.append(("comparison", comparison_block(comparison, details, where)))
     # labels, error kinds and case ids come from files and answers: escaped for the terminal

@@ -22,7 +22,9 @@ from pytest_prompteval.scoring.score import Score
 
 _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
 
-STRING_TYPES = ("contains", "not_contains", "icontains", "equals", "judge")
+#: graded by the judge: a question about the answer, or its comparison with a reference
+JUDGED_TYPES = ("judge", "baseline")
+STRING_TYPES = ("contains", "not_contains", "icontains", "equals", *JUDGED_TYPES)
 PATTERN_TYPES = ("regex", "not_regex")
 LIMIT_TYPES = ("max_length", "min_length", "max_tokens", "max_latency_ms", "max_cost_usd")
 JSON_TYPES = ("is_json", "json_schema", "json_field")
@@ -43,7 +45,13 @@ FIELD_CHECKS = ("equals", "in", "matches", "approx")
 FIELD_KEYS = ("path", *FIELD_CHECKS, "tolerance")
 OPTIONS = ("type", "value", "weight", "threshold", "include_prefill")
 #: options only some types take
-TYPE_OPTIONS = {"tool_called": ("input",), "tool_sequence": ("mode",)}
+TYPE_OPTIONS = {
+    "tool_called": ("input",),
+    "tool_sequence": ("mode",),
+    **{kind: ("votes",) for kind in JUDGED_TYPES},
+}
+#: a judge graded by majority: an odd number of votes, each its own recorded call
+MAX_VOTES = 9
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class Assertion:
     #: tool_called: the input the call must hold; tool_sequence: its mode
     input: Any = None
     mode: str = "exact"
+    #: judge: the votes its verdict is the majority of
+    votes: int = 1
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -140,6 +150,9 @@ def parse_assertions(
         _check_trajectory(kind, entry, fail)
         if kind == "json_field":
             value = _parse_field(value, fail)
+        votes = entry.get("votes", 1)
+        if isinstance(votes, bool) or votes not in range(1, MAX_VOTES + 1, 2):
+            raise fail(f"votes: expected an odd whole number from 1 to {MAX_VOTES} (a majority)")
         weight = entry.get("weight", 1.0)
         threshold = entry.get("threshold")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
@@ -159,6 +172,7 @@ def parse_assertions(
                 bool(entry.get("include_prefill", False)),
                 entry.get("input"),
                 entry.get("mode", "exact"),
+                votes,
             )
         )
     return result

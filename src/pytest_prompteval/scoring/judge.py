@@ -18,7 +18,8 @@ from typing import Any
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.prompts import PromptVersion
-from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.request import Message, Request, canonical_json
+from pytest_prompteval.core.result import Step, Trajectory
 from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.stats import spread
 from pytest_prompteval.core.tables import load_table
@@ -31,6 +32,12 @@ from pytest_prompteval.scoring.score import Score
 
 DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 DEFAULT_TEMPLATE = "default_review"
+#: the rubric an agent's item is judged by unless its case or the run names another
+AGENT_TEMPLATE = "agent_review"
+#: characters of the trajectory the judge reads: the newest steps whole, older ones left out
+TRAJECTORY_BUDGET = 40_000
+#: characters of one tool result, message or turn in it
+TRAJECTORY_PART = 4_000
 VERDICT_TOOL = "submit_verdict"
 JUDGE_MAX_TOKENS = 2048
 TEMPLATE_FIELDS = ("system_prompt", "evaluation_dimensions")
@@ -137,7 +144,12 @@ class Verdict:
 
 
 def _tool_request(
-    model: str, system: str, user: str, schema: dict[str, Any], rejection: str
+    model: str,
+    system: str,
+    user: str,
+    schema: dict[str, Any],
+    rejection: str,
+    temperature: float = 0.0,
 ) -> Request:
     if rejection:
         system += (
@@ -154,7 +166,7 @@ def _tool_request(
         [Message("user", (user,))],
         system,
         max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0.0,
+        temperature=temperature,
         tools=[tool],
         tool_choice={"type": "tool", "name": VERDICT_TOOL},
     )
@@ -168,6 +180,7 @@ def structured_call(
     system: str,
     user: str,
     schema: dict[str, Any],
+    temperature: float = 0.0,
 ) -> dict[str, Any]:
     """A forced tool call whose input must match ``schema``: the first answer, or one retry
     told what was wrong, or JudgeError with the raw answer shown. Only a valid answer is
@@ -177,7 +190,7 @@ def structured_call(
     first: Request | None = None
     rejection = ""
     for _attempt in range(2):
-        request = _tool_request(model, system, user, schema, rejection)
+        request = _tool_request(model, system, user, schema, rejection, temperature)
         outcome = ledger.get(store, request, context, "judge", check, answers=first)
         response = outcome.response
         verdict = response.tool_input
@@ -215,6 +228,50 @@ def schema_check(schema: dict[str, Any]) -> Check:
     return lambda response: problem(response.tool_input)
 
 
+def _clipped(text: str) -> str:
+    if len(text) <= TRAJECTORY_PART:
+        return text
+    return f"{text[:TRAJECTORY_PART]}... ({len(text) - TRAJECTORY_PART} more characters)"
+
+
+def _step_text(step: Step) -> str:
+    lines = [f"step {step.number} (stopped for {step.stop_reason or 'unknown'})"]
+    if step.text.strip():
+        lines.append(f"assistant: {_clipped(step.text.strip())}")
+    for call in step.calls:
+        lines.append(f"tool call: {call.name} {_clipped(canonical_json(call.input))}")
+        lines.append(f"tool {'error' if call.is_error else 'result'}: {_clipped(call.result)}")
+    if step.turn is not None:
+        lines.append(f"user: {_clipped(step.turn)}")
+    return "\n".join(lines)
+
+
+def trajectory_materials(trajectory: Trajectory, budget: int = TRAJECTORY_BUDGET) -> str:
+    """What the agent did, for the judge: each step's text, tool calls with their input and
+    result (or error) and the user's turn after it. Bounded: the newest steps are kept
+    whole, the oldest left out (and counted) once ``budget`` characters are reached."""
+    kept: list[str] = []
+    used = 0
+    for step in reversed(trajectory.steps):
+        text = _step_text(step)
+        if kept and used + len(text) > budget:
+            break
+        kept.append(text)
+        used += len(text)
+    left = trajectory.steps[: len(trajectory.steps) - len(kept)]
+    parts = []
+    if left:
+        calls = sum(len(s.calls) for s in left)
+        errors = sum(c.is_error for s in left for c in s.calls)
+        parts.append(
+            f"(steps 1-{len(left)} left out for length: {calls} tool calls, {errors} errors)"
+        )
+    parts += reversed(kept)
+    if trajectory.failure is not None:
+        parts.append(f"the conversation ended badly: {trajectory.failure}")
+    return "\n\n".join(parts)
+
+
 class Judge:
     def __init__(
         self,
@@ -235,8 +292,14 @@ class Judge:
                 f"unknown review template {self.default!r}; known: {', '.join(templates)}"
             )
         self.repeats = repeats
+        #: the agent rubric: the project's own, else the shipped one, unless the run names one
+        self.agent = None if template else templates.get(AGENT_TEMPLATE)
+        if self.agent is None and not template:
+            self.agent = load_review_templates(None)[AGENT_TEMPLATE]
 
-    def template_for(self, case: Case) -> ReviewTemplate:
+    def template_for(self, case: Case, agent: bool = False) -> ReviewTemplate:
+        if agent and self.agent is not None and "review_template" not in case.raw:
+            return self.agent
         name = case.raw.get("review_template") or self.default
         if name not in self.templates:
             raise PromptevalError(
@@ -248,16 +311,30 @@ class Judge:
         return self.templates[name]
 
     @staticmethod
-    def _materials(case: Case, text: str) -> str:
+    def _materials(case: Case, text: str, trajectory: Trajectory | None = None) -> str:
         topics = ", ".join(expected_topics(case)) or "(none given)"
+        did = (
+            ""
+            if trajectory is None
+            else f"<trajectory>\n{trajectory_materials(trajectory)}\n</trajectory>\n"
+        )
         return (
             f"<request>\n{json.dumps(dict(case.input), ensure_ascii=False, indent=1)}\n"
             f"</request>\n<difficulty>{case.difficulty or 'unspecified'}</difficulty>\n"
-            f"<expected_topics>{topics}</expected_topics>\n<answer>\n{text}\n</answer>"
+            f"<expected_topics>{topics}</expected_topics>\n{did}<answer>\n{text}\n</answer>"
         )
 
-    def verdict(self, case: Case, prompt: PromptVersion, text: str, ledger: Ledger) -> Verdict:
-        template = self.template_for(case)
+    def verdict(
+        self,
+        case: Case,
+        prompt: PromptVersion,
+        text: str,
+        ledger: Ledger,
+        trajectory: Trajectory | None = None,
+    ) -> Verdict:
+        """The rubric's verdict on the answer; an agent's (``trajectory`` given) is judged
+        on what it did as well, by the agent rubric unless one is named."""
+        template = self.template_for(case, agent=trajectory is not None)
         dims = "\n".join(
             f"- {name} (weight {weight:g}): {description}"
             for name, (weight, description) in template.dimensions.items()
@@ -267,7 +344,7 @@ class Judge:
             f"{dims}\n\nList the expected topics the answer misses and every incorrect claim "
             f"it makes (quote it). Submit with the {VERDICT_TOOL} tool."
         )
-        user = self._materials(case, text)
+        user = self._materials(case, text, trajectory)
         schema = verdict_schema(template)
         runs = [
             structured_call(
@@ -304,22 +381,32 @@ class Judge:
         )
 
     def ask(
-        self, case: Case, prompt: PromptVersion, text: str, question: str, ledger: Ledger
+        self,
+        case: Case,
+        prompt: PromptVersion,
+        text: str,
+        question: str,
+        ledger: Ledger,
+        trajectory: Trajectory | None = None,
+        vote: int | None = None,
     ) -> tuple[float, str]:
-        """A one-off rubric question about the answer: score in [0, 1] and the reason."""
+        """A one-off rubric question about the answer: score in [0, 1] and the reason.
+        ``vote``: one of several independent votes (each its own recorded call, sampled at
+        temperature 1 so that they can differ)."""
         system = (
             "You judge one aspect of an answer an AI assistant gave. Answer the question "
             f"with a score from 0 (not at all) to 100 (fully) and a one-sentence reason, "
             f"using the {VERDICT_TOOL} tool.\n\nQuestion: {question}"
         )
-        context = CallContext(case, prompt, 0, "judge")
+        context = CallContext(case, prompt, vote or 0, "judge")
         verdict = structured_call(
             self.store,
             ledger,
             self.model,
             context,
             system,
-            self._materials(case, text),
+            self._materials(case, text, trajectory),
             QUESTION_SCHEMA,
+            0.0 if vote is None else 1.0,
         )
         return verdict["score"] / 100, verdict["reason"]
