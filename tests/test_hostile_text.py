@@ -30,10 +30,12 @@ SRC = Path(pytest_prompteval.__file__).parent
 AUDITED_RE = {
     "core/history.py": 1,  # run file names: anchored, a lazy class before a literal suffix
     "core/paths.py": 1,  # NAME: anchored, one class repeated
+    "core/patches.py": 2,  # a hunk header (digits between literals), three octal digits
     "core/safetext.py": 3,  # single characters, a line start, runs of backticks
     "core/templates.py": 1,  # literal braces around one identifier
     "providers/labels.py": 1,  # 64 hex digits or nothing, fullmatch
     "providers/anthropic.py": 2,  # the API's error messages: literal alternatives
+    "scoring/testrun.py": 1,  # a colour sequence: one class repeated before one letter
     "pytest/run.py": 1,  # names in the -m expression the user typed: one class repeated
     "view/app.py": 1,  # a recording's file name from the URL: anchored, one class repeated
 }
