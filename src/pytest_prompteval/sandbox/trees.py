@@ -357,28 +357,38 @@ def _climb(
     one descriptor open at a time: ``visit(fd)`` gives the names of a folder's folders,
     ``open_below(fd, name)`` opens one, ``leave(fd, name)`` runs in its parent once it is
     done. It climbs back by ``..``: no recursion, no stack of descriptors, no path longer
-    than PATH_MAX."""
+    than PATH_MAX. Each folder's identity is kept: a folder the agent moved while it was
+    walked (a process of its still running) would lead ``..`` elsewhere, up to the copy's
+    parent and past it, so a ``..`` that is not the folder it came down from stops the walk
+    (``OSError``) before anything is done there."""
     fd = os.open(top, _FOLDER)
-    climbing = [("", visit(fd))]
+    climbing = [("", _identity(fd), visit(fd))]
     try:
         while climbing:
-            name, folders = climbing[-1]
+            name, _, folders = climbing[-1]
             if folders:
                 below = folders.pop()
                 opened = open_below(fd, below)
                 os.close(fd)
                 fd = opened
-                climbing.append((below, visit(fd)))
+                climbing.append((below, _identity(fd), visit(fd)))
                 continue
             climbing.pop()
             if climbing:
                 above = os.open("..", _FOLDER, dir_fd=fd)
                 os.close(fd)
                 fd = above
+                if _identity(fd) != climbing[-1][1]:
+                    raise OSError(f"{top}: a folder was moved while it was walked; stopped")
                 if leave is not None:
                     leave(fd, name)
     finally:
         os.close(fd)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
 
 
 def remove_tree(top: str) -> None:
