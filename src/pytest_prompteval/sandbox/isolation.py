@@ -150,9 +150,12 @@ def _enter_namespaces(root: bool) -> str:
 
 def _become_pid_one() -> None:
     """Fork; the parent waits and exits with the child, which is PID 1 of the new
-    namespace and returns (dying with the parent)."""
+    namespace and returns (dying with the parent). SIGTERM to the parent kills the child
+    and the parent exits once the whole namespace has: its PID 1 is reaped only after
+    every process in it is gone (killing the parent instead leaves them running a while)."""
     child = os.fork()
     if child:
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
         _, status = os.waitpid(child, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
