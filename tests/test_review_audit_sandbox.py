@@ -62,3 +62,60 @@ def test_a_folder_moved_during_the_walk_never_takes_it_outside_the_copy(
     assert (victim / "keep").read_text() == "the host's file"
     assert (victim / "keep").stat().st_uid == os.getuid()
     assert (tmp_path / first).is_dir()
+
+
+def _running_as(uid: int) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat(f"/proc/{pid}").st_uid == uid:
+                found.append(Path(f"/proc/{pid}/stat").read_text().split()[2])
+        except OSError:
+            continue
+    return found
+
+
+def test_nothing_of_the_agent_runs_once_its_sandbox_is_closed(tmp_path: Path) -> None:
+    """Without a cgroup, closing the sandbox killed its server's parent and returned while
+    the agent's processes still ran (the namespace's PID 1 had yet to kill them): the host
+    then removed or handed over the copy with the agent still at work in it."""
+    from pytest_prompteval.sandbox.workspace import Workspace
+
+    if os.geteuid() != 0:
+        pytest.skip("as root, each sandbox's commands run as a user of their own")
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    with Workspace(copy, cgroup=False) as workspace:
+        uid = int(workspace.info["uid"])
+        spin = "setsid sh -c 'while :; do :; done' &"
+        workspace.bash(f"for i in 1 2 3 4 5 6; do ({spin}); done", 10.0)
+        assert len(_running_as(uid)) >= 6
+    assert _running_as(uid) == []
+
+
+def test_folders_count_against_the_walks_limit(tmp_path: Path) -> None:
+    """Folders were never counted: a copy of a million empty folders (no file at all) was
+    walked whole, past the time the verdict waits for its diff (an error, not a failure)."""
+    from pytest_prompteval.sandbox.treediff import walk
+
+    for number in range(10):
+        (tmp_path / f"d{number}").mkdir()
+    (tmp_path / "d9" / "f").write_text("")
+    listed, stopped = walk(str(tmp_path), limit=4)
+    assert stopped and len(listed) == 0
+
+
+def test_a_line_of_the_diff_is_a_line_of_the_file(tmp_path: Path) -> None:
+    """Lines were split where Python splits them (form feed, \\x1c-\\x1e, \\x85, U+2028),
+    not at newlines as git does: a form feed in a C file or an agent's U+2028 showed lines
+    the file does not have, each with a forged "No newline at end of file"."""
+    from pytest_prompteval.sandbox.treediff import diff
+
+    base, top = tmp_path / "base", tmp_path / "top"
+    for folder in (base, top):
+        folder.mkdir()
+    (base / "m.c").write_text("a\n")
+    (top / "m.c").write_text("a\n\x0cb\u2028c\x1cd\r\n")
+    shown = diff(str(base), str(top))
+    assert "No newline" not in shown
+    assert "+\x0cb\u2028c\x1cd\r\n" in shown
