@@ -369,11 +369,12 @@ def drop_privileges(root: bool, uid: int = NOBODY) -> None:
     _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-#: Calls that hold memory no address-space limit counts (a memfd's pages, SysV segments
-#: kept after detaching), by architecture: its audit number and the calls' numbers.
+#: Calls that hold memory no address-space limit counts (a memfd's pages, a secret
+#: memfd's, mapped a window at a time, SysV segments kept after detaching), by
+#: architecture: its audit number and the calls' numbers.
 _UNBOUNDED_MEMORY = {
-    "x86_64": (0xC000003E, (319, 29)),  # memfd_create, shmget
-    "aarch64": (0xC00000B7, (279, 194)),
+    "x86_64": (0xC000003E, (319, 447, 29)),  # memfd_create, memfd_secret, shmget
+    "aarch64": (0xC00000B7, (279, 447, 194)),
 }
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
