@@ -284,6 +284,7 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_S
         )
     if stopped:
         parts.append(
-            f"[only the first {MAX_ENTRIES:,} entries (files and folders) of each tree were compared]\n"
+            f"[only the first {MAX_ENTRIES:,} entries (files and folders) of each tree "
+            "were compared]\n"
         )
     return "".join(parts)
