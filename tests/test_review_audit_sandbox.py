@@ -139,3 +139,27 @@ def test_without_a_cgroup_memory_no_address_space_counts_is_refused(tmp_path: Pa
         assert workspace.info["memory"] == "split"
         shown = workspace.bash("python3 secret.py", 30.0)["output"]
     assert shown.strip() == "fd -1 EPERM"
+
+
+def test_the_walk_holds_no_more_of_a_folder_than_its_limit(tmp_path: Path) -> None:
+    """A folder was listed whole before the limit was checked, in the verdict's server,
+    whose memory no bound covers: the agent's millions of empty files in one folder were
+    held there at once."""
+    import tracemalloc
+
+    from pytest_prompteval.sandbox.treediff import walk
+
+    top = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for number in range(20_000):
+            os.close(os.open(f"f{number}", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=top))
+    finally:
+        os.close(top)
+    tracemalloc.start()
+    try:
+        listed, stopped = walk(str(tmp_path), limit=10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert stopped and len(listed) == 10
+    assert peak < 200_000, peak  # 20,000 entries listed took some 3 MB

@@ -16,6 +16,7 @@ in sorted order. Lines end at newlines only, as git's do.
 from __future__ import annotations
 
 import difflib
+import heapq
 import os
 import signal
 import stat
@@ -72,7 +73,10 @@ def walk(top: str, limit: int = MAX_ENTRIES) -> tuple[dict[str, os.stat_result],
         folder = todo.pop()
         try:
             with os.scandir(os.path.join(top, folder)) as entries:
-                listed = sorted(entries, key=lambda entry: entry.name)
+                # the first names in order, no more than the limit leaves held at once: a
+                # folder may hold millions
+                room = limit - len(found) - seen + 1
+                listed = heapq.nsmallest(room, entries, key=lambda entry: entry.name)
         except OSError:
             continue
         inner = []
