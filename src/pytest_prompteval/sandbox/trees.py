@@ -405,10 +405,9 @@ def give_tree(top: str, uid: int, gid: int) -> None:
 
     def visit(folder: int) -> list[str]:
         os.fchown(folder, uid, gid)
-        folders, others = _entries(folder)
-        for name in others:
-            os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
-        return folders
+        return _folders(
+            folder, lambda name: os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
+        )
 
     _climb(top, visit)
 
@@ -425,17 +424,17 @@ def _open_to_empty(folder: int, name: str) -> int:
 
 def _empty(folder: int) -> list[str]:
     """The names of ``folder``'s folders, once everything else in it is removed."""
-    folders, others = _entries(folder)
-    for name in others:
-        os.unlink(name, dir_fd=folder)
-    return folders
+    return _folders(folder, lambda name: os.unlink(name, dir_fd=folder))
 
 
-def _entries(folder: int) -> tuple[list[str], list[str]]:
-    """``folder``'s names: its folders, and the rest (files, links, anything else)."""
+def _folders(folder: int, other: Callable[[str], None]) -> list[str]:
+    """The names of ``folder``'s folders; ``other(name)`` for the rest (files, links,
+    anything else) as they are read, never held: the agent may leave millions."""
     folders: list[str] = []
-    others: list[str] = []
-    for name in os.listdir(folder):
-        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-        (folders if stat.S_ISDIR(mode) else others).append(name)
-    return folders, others
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                other(entry.name)
+    return folders
