@@ -191,3 +191,18 @@ def test_the_host_holds_no_list_of_a_folders_files(tmp_path: Path, walk: str) ->
     assert peak < 200_000, peak
     if walk == "give":
         trees.remove_tree(str(copy))
+
+
+def test_a_v1_cgroup_never_swaps_past_its_bound() -> None:
+    """On cgroup v1 without swap accounting (no memory.memsw.*, a common boot default), the
+    bound held only the memory in RAM: past it the kernel swapped the sandbox's pages out
+    and it went on, as far as the host's swap went. Its swappiness is 0: it is killed."""
+    from pytest_prompteval.sandbox.memory import Cgroup
+
+    made = Cgroup.make(64 << 20, 8)
+    if made is None or not made.folders[0].startswith("/sys/fs/cgroup/memory/"):
+        pytest.skip("no cgroup v1 memory hierarchy pytest may write here")
+    try:
+        assert Path(made.folders[0], "memory.swappiness").read_text().strip() == "0"
+    finally:
+        made.remove()
