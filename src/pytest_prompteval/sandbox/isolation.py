@@ -150,9 +150,12 @@ def _enter_namespaces(root: bool) -> str:
 
 def _become_pid_one() -> None:
     """Fork; the parent waits and exits with the child, which is PID 1 of the new
-    namespace and returns (dying with the parent)."""
+    namespace and returns (dying with the parent). SIGTERM to the parent kills the child
+    and the parent exits once the whole namespace has: its PID 1 is reaped only after
+    every process in it is gone (killing the parent instead leaves them running a while)."""
     child = os.fork()
     if child:
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
         _, status = os.waitpid(child, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -366,11 +369,12 @@ def drop_privileges(root: bool, uid: int = NOBODY) -> None:
     _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-#: Calls that hold memory no address-space limit counts (a memfd's pages, SysV segments
-#: kept after detaching), by architecture: its audit number and the calls' numbers.
+#: Calls that hold memory no address-space limit counts (a memfd's pages, a secret
+#: memfd's, mapped a window at a time, SysV segments kept after detaching), by
+#: architecture: its audit number and the calls' numbers.
 _UNBOUNDED_MEMORY = {
-    "x86_64": (0xC000003E, (319, 29)),  # memfd_create, shmget
-    "aarch64": (0xC00000B7, (279, 194)),
+    "x86_64": (0xC000003E, (319, 447, 29)),  # memfd_create, memfd_secret, shmget
+    "aarch64": (0xC00000B7, (279, 447, 194)),
 }
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000

@@ -54,8 +54,8 @@ def _own(hierarchy: str) -> str | None:
     return None
 
 
-#: Settings of swap, which a kernel without swap accounting lacks.
-_SWAP = ("memory.swap.max", "memory.memsw.limit_in_bytes")
+#: Settings of swap, which a kernel without swap accounting (or swap) lacks.
+_SWAP = ("memory.swap.max", "memory.memsw.limit_in_bytes", "memory.swappiness")
 
 
 def _write(path: str, value: str) -> None:
@@ -83,6 +83,7 @@ def _layout(name: str, memory: int, pids: int) -> list[tuple[str, dict[str, str]
             {
                 "memory.limit_in_bytes": str(memory),
                 "memory.memsw.limit_in_bytes": str(memory),  # where swap is accounted
+                "memory.swappiness": "0",  # where it is not, the pages stay in the bound
             },
         )
     ]

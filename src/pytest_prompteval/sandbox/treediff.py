@@ -9,12 +9,14 @@ way. Line-by-line diffs take at most ``DIFF_SECONDS`` of CPU in all (difflib is 
 on some inputs): the file at hand when they are spent is summarised. Past the budget, what
 is left out is named (at most ``LISTED`` names, then a count).
 Names are quoted as git quotes them (``"a/new\\nline"``): a name cannot forge a header.
-The walk lists at most ``MAX_ENTRIES`` entries a tree, without recursion, in sorted order.
+The walk lists at most ``MAX_ENTRIES`` entries a tree (folders count), without recursion,
+in sorted order. Lines end at newlines only, as git's do.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
 import os
 import signal
 import stat
@@ -66,9 +68,11 @@ def walk(
 ) -> tuple[dict[str, os.stat_result], bool]:
     """Relative path -> lstat of every entry but folders (a link to one included) below
     ``top``, never following links nor entering ``.git``; and whether it stopped at
-    ``limit``. A stack, not recursion: a tree of any depth. With ``open_up`` each folder is
-    made its owner's to list first (an agent that closed one does not hide its change)."""
+    ``limit`` entries, folders counted. A stack, not recursion: a tree of any depth. With
+    ``open_up`` each folder is made its owner's to list first (an agent that closed one
+    does not hide its change)."""
     found: dict[str, os.stat_result] = {}
+    seen = 0  # folders
     todo = [""]
     while todo:
         folder = todo.pop()
@@ -76,7 +80,10 @@ def walk(
             if open_up:
                 writable(os.path.join(top, folder))
             with os.scandir(os.path.join(top, folder)) as entries:
-                listed = sorted(entries, key=lambda entry: entry.name)
+                # the first names in order, no more than the limit leaves held at once: a
+                # folder may hold millions
+                room = limit - len(found) - seen + 1
+                listed = heapq.nsmallest(room, entries, key=lambda entry: entry.name)
         except OSError:
             continue
         inner = []
@@ -86,12 +93,13 @@ def walk(
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            if len(found) + seen >= limit:  # folders count: a million empty ones take long
+                return found, True
             if stat.S_ISDIR(info.st_mode):
+                seen += 1
                 if entry.name != ".git":
                     inner.append(name)
                 continue
-            if len(found) >= limit:
-                return found, True
             found[name] = info
         todo.extend(reversed(inner))  # the first popped first
     return found, False
@@ -154,7 +162,9 @@ class _Side:
         data = _head(self.path, TEXT_MAX + 1)
         if b"\0" in data[:SNIFF] or len(data) > TEXT_MAX:
             return None
-        return data.decode(errors="replace").splitlines(keepends=True)
+        lines = data.decode(errors="replace").split("\n")  # at newlines only, as git
+        last = lines.pop()
+        return [line + "\n" for line in lines] + ([last] if last else [])
 
     def binary(self) -> bool:
         return self.kind == "special" or (self.kind == "file" and b"\0" in _head(self.path, SNIFF))
@@ -284,5 +294,8 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_S
             + "]\n"
         )
     if stopped:
-        parts.append(f"[only the first {MAX_ENTRIES:,} files of each tree were compared]\n")
+        parts.append(
+            f"[only the first {MAX_ENTRIES:,} entries (files and folders) of each tree "
+            "were compared]\n"
+        )
     return "".join(parts)

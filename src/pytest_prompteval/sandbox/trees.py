@@ -357,28 +357,38 @@ def _climb(
     one descriptor open at a time: ``visit(fd)`` gives the names of a folder's folders,
     ``open_below(fd, name)`` opens one, ``leave(fd, name)`` runs in its parent once it is
     done. It climbs back by ``..``: no recursion, no stack of descriptors, no path longer
-    than PATH_MAX."""
+    than PATH_MAX. Each folder's identity is kept: a folder the agent moved while it was
+    walked (a process of its still running) would lead ``..`` elsewhere, up to the copy's
+    parent and past it, so a ``..`` that is not the folder it came down from stops the walk
+    (``OSError``) before anything is done there."""
     fd = os.open(top, _FOLDER)
-    climbing = [("", visit(fd))]
+    climbing = [("", _identity(fd), visit(fd))]
     try:
         while climbing:
-            name, folders = climbing[-1]
+            name, _, folders = climbing[-1]
             if folders:
                 below = folders.pop()
                 opened = open_below(fd, below)
                 os.close(fd)
                 fd = opened
-                climbing.append((below, visit(fd)))
+                climbing.append((below, _identity(fd), visit(fd)))
                 continue
             climbing.pop()
             if climbing:
                 above = os.open("..", _FOLDER, dir_fd=fd)
                 os.close(fd)
                 fd = above
+                if _identity(fd) != climbing[-1][1]:
+                    raise OSError(f"{top}: a folder was moved while it was walked; stopped")
                 if leave is not None:
                     leave(fd, name)
     finally:
         os.close(fd)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
 
 
 def remove_tree(top: str) -> None:
@@ -395,10 +405,9 @@ def give_tree(top: str, uid: int, gid: int) -> None:
 
     def visit(folder: int) -> list[str]:
         os.fchown(folder, uid, gid)
-        folders, others = _entries(folder)
-        for name in others:
-            os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
-        return folders
+        return _folders(
+            folder, lambda name: os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
+        )
 
     _climb(top, visit)
 
@@ -415,17 +424,17 @@ def _open_to_empty(folder: int, name: str) -> int:
 
 def _empty(folder: int) -> list[str]:
     """The names of ``folder``'s folders, once everything else in it is removed."""
-    folders, others = _entries(folder)
-    for name in others:
-        os.unlink(name, dir_fd=folder)
-    return folders
+    return _folders(folder, lambda name: os.unlink(name, dir_fd=folder))
 
 
-def _entries(folder: int) -> tuple[list[str], list[str]]:
-    """``folder``'s names: its folders, and the rest (files, links, anything else)."""
+def _folders(folder: int, other: Callable[[str], None]) -> list[str]:
+    """The names of ``folder``'s folders; ``other(name)`` for the rest (files, links,
+    anything else) as they are read, never held: the agent may leave millions."""
     folders: list[str] = []
-    others: list[str] = []
-    for name in os.listdir(folder):
-        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-        (folders if stat.S_ISDIR(mode) else others).append(name)
-    return folders, others
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                other(entry.name)
+    return folders

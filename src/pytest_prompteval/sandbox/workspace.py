@@ -216,8 +216,13 @@ class Workspace:
         return [str(p) for p in answer["restored"]]
 
     def close(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
+        if self._process.poll() is None:  # it exits once every process of the sandbox has
+            # (isolation), so that none is left at work in the copy the host goes on with
+            self._process.terminate()
+            try:
+                self._process.wait(SLACK)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
         self._process.wait()
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
