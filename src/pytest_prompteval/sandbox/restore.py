@@ -17,7 +17,7 @@ verdict's sandbox, after the agent's diff was taken and before its test patch ap
   standard library or an installed package already has (``inspect.py``, ``pluggy/``).
 
 Each infrastructure path the agent changed is returned unless the case allows it
-(``agent_may_change``). Caches are restored without a word: ``__pycache__`` (a forged
+(``agent_may_change``): the first few, cut short, and a count. Caches are restored without a word: ``__pycache__`` (a forged
 entry would stand for a restored source) and ``.pytest_cache`` (``--lf``, ``--sw``).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
 ``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
@@ -57,6 +57,9 @@ SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHES = ("__pycache__", ".pytest_cache")
 #: The test runner's own modules: restored whenever changed.
 RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py"})
+#: How many of the restored paths the answer names, and how much of each (the agent chose
+#: how many there are and how long: past the sandbox's answer bound the verdict would err).
+NAMED, NAME_SHOWN = 20, 200
 
 
 def _kind(path: str) -> str | None:
@@ -300,4 +303,11 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
         remove(os.path.join(REPO, rel))
         _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
     remove(kept)
-    return {"restored": changed}
+    return {"restored": named_briefly(changed)}
+
+
+def named_briefly(paths: list[str]) -> list[str]:
+    """The first ``NAMED`` of ``paths``, each cut at ``NAME_SHOWN``, and how many more."""
+    shown = [p if len(p) <= NAME_SHOWN else p[:NAME_SHOWN] + "..." for p in paths[:NAMED]]
+    more = len(paths) - NAMED
+    return shown + ([f"and {more:,} more"] if more > 0 else [])
