@@ -33,3 +33,40 @@ def test_a_flood_of_restored_infrastructure_is_no_error(project: Path) -> None:
     assert found.restored[-1] == "and 980 more"
     assert len(found.restored) == 21
     assert all(len(p) <= 203 for p in found.restored)
+
+
+# code that makes every test pass, in the pytest process that imports it
+FORGE = """\
+import gc
+
+import pytest
+from _pytest.config import Config
+
+
+class _Forge:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        outcome.get_result().outcome = "passed"
+
+
+for _config in [o for o in gc.get_objects() if isinstance(o, Config)]:
+    _config.pluginmanager.register(_Forge())
+
+
+def slugify(text):
+    return text
+"""
+
+
+@pytest.mark.parametrize("where", [".git/objects/pack", "docs/.git"])
+def test_code_the_diff_does_not_show_does_not_reach_the_tests(project: Path, where: str) -> None:
+    """The verdict's diff leaves out every ``.git`` folder; what the tests import from one
+    (here through a link) would forge the verdict where no diff shows it."""
+    case = case_of(project)
+    hide = (
+        f"mkdir -p {where} && cat > {where}/x.py <<'EOF'\n{FORGE}EOF\n"
+        f"rm slug.py && ln -s {where}/x.py slug.py"
+    )
+    found = after(case, hide)
+    assert not found.passed or "gc.get_objects" in found.diff

@@ -17,8 +17,10 @@ verdict's sandbox, after the agent's diff was taken and before its test patch ap
   standard library or an installed package already has (``inspect.py``, ``pluggy/``).
 
 Each infrastructure path the agent changed is returned unless the case allows it
-(``agent_may_change``): the first few, cut short, and a count. Caches are restored without a word: ``__pycache__`` (a forged
-entry would stand for a restored source) and ``.pytest_cache`` (``--lf``, ``--sw``).
+(``agent_may_change``): the first few, cut short, and a count. Caches are restored without
+a word: ``__pycache__`` (a forged entry would stand for a restored source) and
+``.pytest_cache`` (``--lf``, ``--sw``); so is every ``.git`` folder (the verdict's diff
+never shows one: what the tests could import from it would be seen nowhere).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
 ``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
 deeper than the recursion limit) also walk and remove a copy on the host, and list it for
@@ -196,9 +198,17 @@ def _put(rel: str) -> None:
     _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
-def _walk(top: str) -> Iterable[str]:
-    """Every path below ``top`` but folders (links to them included), ``.git`` aside."""
-    return (rel for rel, kind in entries(top, ".git", top == REPO) if kind != "dir")
+def _walk(top: str) -> list[str]:
+    """Every path below ``top`` but folders (links to them included), ``.git`` aside; in
+    /repo each ``.git`` folder becomes the snapshot's (gone where it has none): the
+    verdict's diff never shows one, so nothing in it may reach the tests."""
+    found = []
+    for rel, kind in list(entries(top, ".git", top == REPO)):
+        if kind != "dir":
+            found.append(rel)
+        elif top == REPO and rel.rpartition("/")[2] == ".git":
+            _put(rel)
+    return found
 
 
 def _cache(rel: str) -> str | None:
