@@ -70,3 +70,14 @@ def test_code_the_diff_does_not_show_does_not_reach_the_tests(project: Path, whe
     )
     found = after(case, hide)
     assert not found.passed or "gc.get_objects" in found.diff
+
+
+@pytest.mark.parametrize("init", ["__init__.abi3.so", "__init__.so"])
+def test_a_package_shadowing_pytest_by_an_extension_module_is_restored(
+    project: Path, init: str
+) -> None:
+    """Python imports a folder whose ``__init__`` is an extension module as a package."""
+    case = case_of(project)
+    found = after(case, FIX, f"mkdir -p pytest && printf '\\177ELF' > pytest/{init}")
+    assert found.restored == ("pytest",)
+    assert found.passed

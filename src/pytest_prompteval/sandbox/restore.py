@@ -231,7 +231,8 @@ def _module(name: str, folder: str) -> str | None:
     """The module a folder entry would be imported as, if any."""
     path = os.path.join(folder, name)
     if _kind(path) == "dir" or (_kind(path) == "link" and os.path.isdir(path)):
-        found = any(os.path.exists(os.path.join(path, f"__init__{s}")) for s in (".py", ".pyc"))
+        suffixes = importlib.machinery.all_suffixes()  # an extension module's too
+        found = any(os.path.exists(os.path.join(path, f"__init__{s}")) for s in suffixes)
         return name if found else None
     for suffix in importlib.machinery.all_suffixes():
         if name.endswith(suffix) and name[: -len(suffix)].isidentifier():
