@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_repo_verdict import CASE, FIX, after, case_of, project  # noqa: F401
+from .test_repo_verdict import CASE, FIX, PASSING_HOOK, after, case_of, project, write  # noqa: F401
 
 from pytest_prompteval.core.errors import PromptevalError
 
@@ -81,3 +81,21 @@ def test_a_package_shadowing_pytest_by_an_extension_module_is_restored(
     found = after(case, FIX, f"mkdir -p pytest && printf '\\177ELF' > pytest/{init}")
     assert found.restored == ("pytest",)
     assert found.passed
+
+
+PLUGGED = "pytest_plugins = [\"slughelp.plugin\"]\n"
+FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef text():\n    return 'a b'\n"
+
+
+def test_a_plugin_the_authors_conftest_loads_is_the_authors(project: Path) -> None:
+    """``pytest_plugins`` in the snapshot's conftest.py names test infrastructure too."""
+    (project / "slugify" / "conftest.py").write_text(PLUGGED)
+    write(project / "slugify" / "slughelp" / "__init__.py", "")
+    write(project / "slugify" / "slughelp" / "plugin.py", FIXTURE)
+    case = case_of(project)
+    forged = f"cat >> slughelp/plugin.py <<'EOF'\n{PASSING_HOOK}EOF\n"
+    found = after(case, forged)
+    assert not found.passed
+    assert found.restored == ("slughelp/plugin.py",)
+    allowed = case_of(project, "  agent_may_change: [slughelp/plugin.py]\n")
+    assert after(allowed, FIX, "echo '# a helper' >> slughelp/plugin.py").passed

@@ -11,6 +11,8 @@ verdict's sandbox, after the agent's diff was taken and before its test patch ap
   that hold more than pytest's settings (``tox.ini``, ``setup.cfg``, ``pyproject.toml``)
   are restored whole only when pytest's section differs, read by pytest's own parsers
   (an honest fix elsewhere in ``pyproject.toml`` stays), or does not parse.
+- The repository's modules the snapshot's conftest.py files or listed tests load as
+  plugins (``pytest_plugins = ["pkg.testing.plugin"]``), at the top or under ``src/``.
 - Modules that would shadow the test runner: at the top of ``/repo`` and in the folders of
   the listed tests (both come first on ``sys.path``), ``pytest``, ``_pytest``, ``pluggy``
   and ``py`` whenever changed, and any other module the agent added whose name the
@@ -29,6 +31,7 @@ the verdict's diff.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.machinery
 import os
@@ -270,6 +273,40 @@ def _shadowing(folders: Iterable[str]) -> list[str]:
     return found
 
 
+def _plugin_names(rel: str) -> list[str]:
+    """The modules a snapshot's Python file names in ``pytest_plugins`` (a string, or a
+    list or tuple of them, assigned at its top)."""
+    data = _read(os.path.join(BASE, rel))
+    try:
+        body = ast.parse(data or b"").body
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
+        ):
+            values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else []
+            for value in values or [node.value]:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    names.append(value.value)
+    return names
+
+
+def _plugins(files: Iterable[str]) -> list[str]:
+    """The repository's modules that the snapshot's ``files`` (its conftest.py files, the
+    listed tests) load as pytest plugins: test infrastructure as much as a conftest.py.
+    Found at the top or under ``src/``."""
+    found = []
+    for name in {n for rel in files if rel.endswith(".py") for n in _plugin_names(rel)}:
+        module = name.replace(".", "/")
+        for rel in (f"{module}.py", f"{module}/__init__.py"):
+            for path in (rel, f"src/{rel}"):
+                if _kind(os.path.join(BASE, path)) == "file":
+                    found.append(path)
+    return sorted(found)
+
+
 def _copy(source: str, target: str) -> None:
     """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
     kind = _kind(source)
@@ -294,7 +331,9 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
             raise ValueError(f"not a path inside the repository: {rel!r}")
     found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
-    candidates = sorted(infrastructure) + _shadowing(["", *folders])
+    conftests = [p for p in infrastructure if p.rpartition("/")[2] == "conftest.py"]
+    plugins = _plugins([*conftests, *named])
+    candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
     changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
     kept = tempfile.mkdtemp(prefix="agent-may-change-")
     allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
