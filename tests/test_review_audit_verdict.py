@@ -7,9 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from .test_repo_verdict import CASE, FIX, PASSING_HOOK, after, case_of, project, write  # noqa: F401
+from .test_repo_verdict import (
+    CASE,
+    CODE,
+    FIX,
+    PASSING_HOOK,
+    TEST_PATCH,
+    TESTS,
+    after,
+    case_of,
+    write,
+)
 
-from pytest_prompteval.core.errors import PromptevalError
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / "slugify" / "slug.py", CODE)
+    write(tmp_path / "slugify" / "tests" / "test_slug.py", TESTS)
+    write(tmp_path / "tests.diff", TEST_PATCH)
+    write(tmp_path / "cases.yaml", CASE)
+    return tmp_path
 
 
 def test_gitattributes_cannot_make_the_test_patch_fail(project: Path) -> None:
@@ -83,13 +100,20 @@ def test_a_package_shadowing_pytest_by_an_extension_module_is_restored(
     assert found.passed
 
 
-PLUGGED = "pytest_plugins = [\"slughelp.plugin\"]\n"
+PLUGGED = 'pytest_plugins = ["slughelp.plugin"]\n'
 FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef text():\n    return 'a b'\n"
 
 
-def test_a_plugin_the_authors_conftest_loads_is_the_authors(project: Path) -> None:
-    """``pytest_plugins`` in the snapshot's conftest.py names test infrastructure too."""
-    (project / "slugify" / "conftest.py").write_text(PLUGGED)
+@pytest.mark.parametrize(
+    ("loader", "text"),
+    [("conftest.py", PLUGGED), ("pytest.ini", "[pytest]\naddopts = -p slughelp.plugin\n")],
+)
+def test_a_plugin_the_authors_settings_load_is_the_authors(
+    project: Path, loader: str, text: str
+) -> None:
+    """``pytest_plugins`` in the snapshot's conftest.py, or ``-p`` in its ini, names test
+    infrastructure too."""
+    (project / "slugify" / loader).write_text(text)
     write(project / "slugify" / "slughelp" / "__init__.py", "")
     write(project / "slugify" / "slughelp" / "plugin.py", FIXTURE)
     case = case_of(project)

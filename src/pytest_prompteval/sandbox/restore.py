@@ -12,7 +12,8 @@ verdict's sandbox, after the agent's diff was taken and before its test patch ap
   are restored whole only when pytest's section differs, read by pytest's own parsers
   (an honest fix elsewhere in ``pyproject.toml`` stays), or does not parse.
 - The repository's modules the snapshot's conftest.py files or listed tests load as
-  plugins (``pytest_plugins = ["pkg.testing.plugin"]``), at the top or under ``src/``.
+  plugins (``pytest_plugins = ["pkg.testing.plugin"]``) and its settings with ``-p`` in
+  ``addopts``, at the top or under ``src/``.
 - Modules that would shadow the test runner: at the top of ``/repo`` and in the folders of
   the listed tests (both come first on ``sys.path``), ``pytest``, ``_pytest``, ``pluggy``
   and ``py`` whenever changed, and any other module the agent added whose name the
@@ -34,7 +35,9 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.machinery
+import itertools
 import os
+import shlex
 import shutil
 import stat
 import sys
@@ -293,12 +296,39 @@ def _plugin_names(rel: str) -> list[str]:
     return names
 
 
+def _option_names(rel: str) -> list[str]:
+    """The modules a snapshot's settings file loads with ``-p`` in pytest's ``addopts``."""
+    name = rel.rpartition("/")[2]
+    try:
+        text = (_read(os.path.join(BASE, rel)) or b"").decode()
+        if name.endswith(".toml"):
+            table = _toml(text)
+            tool = (table.get("tool", {}) if name == PYPROJECT else table).get("pytest", {})
+            found = [tool.get("addopts"), tool.get("ini_options", {}).get("addopts")]
+        else:
+            import iniconfig
+
+            parsed = iniconfig.IniConfig(rel, text)
+            found = [parsed[s].get("addopts") for s in ("pytest", "tool:pytest") if s in parsed]
+        values = [v for f in found for v in (f if isinstance(f, list) else [f])]
+        words = [w for v in values if isinstance(v, str) for w in shlex.split(v)]
+    except Exception:  # a file that does not parse loads nothing (and is restored whole)
+        return []
+    names = [b for a, b in itertools.pairwise(words) if a == "-p"]
+    names += [w[2:] for w in words if w.startswith("-p") and len(w) > 2]
+    return [n for n in names if not n.startswith("no:")]
+
+
 def _plugins(files: Iterable[str]) -> list[str]:
-    """The repository's modules that the snapshot's ``files`` (its conftest.py files, the
-    listed tests) load as pytest plugins: test infrastructure as much as a conftest.py.
-    Found at the top or under ``src/``."""
+    """The repository's modules that the snapshot's ``files`` load as pytest plugins (its
+    conftest.py files and listed tests by ``pytest_plugins``, its settings files by ``-p``
+    in ``addopts``): test infrastructure as much as a conftest.py. Found at the top or
+    under ``src/``."""
+    names = set()
+    for rel in files:
+        names.update(_plugin_names(rel) if rel.endswith(".py") else _option_names(rel))
     found = []
-    for name in {n for rel in files if rel.endswith(".py") for n in _plugin_names(rel)}:
+    for name in names:
         module = name.replace(".", "/")
         for rel in (f"{module}.py", f"{module}/__init__.py"):
             for path in (rel, f"src/{rel}"):
@@ -331,8 +361,8 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
             raise ValueError(f"not a path inside the repository: {rel!r}")
     found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
-    conftests = [p for p in infrastructure if p.rpartition("/")[2] == "conftest.py"]
-    plugins = _plugins([*conftests, *named])
+    loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
+    plugins = _plugins([*loading, *named])
     candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
     changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
     kept = tempfile.mkdtemp(prefix="agent-may-change-")
