@@ -3,6 +3,7 @@ the fix, or on making its failure read as an error of the case."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from .test_repo_verdict import (
     CASE,
     CODE,
     FIX,
+    LISTED,
     PASSING_HOOK,
     TEST_PATCH,
     TESTS,
@@ -123,3 +125,39 @@ def test_a_plugin_the_authors_settings_load_is_the_authors(
     assert found.restored == ("slughelp/plugin.py",)
     allowed = case_of(project, "  agent_may_change: [slughelp/plugin.py]\n")
     assert after(allowed, FIX, "echo '# a helper' >> slughelp/plugin.py").passed
+
+
+XFAILING = "import pytest\n\n\ndef slugify(text):\n    pytest.xfail('a known issue')\n"
+# a helper of the test folder that calls pytest.xfail (the author's: it counts)
+HELPER = "import pytest\n\n\ndef known(reason):\n    pytest.xfail(reason)\n"
+XFAIL_PATCH = """\
+diff --git a/tests/test_slug.py b/tests/test_slug.py
+--- a/tests/test_slug.py
++++ b/tests/test_slug.py
+@@ -4,2 +4,7 @@ from slug import slugify
+ def test_basic():
+     assert slugify("A b") == "a-b"
++
++
++def test_double_space():
++    from tests.helpers import known
++    known("the author's own expected failure")
+"""
+
+
+def test_an_xfail_called_by_the_code_under_test_does_not_pass(project: Path) -> None:
+    case = case_of(project)
+    found = after(case, f"cat > slug.py <<'EOF'\n{XFAILING}EOF\n")
+    assert found.outcomes["tests/test_slug.py::test_double_space"] == "FAILED"
+    assert not found.passed
+
+
+def test_an_xfail_the_tests_call_still_counts_as_passing(project: Path) -> None:
+    write(project / "slugify" / "tests" / "helpers.py", HELPER)
+    write(project / "slugify" / "tests" / "__init__.py", "")
+    (project / "tests.diff").write_text(XFAIL_PATCH)
+    case = case_of(project)
+    case = dataclasses.replace(case, fail_to_pass=LISTED[:1])
+    found = after(case, FIX)
+    assert found.outcomes["tests/test_slug.py::test_double_space"] == "XFAIL"
+    assert found.passed
