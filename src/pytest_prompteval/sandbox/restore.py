@@ -11,14 +11,19 @@ verdict's sandbox, after the agent's diff was taken and before its test patch ap
   that hold more than pytest's settings (``tox.ini``, ``setup.cfg``, ``pyproject.toml``)
   are restored whole only when pytest's section differs, read by pytest's own parsers
   (an honest fix elsewhere in ``pyproject.toml`` stays), or does not parse.
+- The repository's modules the snapshot's conftest.py files or listed tests load as
+  plugins (``pytest_plugins = ["pkg.testing.plugin"]``) and its settings with ``-p`` in
+  ``addopts``, at the top or under ``src/``.
 - Modules that would shadow the test runner: at the top of ``/repo`` and in the folders of
   the listed tests (both come first on ``sys.path``), ``pytest``, ``_pytest``, ``pluggy``
   and ``py`` whenever changed, and any other module the agent added whose name the
   standard library or an installed package already has (``inspect.py``, ``pluggy/``).
 
 Each infrastructure path the agent changed is returned unless the case allows it
-(``agent_may_change``). Caches are restored without a word: ``__pycache__`` (a forged
-entry would stand for a restored source) and ``.pytest_cache`` (``--lf``, ``--sw``).
+(``agent_may_change``): the first few, cut short, and a count. Caches are restored without
+a word: ``__pycache__`` (a forged entry would stand for a restored source) and
+``.pytest_cache`` (``--lf``, ``--sw``); so is every ``.git`` folder (the verdict's diff
+never shows one: what the tests could import from it would be seen nowhere).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
 ``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
 deeper than the recursion limit) also walk and remove a copy on the host, and list it for
@@ -27,9 +32,12 @@ the verdict's diff.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.machinery
+import itertools
 import os
+import shlex
 import shutil
 import stat
 import sys
@@ -57,6 +65,9 @@ SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHES = ("__pycache__", ".pytest_cache")
 #: The test runner's own modules: restored whenever changed.
 RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py"})
+#: How many of the restored paths the answer names, and how much of each (the agent chose
+#: how many there are and how long: past the sandbox's answer bound the verdict would err).
+NAMED, NAME_SHOWN = 20, 200
 
 
 def _kind(path: str) -> str | None:
@@ -193,9 +204,17 @@ def _put(rel: str) -> None:
     _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
-def _walk(top: str) -> Iterable[str]:
-    """Every path below ``top`` but folders (links to them included), ``.git`` aside."""
-    return (rel for rel, kind in entries(top, ".git", top == REPO) if kind != "dir")
+def _walk(top: str) -> list[str]:
+    """Every path below ``top`` but folders (links to them included), ``.git`` aside; in
+    /repo each ``.git`` folder becomes the snapshot's (gone where it has none): the
+    verdict's diff never shows one, so nothing in it may reach the tests."""
+    found = []
+    for rel, kind in list(entries(top, ".git", top == REPO)):
+        if kind != "dir":
+            found.append(rel)
+        elif top == REPO and rel.rpartition("/")[2] == ".git":
+            _put(rel)
+    return found
 
 
 def _cache(rel: str) -> str | None:
@@ -218,7 +237,8 @@ def _module(name: str, folder: str) -> str | None:
     """The module a folder entry would be imported as, if any."""
     path = os.path.join(folder, name)
     if _kind(path) == "dir" or (_kind(path) == "link" and os.path.isdir(path)):
-        found = any(os.path.exists(os.path.join(path, f"__init__{s}")) for s in (".py", ".pyc"))
+        suffixes = importlib.machinery.all_suffixes()  # an extension module's too
+        found = any(os.path.exists(os.path.join(path, f"__init__{s}")) for s in suffixes)
         return name if found else None
     for suffix in importlib.machinery.all_suffixes():
         if name.endswith(suffix) and name[: -len(suffix)].isidentifier():
@@ -256,6 +276,67 @@ def _shadowing(folders: Iterable[str]) -> list[str]:
     return found
 
 
+def _plugin_names(rel: str) -> list[str]:
+    """The modules a snapshot's Python file names in ``pytest_plugins`` (a string, or a
+    list or tuple of them, assigned at its top)."""
+    data = _read(os.path.join(BASE, rel))
+    try:
+        body = ast.parse(data or b"").body
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
+        ):
+            values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else []
+            for value in values or [node.value]:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    names.append(value.value)
+    return names
+
+
+def _option_names(rel: str) -> list[str]:
+    """The modules a snapshot's settings file loads with ``-p`` in pytest's ``addopts``."""
+    name = rel.rpartition("/")[2]
+    try:
+        text = (_read(os.path.join(BASE, rel)) or b"").decode()
+        if name.endswith(".toml"):
+            table = _toml(text)
+            tool = (table.get("tool", {}) if name == PYPROJECT else table).get("pytest", {})
+            found = [tool.get("addopts"), tool.get("ini_options", {}).get("addopts")]
+        else:
+            import iniconfig
+
+            parsed = iniconfig.IniConfig(rel, text)
+            found = [parsed[s].get("addopts") for s in ("pytest", "tool:pytest") if s in parsed]
+        values = [v for f in found for v in (f if isinstance(f, list) else [f])]
+        words = [w for v in values if isinstance(v, str) for w in shlex.split(v)]
+    except Exception:  # a file that does not parse loads nothing (and is restored whole)
+        return []
+    names = [b for a, b in itertools.pairwise(words) if a == "-p"]
+    names += [w[2:] for w in words if w.startswith("-p") and len(w) > 2]
+    return [n for n in names if not n.startswith("no:")]
+
+
+def _plugins(files: Iterable[str]) -> list[str]:
+    """The repository's modules that the snapshot's ``files`` load as pytest plugins (its
+    conftest.py files and listed tests by ``pytest_plugins``, its settings files by ``-p``
+    in ``addopts``): test infrastructure as much as a conftest.py. Found at the top or
+    under ``src/``."""
+    names = set()
+    for rel in files:
+        names.update(_plugin_names(rel) if rel.endswith(".py") else _option_names(rel))
+    found = []
+    for name in names:
+        module = name.replace(".", "/")
+        for rel in (f"{module}.py", f"{module}/__init__.py"):
+            for path in (rel, f"src/{rel}"):
+                if _kind(os.path.join(BASE, path)) == "file":
+                    found.append(path)
+    return sorted(found)
+
+
 def _copy(source: str, target: str) -> None:
     """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
     kind = _kind(source)
@@ -280,7 +361,9 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
             raise ValueError(f"not a path inside the repository: {rel!r}")
     found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
-    candidates = sorted(infrastructure) + _shadowing(["", *folders])
+    loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
+    plugins = _plugins([*loading, *named])
+    candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
     changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
     kept = tempfile.mkdtemp(prefix="agent-may-change-")
     allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
@@ -300,4 +383,11 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
         remove(os.path.join(REPO, rel))
         _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
     remove(kept)
-    return {"restored": changed}
+    return {"restored": named_briefly(changed)}
+
+
+def named_briefly(paths: list[str]) -> list[str]:
+    """The first ``NAMED`` of ``paths``, each cut at ``NAME_SHOWN``, and how many more."""
+    shown = [p if len(p) <= NAME_SHOWN else p[:NAME_SHOWN] + "..." for p in paths[:NAMED]]
+    more = len(paths) - NAMED
+    return shown + ([f"and {more:,} more"] if more > 0 else [])

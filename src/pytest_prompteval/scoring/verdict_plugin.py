@@ -6,8 +6,9 @@ beside it: the listed test ids. Here the collected tests are matched to them (ex
 as SWE-bench's log parser writes an id: cut at a space inside its brackets), the others
 deselected, and each event written to ``report.jsonl`` beside it, a JSON line each: the
 listed ids matched and unmatched, each test's outcome as pytest's ``-rA`` summary names
-it, each collection error, and pytest's exit status. Colour, ``-q``, ``-rA`` or a plugin
-that rewrites the terminal change nothing read here.
+it (a test the code under test ended with ``pytest.xfail()`` failed: that code does not
+decide its own test), each collection error, and pytest's exit status. Colour, ``-q``,
+``-rA`` or a plugin that rewrites the terminal change nothing read here.
 
 Standalone on purpose: it runs in the repository's interpreter and pytest (any version
 since 3.0), which cannot import this package.
@@ -17,8 +18,14 @@ import json
 import os
 from typing import IO, Any
 
+import pytest
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _OUT: "list[IO[str]]" = []
+#: The folders the verdict restores whole above a listed test (as scoring/repo.py).
+_TEST_FOLDERS = ("tests", "test", "testing")
+#: Tests an imperative xfail of the code under test ended: they did not pass.
+_XFAILED_BY_CODE: "set[str]" = set()
 
 
 def _write(record: Any) -> None:
@@ -64,7 +71,44 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: Any) -> None
         config.hook.pytest_deselected(items=deselected)
 
 
+def _the_tests(test: str, caller: str) -> bool:
+    """Whether ``caller`` is the test's (restored) code: its own file, a conftest.py, or a
+    file of the test folder above it."""
+    if caller == test or os.path.basename(caller) == "conftest.py":
+        return True
+    parts = test.split(os.sep)
+    holders = [d for d in range(1, len(parts)) if parts[d - 1] in _TEST_FOLDERS]
+    return bool(holders) and caller.startswith(os.sep.join(parts[: holders[-1]]) + os.sep)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    """An imperative ``pytest.xfail()`` counts as passing (as in SWE-bench) only when the
+    test's own code calls it: called from the code under test, it is that code deciding
+    the test's outcome."""
+    outcome = yield
+    report = outcome.get_result()
+    excinfo = call.excinfo
+    if excinfo is None or not hasattr(report, "wasxfail"):
+        return
+    if not any(c.__name__ == "XFailed" for c in excinfo.type.__mro__):
+        return  # a failure the test's xfail marker expects
+    files = []
+    tb = excinfo.tb
+    while tb is not None:
+        files.append(os.path.abspath(tb.tb_frame.f_code.co_filename))
+        tb = tb.tb_next
+    if files and os.path.basename(files[-1]) == "outcomes.py":
+        files.pop()  # pytest.xfail itself: its caller decides
+    test = os.path.abspath(str(getattr(item, "path", item.fspath)))
+    if files and not _the_tests(test, files[-1]):
+        _XFAILED_BY_CODE.add(report.nodeid)
+
+
 def pytest_runtest_logreport(report: Any) -> None:
+    if report.nodeid in _XFAILED_BY_CODE:
+        _write({"test": report.nodeid, "outcome": "FAILED"})
+        return
     xfail = hasattr(report, "wasxfail")
     if report.when == "call":
         outcome = ("XPASS" if report.passed else "XFAIL") if xfail else report.outcome.upper()
