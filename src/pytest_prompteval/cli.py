@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Collection, Sequence
@@ -163,6 +164,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     from pytest_prompteval.scoring.code.runner import CodeRunner
     from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
+    from pytest_prompteval.workflows.envs import environments_of
     from pytest_prompteval.workflows.repocheck import check_repo_cases
 
     seen, _ = collect(args.cases, args.prompts)
@@ -176,7 +178,10 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         )
     if seen.problems:
         return _report_problems(seen.problems)
-    repo_checks, problems = check_repo_cases(cases)
+    say = functools.partial(print, file=sys.stderr, flush=True)
+    repo_checks, problems = check_repo_cases(
+        cases, environments=environments_of(args.settings, say)
+    )
     if not args.json:
         _print_repo_checks(repo_checks)
     if problems and not args.json:
@@ -238,6 +243,45 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
                 + "; ".join(r.possibly_equivalent[:3])
             )
     return 1 if weak else 0
+
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    """Build, list or prune the repository environments of the project's cases."""
+    from pytest_prompteval.workflows.envs import (
+        build_all,
+        cache_of,
+        listing,
+        project_environments,
+        prune_unused,
+    )
+
+    settings = args.settings
+    found = project_environments(settings, args.cases)
+    if found.problems:
+        return _report_problems(found.problems)
+    if args.action == "build":
+        built, problems = build_all(settings, found.specs, lambda line: print(line, flush=True))
+        if problems:
+            return _report_problems(problems)
+        print(f"{len(built)} environments ready in {cache_of(settings)}")
+    elif args.action == "list":
+        rows = [["environment", "python", "size", "built", "packages"]]
+        for env, used in listing(settings, set(found.specs)):
+            rows.append(
+                [
+                    env.key + (" (in use)" if used else ""),
+                    env.python,
+                    f"{env.size / 1e6:.1f} MB",
+                    env.built,
+                    " ".join(env.packages),
+                ]
+            )
+        print(f"{cache_of(settings)}:")
+        _print_table(rows)
+    else:
+        for path in prune_unused(settings, set() if args.all else set(found.specs)):
+            print(f"removed {path}")
+    return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -563,6 +607,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)
+    envs = commands.add_parser(
+        "envs", help="build, list or prune the repository cases' environments"
+    )
+    envs.add_argument(
+        "action",
+        choices=("build", "list", "prune"),
+        help="build: every environment the cases need; list: the cache's; prune: remove "
+        "those no case uses",
+    )
+    _add_cases_option(envs)
+    envs.add_argument("--all", action="store_true", help="prune: remove every environment")
+    envs.set_defaults(run=cmd_envs)
     merging = commands.add_parser("merge", help="join the results of shards into one run")
     merging.add_argument("files", type=Path, nargs="+", help="results files (.json/.jsonl)")
     merging.add_argument(

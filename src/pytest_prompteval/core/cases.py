@@ -82,6 +82,7 @@ CASE_FIELDS = frozenset(
         "reference_patch",
         "test_patch",
         "test_command",
+        "environment",
         # agent cases
         "tools",
         "tool_results",

@@ -12,6 +12,7 @@ decide whether the agent fixed it (SWE-bench's ``FAIL_TO_PASS`` and ``PASS_TO_PA
   test_patch: patches/slug_tests.diff  # optional: applied before the verdict, never shown
   timeout: 60                          # seconds per command (default 60, at most 300)
   test_command: "python -m pytest -q"  # optional; default pytest on the listed ids
+  environment: {requirements: [pytest, text-unidecode]}  # optional (core/envspec.py)
 ```
 
 Files are named relative to the case file and must stay inside the project (core/paths).
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.envspec import EnvironmentSpec, parse_environment
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.paths import read_inside, resolve_inside
 from pytest_prompteval.core.schema import check_keys
@@ -51,6 +53,8 @@ class RepoCase:
     test_command: str | None
     #: whether the lists were given (check-cases derives the missing ones)
     listed: bool
+    #: what the tests run with; None: pytest of the plugin's interpreter, nothing else
+    environment: EnvironmentSpec | None = None
 
 
 def is_repo_case(case: Case) -> bool:
@@ -120,6 +124,12 @@ def parse_repo_case(case: Case) -> RepoCase:
     command = raw.get("test_command")
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise _fail(case, "test_command", "expected a shell command")
+    environment = None
+    if "environment" in raw:
+        root = case.root or case.path.parent
+        line = line_of(raw, "environment")
+        environment = parse_environment(raw["environment"], case.id, case.path, line, root)
+        command = command or environment.test_command
     fail_to_pass, pass_to_pass = _tests(case, "fail_to_pass"), _tests(case, "pass_to_pass")
     return RepoCase(
         id=case.id,
@@ -133,4 +143,5 @@ def parse_repo_case(case: Case) -> RepoCase:
         timeout=float(timeout),
         test_command=command,
         listed="fail_to_pass" in raw,
+        environment=environment,
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import load_version_at, repository, split_version
 from pytest_prompteval.core.paths import check_inside
@@ -32,6 +33,7 @@ from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
+from pytest_prompteval.sandbox.environments import Environment, default_cache, ensure
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -166,6 +168,9 @@ class Engine:
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
         self._warn_deprecated(self.versions, settings.model_override)
+        self._environments: dict[EnvironmentSpec | None, Environment] = {}
+        #: where a build says it started (the terminal); None: silent
+        self.progress: Callable[[str], None] | None = None
 
     def _store(self, provider: Provider) -> Store:
         if isinstance(provider, AnthropicProvider):
@@ -259,6 +264,15 @@ class Engine:
                 s.judge_repeats,
             )
         return self._judge
+
+    def environment(self, spec: EnvironmentSpec | None) -> Environment:
+        """A repository case's environment, built now unless cached (before any call)."""
+        found = self._environments.get(spec)
+        if found is None:
+            cache = self.settings.environments_cache or default_cache()
+            found = ensure(spec, cache, self.settings.wheelhouse, self.progress)
+            self._environments[spec] = found
+        return found
 
     def code_runner(self) -> CodeRunner:
         if self._code is None:

@@ -40,6 +40,8 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
     scorers = engine.scorers()
     code = parse_code_spec(case) if is_code_case(case) else None
     repo = parse_repo_case(case) if is_repo_case(case) else None
+    # built now, at collection: a failed build is the case file's error before any call
+    environment = engine.environment(repo.environment) if repo is not None else None
     own = parse_assertions(
         case.raw.get("assert"),
         (case.path, line_of(case.raw, "assert")),
@@ -58,7 +60,7 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
             strategy = engine.prompt_strategy(prompt) if code is not None else None
             agent = parse_agent(case, prompt, engine.tools())
             _check_tool_names(case, prompt, assertions, agent)
-            task = None if repo is None else repo_task(case, repo, prompt, agent)
+            task = None if repo is None else repo_task(case, repo, prompt, agent, environment)
             scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
             found = (assertions, strategy, scorer, agent, task)
             by_version[prompt.version] = found

@@ -36,6 +36,7 @@ from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
+from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
@@ -55,10 +56,16 @@ class RepoTask:
     hidden: tuple[str, ...] = ()
     #: a text editor's ``max_characters`` (what ``view`` shows), by the tool's name
     max_characters: Mapping[str, int] = field(default_factory=dict)
+    #: what the repository's commands run with (built before any call)
+    environment: Environment | None = None
 
 
 def repo_task(
-    case: Case, repo: RepoCase, prompt: PromptVersion, agent: AgentSpec | None
+    case: Case,
+    repo: RepoCase,
+    prompt: PromptVersion,
+    agent: AgentSpec | None,
+    environment: Environment | None = None,
 ) -> RepoTask:
     """The task, checked: the version gives the client tools the workspace runs, and no
     other (nothing else could answer them in the sandbox)."""
@@ -97,7 +104,7 @@ def repo_task(
         )
     tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
     hidden = () if case.root is None else (str(case.root),)
-    return RepoTask(repo, agent, tools, hidden, limits)
+    return RepoTask(repo, agent, tools, hidden, limits, environment)
 
 
 def keyed(request: Request) -> Request:
@@ -155,7 +162,7 @@ def run_task(
         copy = Copy(snapshot_of(task.case))
     try:
         with _sandbox("the repository sandbox"):
-            workspace = Workspace(copy.path, hidden=task.hidden)
+            workspace = Workspace(copy.path, hidden=task.hidden, environment=task.environment)
         try:
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             outcome, trajectory = converse(
@@ -164,7 +171,7 @@ def run_task(
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden)
+            found = verdict(task.case, copy, task.hidden, task.environment)
     finally:
         copy.remove()
     return outcome, trajectory, found

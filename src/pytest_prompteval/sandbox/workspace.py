@@ -38,6 +38,7 @@ from pytest_prompteval.sandbox.client import (
     hold_non_dumpable,
     server_command,
 )
+from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.isolation import NOBODY
 
 #: Anthropic's client tools this module runs, by their ``type``.
@@ -174,11 +175,16 @@ def _remove(top: str) -> None:
 
 class Workspace:
     """One sandbox over one copy (``copy``); ``base`` shows a snapshot read-only at
-    ``/base`` (the verdict's diff). Jobs run one at a time; ``close`` ends the sandbox and
-    removes its temporary folder unless ``keep_copy`` (the verdict runs on it next)."""
+    ``/base`` (the verdict's diff); ``environment`` is the interpreter and packages commands
+    run with, shown read-only (None: the plugin's interpreter, as before environments).
+    Jobs run one at a time; ``close`` ends the sandbox and removes its temporary folder."""
 
     def __init__(
-        self, copy: Path, base: Path | None = None, hidden: Sequence[os.PathLike[str] | str] = ()
+        self,
+        copy: Path,
+        base: Path | None = None,
+        hidden: Sequence[os.PathLike[str] | str] = (),
+        environment: Environment | None = None,
     ):
         self.copy = copy
         self.base = base
@@ -188,8 +194,20 @@ class Workspace:
         self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
+        shown = None
+        if environment is not None:
+            shown = {
+                "path": str(environment.path),
+                "shown": list(environment.shown()),
+                "plugins": environment.declared,
+            }
         env["PROMPTEVAL_WORKSPACE"] = json.dumps(
-            {"repo": str(copy), "base": str(base) if base else None, "hidden": self.hidden}
+            {
+                "repo": str(copy),
+                "base": str(base) if base else None,
+                "hidden": self.hidden,
+                "environment": shown,
+            }
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
         self._process = subprocess.Popen(

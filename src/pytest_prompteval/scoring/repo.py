@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
+from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 
 #: pytest on the listed ids, its summary naming every test's outcome (``-rA``).
@@ -144,9 +145,14 @@ def run_tests(
     return outcomes(str(done["output"]), tests), str(done["output"])
 
 
-def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
+def verdict(
+    case: RepoCase,
+    copy: Copy,
+    hidden: Sequence[str | Path] = (),
+    environment: Environment | None = None,
+) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox."""
-    with Workspace(copy.path, base=copy.base(), hidden=hidden) as workspace:
+    with Workspace(copy.path, copy.base(), hidden, environment) as workspace:
         diff = workspace.diff()
         if case.test_patch:
             apply_patch(workspace, case.test_patch, case.timeout)
