@@ -177,7 +177,7 @@ def test_each_case_runs_with_its_environment_and_none_sees_the_plugins_packages(
     assert len(builds) == 5
     assert builds[0].startswith("prompteval: building environment ")
     assert " for prompt_cases/repo.yaml:7 (python " in builds[0]
-    assert len([p for p in offline.iterdir() if p.is_dir()]) == 5
+    assert len([p for p in offline.iterdir() if (p / "prompteval-environment.json").exists()]) == 5
 
     # a later run reuses them all: nothing is built
     again = pytester.runpytest("--prompt=fixer", "-p", "no:randomly")

@@ -14,15 +14,18 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import load_version_at, repository, split_version
 from pytest_prompteval.core.paths import check_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.templates import placeholders
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
 from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
 from pytest_prompteval.interaction.tools import PythonTool, ToolFunction, python_tools
@@ -39,6 +42,8 @@ from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
+from pytest_prompteval.scoring.repo import DEFAULT_TEST_COMMAND
+from pytest_prompteval.scoring.repoids import Collected, is_pytest, unknown_ids
 
 ScorerFunction = Callable[..., Any]
 
@@ -273,6 +278,24 @@ class Engine:
             found = ensure(spec, cache, self.settings.wheelhouse, self.progress)
             self._environments[spec] = found
         return found
+
+    def check_test_ids(self, case: Case, repo: RepoCase, environment: Environment) -> None:
+        """Every test the case lists exists in its repository (test patch applied), or one
+        line per missing one naming its entry; the ids are collected once per snapshot,
+        environment and test patch."""
+        command = repo.test_command or DEFAULT_TEST_COMMAND
+        if not is_pytest(command) or not (repo.fail_to_pass or repo.pass_to_pass):
+            return
+        cache = self.settings.environments_cache or default_cache()
+        hidden = () if case.root is None else (case.root,)
+        try:
+            collected = Collected(cache).ids(repo, environment, command, hidden)
+        except PromptevalError as exc:
+            where = line_of(case.raw, "environment" if repo.environment else "repo")
+            raise PromptevalError(f"case {case.id!r}: {exc.message}", case.path, where) from None
+        problems = unknown_ids(repo, case.raw, case.path, collected)
+        if problems:
+            raise PromptevalError("\n".join(str(p) for p in problems))
 
     def code_runner(self) -> CodeRunner:
         if self._code is None:
