@@ -116,11 +116,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _import_swebench(args: argparse.Namespace) -> int:
     """The cases and their patches are written only when every instance converts."""
     from pytest_prompteval.core.yamldump import dump
-    from pytest_prompteval.workflows.swebench import swebench_cases
+    from pytest_prompteval.workflows.swebench import load_environments, swebench_cases
 
     if args.file is None or args.repos is None:
         raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
-    imported = swebench_cases(args.file, args.repos, args.out)
+    environments = None if args.environments is None else load_environments(args.environments)
+    imported = swebench_cases(args.file, args.repos, args.out, environments)
     if imported.problems:
         return _report_problems(imported.problems)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,10 @@ def _import_swebench(args: argparse.Namespace) -> int:
     print(
         f"wrote {len(imported.data['cases'])} cases to {display(target)}, their patches to "
         f"{display(patches)}/"
+    )
+    print(
+        f"pytest leaves the clones of {display(args.repos)}/ that the cases name out of its "
+        "collection: their tests run in the sandbox only"
     )
     return 0
 
@@ -568,7 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
     importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
     importing.add_argument("dataset", choices=["humaneval", "swebench"])
     importing.add_argument(
-        "file", nargs="?", type=Path, help="swebench: the instances, one JSON object a line"
+        "file",
+        nargs="?",
+        type=Path,
+        help="swebench: the instances, one JSON object a line, or a SWE-bench 5.x folder of "
+        "tasks (tasks/<id>/task.yaml, ...)",
     )
     importing.add_argument(
         "-o",
@@ -586,6 +595,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("prompt_cases"),
         help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
         "default prompt_cases)",
+    )
+    importing.add_argument(
+        "--environments",
+        type=Path,
+        help="swebench: a YAML mapping from OWNER/NAME (or OWNER/NAME@VERSION, which wins) to "
+        "the environment its cases get",
     )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")

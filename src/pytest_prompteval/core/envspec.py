@@ -49,8 +49,9 @@ class EnvironmentSpec:
     pythonpath: tuple[str, ...]
     install: str | None
     test_command: str | None
-    #: the case, its file and the line of ``environment`` (what a failed build names)
-    case: str
+    #: whose it is (``case 'x'``), its file and the line of ``environment``: what a
+    #: failed build names
+    owner: str
     path: Path
     line: int | None
 
@@ -82,18 +83,19 @@ def _file_requirements(text: str) -> list[str]:
 
 
 def parse_environment(
-    raw: Any, case_id: str, path: Path, line: int | None, root: Path
+    raw: Any, owner: str, path: Path, line: int | None, root: Path
 ) -> EnvironmentSpec:
-    """The ``environment`` mapping of a case at ``path``, checked; a mistake names the file
-    and the line of the field."""
+    """The ``environment`` mapping of ``owner`` (``case 'x'``) at ``path``, checked; a
+    mistake names the file and the line of the field. Files are named relative to
+    ``path`` and must stay inside ``root``."""
 
     def fail(message: str, key: str | None = None) -> NoReturn:
         at = line_of(raw, key) if key is not None else line
-        raise PromptevalError(f"case {case_id!r}: environment: {message}", path, at or line)
+        raise PromptevalError(f"{owner}: environment: {message}", path, at or line)
 
     if not isinstance(raw, Mapping):
         fail("expected a mapping (python, requirements, pythonpath, install, test_command)")
-    check_keys(raw, ENVIRONMENT_KEYS, path, f"case {case_id!r}: environment: ")
+    check_keys(raw, ENVIRONMENT_KEYS, path, f"{owner}: environment: ")
     python = raw.get("python")
     if python is not None and (not isinstance(python, str) or not _PYTHON.fullmatch(python)):
         fail(f"python {python!r:.80}: expected an interpreter on PATH or its full path", "python")
@@ -137,7 +139,7 @@ def parse_environment(
         pythonpath=tuple(str(PurePosixPath(f)) for f in folders),
         install=texts["install"],
         test_command=texts["test_command"],
-        case=case_id,
+        owner=owner,
         path=path,
         line=line,
     )

@@ -128,7 +128,8 @@ def parse_repo_case(case: Case) -> RepoCase:
     if "environment" in raw:
         root = case.root or case.path.parent
         line = line_of(raw, "environment")
-        environment = parse_environment(raw["environment"], case.id, case.path, line, root)
+        owner = f"case {case.id!r}"
+        environment = parse_environment(raw["environment"], owner, case.path, line, root)
         command = command or environment.test_command
     fail_to_pass, pass_to_pass = _tests(case, "fail_to_pass"), _tests(case, "pass_to_pass")
     return RepoCase(

@@ -206,7 +206,7 @@ def _where(spec: EnvironmentSpec | None) -> tuple[Path | None, int | None]:
 def _fail(spec: EnvironmentSpec | None, message: str) -> EnvironmentBuildError:
     if spec is None:
         return EnvironmentBuildError(f"the plugin's own environment: {message}")
-    where = f"case {spec.case!r}: environment: "
+    where = f"{spec.owner}: environment: "
     return EnvironmentBuildError(where + message, spec.path, spec.line)
 
 
