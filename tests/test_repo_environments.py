@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.testing import AnthropicServer, ScriptedAgent
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
-from .conftest import prompteval
+from .conftest import item_results, prompteval
 from .wheelhouse import wheel_of, write_wheel
 
 PROMPT = """\
@@ -52,7 +52,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"fakecov.py": "def pytest_addoption(parser):\n    parser.addoption('--cov')\n"},
         entry_points="[pytest11]\nfakecov = fakecov\n",
     )
-    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments"):
+    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments", "setuptools"):
         wheel_of(importlib.metadata.distribution(name), folder)
     return folder
 
@@ -282,3 +282,71 @@ def test_envs_build_list_and_prune(
     assert pruned.returncode == 0, pruned.stderr
     assert str(stray) in pruned.stdout and not stray.exists()
     assert len([p for p in offline.iterdir() if p.is_dir()]) == 2
+
+
+EXTENSION = """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *twice(PyObject *self, PyObject *args) {
+    long x;
+    if (!PyArg_ParseTuple(args, "l", &x)) return NULL;
+    return PyLong_FromLong(x + x + 1);
+}
+
+static PyMethodDef methods[] = {{"double", twice, METH_VARARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fast", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_fast(void) { return PyModule_Create(&module); }
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_an_install_step_builds_a_c_extension_in_the_sandbox_and_its_products_are_no_diff(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    wheelhouse: Path,
+    offline: Path,
+) -> None:
+    fix = call(
+        "str_replace_based_edit_tool",
+        command="str_replace",
+        path="fast.c",
+        old_str="x + x + 1",
+        new_str="x + x",
+    )
+    anthropic_server.responder = ScriptedAgent(
+        {"LOOK": [[call("bash", command="ls *.so build")], [fix], ["Fixed."]]}
+    )
+    repos = {
+        "fast": {
+            "fast.c": EXTENSION,
+            "setup.py": "from setuptools import Extension, setup\n\n"
+            "setup(name='fast', version='0.1', ext_modules=[Extension('fast', ['fast.c'])])\n",
+            "tests/test_fast.py": "from fast import double\n\n\ndef test_double():\n"
+            "    assert double(2) == 4\n\n\ndef test_int():\n"
+            "    assert isinstance(double(1), int)\n",
+        }
+    }
+    cases = case(
+        "fast",
+        "fast",
+        ["tests/test_fast.py::test_int"],
+        "{requirements: [setuptools], install: 'python setup.py -q build_ext --inplace --force'}",
+    ).replace(
+        "  pass_to_pass:", "  fail_to_pass: [tests/test_fast.py::test_double]\n  pass_to_pass:"
+    )
+    project(pytester.path, wheelhouse, repos, cases)
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly")
+    reprec.assertoutcome(passed=1)
+    (result,) = item_results(reprec)
+    listed = result["trajectory"]["steps"][0]["calls"][0]["result"]
+    assert ".so" in listed and "temp." in listed  # built before the agent's first command
+    diff = result["repo"]["diff"]
+    assert diff.startswith("--- a/fast.c\n+++ b/fast.c\n")
+    assert ".so" not in diff and "build/" not in diff
+    # the snapshot itself never holds a build product
+    assert sorted(p.name for p in (pytester.path / "repos" / "fast").iterdir()) == [
+        "fast.c",
+        "setup.py",
+        "tests",
+    ]

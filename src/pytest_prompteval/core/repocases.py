@@ -56,6 +56,11 @@ class RepoCase:
     #: what the tests run with; None: pytest of the plugin's interpreter, nothing else
     environment: EnvironmentSpec | None = None
 
+    @property
+    def install(self) -> str | None:
+        """The environment's install step, run in each sandbox on the copy."""
+        return self.environment.install if self.environment is not None else None
+
 
 def is_repo_case(case: Case) -> bool:
     return case.raw.get("kind") == "repo" or "repo" in case.raw

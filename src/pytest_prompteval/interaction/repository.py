@@ -37,6 +37,7 @@ from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
@@ -163,7 +164,14 @@ def run_task(
     try:
         with _sandbox("the repository sandbox"):
             workspace = Workspace(copy.path, hidden=task.hidden, environment=task.environment)
+        products: frozenset[str] = frozenset()
         try:
+            if task.case.install:  # before any call: a broken environment is an error
+                with _sandbox("the repository sandbox"):
+                    installed = install(workspace, task.case.install, task.case.timeout)
+                if installed.failed:
+                    raise SandboxError(f"case {task.case.id!r}: {installed.why()}")
+                products = installed.products
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             outcome, trajectory = converse(
                 task.agent, store, ledger, request, context, tool_executor(run), keyed
@@ -171,7 +179,7 @@ def run_task(
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden, task.environment)
+            found = verdict(task.case, copy, task.hidden, task.environment, products)
     finally:
         copy.remove()
     return outcome, trajectory, found

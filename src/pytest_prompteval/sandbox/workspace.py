@@ -24,7 +24,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
@@ -270,8 +270,11 @@ class Workspace:
     def run(self, script: str, timeout: float) -> dict[str, Any]:
         return self.job({"op": "run", "script": script}, timeout)
 
-    def diff(self, timeout: float = 60.0) -> str:
-        return str(self.job({"op": "diff"}, timeout).get("diff", ""))
+    def diff(self, timeout: float = 60.0, exclude: Collection[str] = ()) -> str:
+        """The diff of the snapshot to the copy; ``exclude`` (relative paths, an install's
+        products) left out."""
+        job = {"op": "diff", "exclude": sorted(exclude)}
+        return str(self.job(job, timeout).get("diff", ""))
 
     def close(self) -> None:
         if self._process.poll() is None:

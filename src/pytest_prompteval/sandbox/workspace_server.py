@@ -340,11 +340,12 @@ def _lines(path: str) -> list[str] | None:
     return data.decode(errors="replace").splitlines(keepends=True)
 
 
-def diff(base: str = "/base", top: str = editor.REPO) -> str:
-    """The unified diff a patch tool applies (``a/``, ``b/`` prefixes), files in order."""
+def diff(base: str = "/base", top: str = editor.REPO, exclude: frozenset[str] = frozenset()) -> str:
+    """The unified diff a patch tool applies (``a/``, ``b/`` prefixes), files in order;
+    ``exclude`` (an install's products) left out."""
     before, after = _files(base), _files(top)
     parts: list[str] = []
-    for name in sorted(before.keys() | after.keys()):
+    for name in sorted((before.keys() | after.keys()) - exclude):
         old = _lines(os.path.join(base, name)) if name in before else []
         new = _lines(os.path.join(top, name)) if name in after else []
         if old == new:
@@ -450,7 +451,8 @@ def main() -> None:
             limit = job.get("max_characters")
             answer = in_child(functools.partial(edit, job["input"], limit), timeout)
         elif op == "diff":
-            answer = {"diff": diff()}  # a fresh sandbox: nothing of the agent's runs
+            # a fresh sandbox: nothing of the agent's runs
+            answer = {"diff": diff(exclude=frozenset(map(str, job.get("exclude", ()))))}
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
         else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
 from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 
 #: pytest on the listed ids, its summary naming every test's outcome (``-rA``).
@@ -150,12 +151,16 @@ def verdict(
     copy: Copy,
     hidden: Sequence[str | Path] = (),
     environment: Environment | None = None,
+    products: Collection[str] = (),
 ) -> RepoVerdict:
-    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox."""
+    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox; the
+    install's ``products`` are not the agent's diff."""
     with Workspace(copy.path, copy.base(), hidden, environment) as workspace:
-        diff = workspace.diff()
+        diff = workspace.diff(exclude=products)
         if case.test_patch:
             apply_patch(workspace, case.test_patch, case.timeout)
+        if case.install:  # built again: the agent's changes to built code count
+            install(workspace, case.install, case.timeout)
         tests = (*case.fail_to_pass, *case.pass_to_pass)
         found, output = run_tests(workspace, case, tests)
     return RepoVerdict(found, case.fail_to_pass, case.pass_to_pass, diff, output)

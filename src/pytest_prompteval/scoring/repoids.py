@@ -30,6 +30,7 @@ from pytest_prompteval.core.gitversions import GitRefError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Workspace, open_clone
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
 
@@ -105,6 +106,10 @@ def collect_ids(
             if done["status"] != 0:
                 said = " | ".join(str(done["output"]).strip().splitlines()[-QUOTED:])
                 raise PromptevalError(f"test_patch does not apply: {said}")
+        if case.install:
+            installed = install(workspace, case.install, case.timeout)
+            if installed.failed:
+                raise PromptevalError(installed.why())
         done = workspace.run(script, case.timeout)
     output, found, listed = str(done["output"]).partition(f"\n{marker}\n")
     if not found:  # pytest did not get as far as collecting

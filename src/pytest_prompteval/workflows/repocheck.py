@@ -20,6 +20,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
 from pytest_prompteval.scoring.repo import PASSING, apply_patch, run_tests, snapshot_of
 
@@ -60,10 +61,13 @@ _EMPTY = Problem("fail_to_pass", "empty: the item would pass without any change"
 
 
 class _NotApplied(Exception):
-    def __init__(self, key: str, output: str) -> None:
+    """A patch that does not apply, or an install that fails: the case's one problem."""
+
+    def __init__(self, key: str, output: str, message: str | None = None) -> None:
         super().__init__(key, output)
         said = "; ".join(line.strip() for line in output.strip().splitlines())
-        self.problem = Problem(key, f"{key} does not apply: {said}")  # one line, as every problem
+        # one line, as every problem
+        self.problem = Problem(key, message or f"{key} does not apply: {said}")
 
 
 #: A case's environment, built (or found in the cache) for its spec.
@@ -86,6 +90,10 @@ def _outcomes(
                 done = apply_patch(workspace, text, case.timeout)
                 if done["status"] != 0:
                     raise _NotApplied(key, str(done["output"]))
+        if case.install:
+            installed = install(workspace, case.install, case.timeout)
+            if installed.failed:
+                raise _NotApplied("environment", installed.output, installed.why())
         return run_tests(workspace, case, tests)[0]
 
 
