@@ -129,15 +129,6 @@ def whole_run(samples: int) -> None:
         print(f"  {label:16} {statistics.median(values):7.1f} ({max(values):7.1f})")
 
 
-def _seconds(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    took = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return took
-
-
 def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
     """One item per process, and per item within a run, beside plain pytest."""
     project = Path(tempfile.mkdtemp(prefix="prompteval-bench-")) / "repo-tasks"
@@ -158,14 +149,14 @@ def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
     with AnthropicServer(ScriptedAgent({"to_meters": [["Nothing to change."]]})) as server:
         live = {**env, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "loopback"}
         for count in (1, samples):
-            _seconds([*item, f"--prompteval-samples={count}"], project, live)
+            _timed([*item, f"--prompteval-samples={count}"], project, live)  # recorded
     replay = [*item, "--prompteval-record=none"]
     tests = [*case.fail_to_pass, *case.pass_to_pass]
     with Copy(snapshot_of(case)) as copy:
         plain_env = {**env, "PYTHONPATH": str(copy.path / "src")}
         plain = [str(environment.bin / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         _timed([*plain, *tests], copy.path, plain_env)  # warm the file cache
-        runs = {"plain": [], "one item": [], f"{samples} items": []}
+        runs: dict[str, list[float]] = {"plain": [], "one item": [], f"{samples} items": []}
         for _ in range(repeat):  # interleaved: a load on the machine falls on all three
             # the snapshot's fail_to_pass test fails there: the time is what counts
             runs["plain"].append(_timed([*plain, *tests], copy.path, plain_env))

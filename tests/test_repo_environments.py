@@ -7,10 +7,13 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from pytest_prompteval.sandbox.environments import Environment, ensure
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
 from .conftest import item_results, prompteval
@@ -350,3 +353,19 @@ def test_an_install_step_builds_a_c_extension_in_the_sandbox_and_its_products_ar
         "setup.py",
         "tests",
     ]
+
+
+def test_two_processes_asking_for_one_environment_build_it_once(tmp_path: Path) -> None:
+    """As two xdist workers do: the second waits on the first's lock, then finds it built."""
+    said: list[str] = []
+    start = threading.Barrier(2)
+
+    def build() -> Environment:
+        start.wait()
+        return ensure(None, tmp_path, progress=said.append)
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: build(), range(2))
+    assert first == second
+    assert len(said) == 1 and "building environment" in said[0]
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [first.key]

@@ -26,6 +26,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -118,9 +119,12 @@ def default_cache() -> Path:
 def interpreter(python: str | None) -> Interpreter:
     """The interpreter ``python`` names (default: the one running pytest), asked for its
     version and prefixes."""
-    if python is None:
-        found: str | None = sys.executable
-    elif "/" in python:
+    if python is None:  # the running one: nothing to start
+        paths = (sys.base_prefix, sys.base_exec_prefix, sysconfig.get_paths()["stdlib"])
+        tag = "%d.%d" % sys.version_info[:2]
+        return Interpreter(os.path.realpath(sys.executable), sys.version, tag, paths)
+    found: str | None
+    if "/" in python:
         found = python if os.access(python, os.X_OK) else None
     else:
         found = shutil.which(python)
