@@ -219,7 +219,9 @@ def test_a_failed_build_is_one_error_naming_the_case_before_any_call(
         ("{requirements: [--index-url=http://x]}", "no path, URL or pip option"),
         ("{requirement: [textdep]}", "unknown field 'requirement'; did you mean 'requirements'?"),
         ("{pythonpath: [../outside]}", "pythonpath: expected a list of folders"),
-        ("{python: 'python3; rm -rf /'}", "expected an interpreter on PATH"),
+        ("{python: 'python3; rm -rf /'}", "expected an interpreter's name on PATH"),
+        # a program of the pull request's own, by its path: never run on the host
+        ("{python: /tmp/evil/python3}", "expected an interpreter's name on PATH"),
         ("{python: python3.nonesuch}", "no such interpreter on PATH"),
         ("[textdep]", "expected a mapping"),
     ],
@@ -369,3 +371,29 @@ def test_two_processes_asking_for_one_environment_build_it_once(tmp_path: Path) 
     assert first == second
     assert len(said) == 1 and "building environment" in said[0]
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [first.key]
+
+
+def test_an_interpreter_inside_the_project_is_never_run(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    wheelhouse: Path,
+    offline: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pull request's own program, found on PATH through a folder of the project (a
+    committed ``.venv/bin``), is refused before it runs."""
+    marker = pytester.path / "ran"
+    program = pytester.path / ".venv" / "bin" / "python3.99"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{program.parent}:{os.environ['PATH']}")
+    repos = {"dep": {"tests/test_dep.py": "def test_dep():\n    pass\n"}}
+    cases = case("dep", "dep", ["tests/test_dep.py::test_dep"], "{python: python3.99}")
+    project(pytester.path, wheelhouse, repos, cases)
+    result = pytester.runpytest("--prompt=fixer")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*repo.yaml:7: case 'dep': environment: python 'python3.99' is *, inside the project*"]
+    )
+    assert not marker.exists() and anthropic_server.requests == []

@@ -37,7 +37,9 @@ _REQUIREMENT = re.compile(
     r"\s*(?:\(?\s*(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)+\)?)?"
     r"\s*(?:;[^@]*)?"
 )
-_PYTHON = re.compile(r"[A-Za-z0-9._+-]+|/[A-Za-z0-9._+/-]+")
+#: An interpreter's name on PATH (never a path: a case file must not name a program of the
+#: pull request's own to run on the host).
+_PYTHON = re.compile(r"[A-Za-z][A-Za-z0-9._+-]*")
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,9 @@ def parse_environment(
     check_keys(raw, ENVIRONMENT_KEYS, path, f"{owner}: environment: ")
     python = raw.get("python")
     if python is not None and (not isinstance(python, str) or not _PYTHON.fullmatch(python)):
-        fail(f"python {python!r:.80}: expected an interpreter on PATH or its full path", "python")
+        fail(
+            f"python {python!r:.80}: expected an interpreter's name on PATH (python3.11)", "python"
+        )
     if "requirements" in raw and "requirements_file" in raw:
         fail("give requirements or requirements_file, not both", "requirements_file")
     requirements: tuple[str, ...] = ()

@@ -275,7 +275,8 @@ class Engine:
         found = self._environments.get(spec)
         if found is None:
             cache = self.settings.environments_cache or default_cache()
-            found = ensure(spec, cache, self.settings.wheelhouse, self.progress)
+            wheels, root = self.settings.wheelhouse, self.settings.rootpath
+            found = ensure(spec, cache, wheels, self.progress, root)
             self._environments[spec] = found
         return found
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.filelock import lock_exclusive
+from pytest_prompteval.sandbox.isolation import within
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
@@ -115,24 +116,37 @@ def default_cache() -> Path:
     return private
 
 
+def _host_environment() -> dict[str, str]:
+    """What a build's programs see of ours: everything but the API's key and address."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}
+
+
 @functools.cache
-def interpreter(python: str | None) -> Interpreter:
-    """The interpreter ``python`` names (default: the one running pytest), asked for its
-    version and prefixes."""
+def interpreter(python: str | None, project: Path | None = None) -> Interpreter:
+    """The interpreter ``python`` names on PATH (default: the one running pytest), asked
+    for its version and prefixes; one inside ``project`` is refused (the pull request's
+    own program would run on the host)."""
     if python is None:  # the running one: nothing to start
         paths = (sys.base_prefix, sys.base_exec_prefix, sysconfig.get_paths()["stdlib"])
-        tag = "%d.%d" % sys.version_info[:2]
+        tag = f"{sys.version_info[0]}.{sys.version_info[1]}"
         return Interpreter(os.path.realpath(sys.executable), sys.version, tag, paths)
-    found: str | None
-    if "/" in python:
-        found = python if os.access(python, os.X_OK) else None
-    else:
-        found = shutil.which(python)
+    found = shutil.which(python)
     if not found:
         raise EnvironmentBuildError(f"python {python!r}: no such interpreter on PATH")
+    real = os.path.realpath(found)
+    if project is not None and within(real, os.path.realpath(project)):
+        raise EnvironmentBuildError(
+            f"python {python!r} is {real}, inside the project: name an interpreter installed "
+            "on the machine"
+        )
     try:
         done = subprocess.run(
-            [found, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False
+            [found, "-I", "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=_host_environment(),
         )
         version, tag, prefixes, executable = json.loads(done.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -181,11 +195,11 @@ def _fields(spec: EnvironmentSpec | None) -> dict[str, Any]:
     )
 
 
-def key_of(spec: EnvironmentSpec | None) -> tuple[str, Interpreter]:
+def key_of(spec: EnvironmentSpec | None, project: Path | None = None) -> tuple[str, Interpreter]:
     """The environment's key: its spec, the interpreter's path and version, the copied
     pytest's distributions."""
     try:
-        python = interpreter(spec.python if spec is not None else None)
+        python = interpreter(spec.python if spec is not None else None, project)
     except EnvironmentBuildError as exc:
         raise _fail(spec, exc.message) from None
     copied = (
@@ -227,6 +241,7 @@ def _run(argv: Sequence[str], spec: EnvironmentSpec | None, what: str) -> None:
             text=True,
             timeout=BUILD_TIMEOUT,
             check=False,
+            env=_host_environment(),
         )
     except subprocess.TimeoutExpired:
         raise _fail(spec, f"{what} took more than {BUILD_TIMEOUT:g} s") from None
@@ -297,10 +312,12 @@ def ensure(
     cache: Path,
     wheelhouse: Sequence[Path] = (),
     progress: Callable[[str], None] | None = None,
+    project: Path | None = None,
 ) -> Environment:
     """The environment of ``spec`` (None: the plugin's interpreter with its pytest),
-    built now unless the cache holds it. Raises EnvironmentBuildError naming the case."""
-    key, python = key_of(spec)
+    built now unless the cache holds it; its interpreter never one inside ``project``.
+    Raises EnvironmentBuildError naming the case."""
+    key, python = key_of(spec, project)
     folder = cache / key
     found = Environment(folder, key, python, spec is not None)
     if _manifest(folder) is not None:

@@ -61,7 +61,7 @@ def project_environments(settings: Settings, case_dirs: list[Path]) -> ProjectEn
     for case in cases:
         try:
             spec = parse_repo_case(case).environment
-            key, _ = key_of(spec)
+            key, _ = key_of(spec, settings.rootpath)
         except PromptevalError as exc:
             found.problems.append(str(exc))
             continue
@@ -75,7 +75,7 @@ def environments_of(
     """A repository case's environment, built now unless the cache holds it."""
 
     def environment(spec: EnvironmentSpec | None) -> Environment:
-        return ensure(spec, cache_of(settings), settings.wheelhouse, progress)
+        return ensure(spec, cache_of(settings), settings.wheelhouse, progress, settings.rootpath)
 
     return environment
 
