@@ -101,3 +101,30 @@ def test_a_repository_whose_tests_cannot_be_collected_is_named_with_pytests_word
         ]
     )
     assert anthropic_server.requests == []
+
+
+def test_thousands_of_listed_ids_are_checked_in_full(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """3,000 collected ids of 80 characters: more than a command's output keeps."""
+    project(pytester.path, "")
+    (pytester.path / "repos" / "m" / "tests" / "test_many.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', range(3000), "
+        "ids=[f'case-{n:05d}-{\"x\" * 50}' for n in range(3000)])\ndef test_many(n):\n    pass\n"
+    )
+    ids = [f"tests/test_many.py::test_many[case-{n:05d}-{'x' * 50}]" for n in range(2500)]
+    ids[-1] = ids[-1].replace("case-", "cse-")
+    listed = "".join(f"    - {i}\n" for i in ids)
+    cases = (
+        '- id: many\n  kind: repo\n  repo: ../repos/m\n  input: {issue: "LOOK"}\n'
+        f"  pass_to_pass:\n{listed}"
+    )
+    (pytester.path / "prompt_cases" / "repo.yaml").write_text("cases:\n" + cases)
+    result = pytester.runpytest("--prompt=fixer")
+    result.assert_outcomes(errors=1)
+    # only the misspelt one, at its own line (the file's 2,505th)
+    result.stdout.fnmatch_lines(
+        ["prompt_cases/repo.yaml:2506: case 'many': pass_to_pass: no test *cse-02499-*"]
+    )
+    assert result.stdout.str().count("no test") == 1
+    assert anthropic_server.requests == []

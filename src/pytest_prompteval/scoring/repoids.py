@@ -22,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -54,6 +55,8 @@ def pytest_collection_finish(session):
 _PYTEST = re.compile(r"\s*(?:python[0-9.]*\s+-m\s+pytest|pytest|py\.test)(?:\s|$)")
 #: How many lines of pytest's own output a failed collection quotes.
 QUOTED = 6
+#: The most of the ids file read (about a million ids).
+MAX_IDS = 64 << 20
 
 
 def _snapshot_digest(case: RepoCase) -> str:
@@ -86,16 +89,17 @@ def collect_ids(
     command: str,
     hidden: Sequence[str | Path] = (),
 ) -> tuple[str, ...]:
-    """The node ids ``command --collect-only`` finds in the snapshot, test patch applied."""
+    """The node ids ``command --collect-only`` finds in the snapshot, test patch applied.
+    They are written into the check's own copy and read from the host: thousands of ids
+    are more than a command's output keeps."""
     marker = f"IDS_{secrets.token_hex(8)}"
+    written = f".prompteval-{marker}"
     script = (
         f"mkdir -p /tmp/{marker} && cat > /tmp/{marker}/prompteval_ids.py <<'{marker}'\n"
         f"{_PLUGIN}{marker}\n"
-        f"export PROMPTEVAL_IDS=/tmp/{marker}/ids PYTHONPATH=/tmp/{marker}"
+        f"export PROMPTEVAL_IDS=/repo/{written} PYTHONPATH=/tmp/{marker}"
         f"${{PYTHONPATH:+:$PYTHONPATH}}\n"
         f"cd /repo && {command} --collect-only -p prompteval_ids\n"
-        f"status=$?; [ -f /tmp/{marker}/ids ] && echo && echo {marker} && cat /tmp/{marker}/ids\n"
-        "exit $status\n"
     )
     with (
         Copy(snapshot_of(case)) as copy,
@@ -111,13 +115,27 @@ def collect_ids(
             if installed.failed:
                 raise PromptevalError(installed.why())
         done = workspace.run(script, case.timeout)
-    output, found, listed = str(done["output"]).partition(f"\n{marker}\n")
-    if not found:  # pytest did not get as far as collecting
+        listed = _read_ids(copy.path / written)
+    if listed is None:  # pytest did not get as far as collecting
+        output = str(done["output"])
         said = " | ".join(line.strip() for line in output.strip().splitlines()[-QUOTED:])
         raise PromptevalError(
             f"collecting the repository's tests failed (exit status {done['status']}): {said}"
         )
     return tuple(line for line in listed.splitlines() if line)
+
+
+def _read_ids(path: Path) -> str | None:
+    """The ids file the sandbox wrote into the copy: a regular file, never through a link
+    (the repository's code wrote beside it), bounded; None when there is none."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with open(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read(MAX_IDS).decode(errors="replace")
 
 
 def known(test: str, collected: Iterable[str]) -> bool:
