@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 #: Bumped when the layout of a built environment changes: older ones are not reused.
 FORMAT = 1
 MANIFEST = "prompteval-environment.json"
+#: The cache's folder of the repositories' collected test ids (scoring/repoids.py).
+COLLECTED = "collected"
 #: The variable naming a writable site folder the environment's python also reads, set in
 #: the sandbox only: what an ``install`` step installs goes there (the environment itself
 #: is read-only).
@@ -404,9 +406,14 @@ def cached(cache: Path) -> list[Built]:
 
 
 def prune(cache: Path, keep: Iterable[str]) -> list[Path]:
-    """Remove every environment of the cache (and any part-built one) not in ``keep``."""
+    """Remove every environment of the cache (and any part-built one) not in ``keep``, and
+    the repositories' collected test ids (collected again when next needed)."""
     kept = set(keep)
     removed = []
+    collected = cache / COLLECTED
+    if collected.is_dir() and not collected.is_symlink():
+        shutil.rmtree(collected)
+        removed.append(collected)
     for path in sorted(cache.iterdir()) if cache.is_dir() else []:
         name = path.name.split(".", 1)[0]
         if name in kept or not re.fullmatch(r"[0-9a-f]{32}", name):

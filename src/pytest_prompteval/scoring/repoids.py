@@ -30,7 +30,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.environments import COLLECTED, Environment
 from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Workspace, open_clone
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
@@ -179,7 +179,7 @@ class Collected:
     """The collected ids of each snapshot, environment and test patch, kept in ``cache``."""
 
     def __init__(self, cache: Path):
-        self.folder = cache / "collected"
+        self.folder = cache / COLLECTED
 
     def ids(
         self,
