@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pytest_prompteval.core.envspec import EnvironmentSpec
 
 #: Bumped when the layout of a built environment changes: older ones are not reused.
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "prompteval-environment.json"
 #: The cache's folder of the repositories' collected test ids (scoring/repoids.py).
 COLLECTED = "collected"
@@ -291,6 +291,10 @@ def _build(
         f"import os, site; _ = os.environ.get({SITE_VARIABLE!r}); _ and site.addsitedir(_)"
     )
     (site / "_prompteval.pth").write_text("\n".join(lines) + "\n")
+    # the sandbox shows it read-only and writes no bytecode: compiled once here, or every
+    # pytest there compiles its modules again (without site: no package's .pth runs here)
+    compile_all = [python.executable, "-I", "-S", "-m", "compileall", "-q", "-j", "0"]
+    _run([*compile_all, str(site)], spec, "compiling the environment")
 
 
 def _packages(site: Path) -> list[str]:
