@@ -188,6 +188,28 @@ def test_each_case_runs_with_its_environment_and_none_sees_the_plugins_packages(
     assert not [line for line in again.outlines if "building environment" in line]
 
 
+def test_under_xdist_the_controller_builds_the_environments_and_says_so(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    wheelhouse: Path,
+    offline: Path,
+) -> None:
+    anthropic_server.responder = NOTHING
+    repos = {
+        "dep": {"tests/test_dep.py": "import textdep\n\n\ndef test_dep():\n    pass\n"},
+        "plain": {"tests/test_plain.py": "def test_plain():\n    pass\n"},
+    }
+    cases = case("dep", "dep", ["tests/test_dep.py::test_dep"], "{requirements: [textdep]}")
+    cases += case("plain", "plain", ["tests/test_plain.py::test_plain"])
+    project(pytester.path, wheelhouse, repos, cases)
+    result = pytester.runpytest("--prompt=fixer", "-n", "2")
+    result.assert_outcomes(passed=2)
+    builds = [line for line in result.outlines if "building environment" in line]
+    assert len(builds) == 2 and any(" for prompt_cases/repo.yaml:7 " in b for b in builds)
+    built = [p for p in offline.iterdir() if (p / "prompteval-environment.json").exists()]
+    assert len(built) == 2
+
+
 def test_a_failed_build_is_one_error_naming_the_case_before_any_call(
     pytester: pytest.Pytester,
     anthropic_server: AnthropicServer,

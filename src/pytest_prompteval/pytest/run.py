@@ -34,6 +34,7 @@ from pytest_prompteval.pytest.work import Work, WorkList, work_list
 from pytest_prompteval.report.flaky import SampleTally
 from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
+from pytest_prompteval.workflows.envs import build_all, project_environments
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_KEY = pytest.StashKey["RunPlugin"]()
@@ -372,6 +373,16 @@ class RunPlugin:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        xdist = bool(getattr(self.config.option, "numprocesses", None))
+        if xdist and not self.worker and self.collecting:
+            self._build_environments()
+
+    def _build_environments(self) -> None:
+        """Under xdist the controller collects nothing: it builds the repository cases'
+        environments first, saying so on the terminal, and the workers find them built. A
+        problem is left to the workers' collection, which names it."""
+        found = project_environments(self.settings, list(self.settings.case_dirs))
+        build_all(self.settings, found.specs, self._progress)
 
     @pytest.hookimpl(trylast=True)  # after pytest's own, which sets shouldfail for -x
     def pytest_runtest_logreport(self) -> None:
