@@ -15,6 +15,7 @@ from pathlib import Path
 from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import read_bounded
 from pytest_prompteval.core.repocases import is_repo_case, parse_repo_case
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.sandbox.environments import (
@@ -47,6 +48,8 @@ def repo_cases(settings: Settings, case_dirs: list[Path]) -> tuple[list[Case], l
     for folder in case_dirs:
         for path in sorted(folder.rglob("*.y*ml")) if folder.is_dir() else ():
             try:
+                if b"repo" not in read_bounded(path, root=settings.rootpath):
+                    continue  # no repository case: not parsed (a suite of 10,000 cases)
                 loaded = load_case_file(path, settings.case_fields, settings.rootpath)
             except PromptevalError as exc:
                 problems.append(str(exc))
