@@ -13,6 +13,11 @@ once against the loopback server playing record.py's scripted agent, then replay
 (timed): the run's wall time, time per item, and where an item's time goes (the copy, the
 agent's sandbox start, the conversation: replayed turns and the tools run again, the
 verdict, the rest: rendering, scoring, reporting).
+
+Last, the cost of an item beside plain pytest, as whole processes: the ``feet_to_meters``
+case (a src layout, in its environment) with an agent that changes nothing (recorded once,
+replayed), one item per ``pytest`` process, against the environment's own ``python -m
+pytest`` on the same tests of a copy; and per item within one run of ``--samples`` items.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,9 +40,10 @@ import pytest
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.repocases import parse_repo_case
 from pytest_prompteval.interaction import repository
+from pytest_prompteval.sandbox.environments import default_cache, ensure
 from pytest_prompteval.sandbox.workspace import Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
-from pytest_prompteval.testing import AnthropicServer
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "repo-tasks"
 TOOLS = {"bash": "bash_20250124", "edit": "text_editor_20250728"}
@@ -122,6 +129,64 @@ def whole_run(samples: int) -> None:
         print(f"  {label:16} {statistics.median(values):7.1f} ({max(values):7.1f})")
 
 
+def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
+    """One item per process, and per item within a run, beside plain pytest."""
+    project = Path(tempfile.mkdtemp(prefix="prompteval-bench-")) / "repo-tasks"
+    shutil.copytree(EXAMPLES, project)
+    (project / "prompt_recordings").mkdir(exist_ok=True)
+    for old in (project / "prompt_recordings").iterdir():
+        old.unlink()
+    case = next(
+        parse_repo_case(c)
+        for c in load_case_file(project / "prompt_cases" / "repo.yaml", root=project).cases
+        if c.id == "feet_to_meters"
+    )
+    environment = ensure(case.environment, default_cache())
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    pytest_args = ["-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    item = [sys.executable, *pytest_args, "--prompt=fixer", "-k", "feet_to_meters"]
+    item += ["--prompteval-results=none"]
+    with AnthropicServer(ScriptedAgent({"to_meters": [["Nothing to change."]]})) as server:
+        live = {**env, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "loopback"}
+        for count in (1, samples):
+            _timed([*item, f"--prompteval-samples={count}"], project, live)  # recorded
+    replay = [*item, "--prompteval-record=none"]
+    tests = [*case.fail_to_pass, *case.pass_to_pass]
+    with Copy(snapshot_of(case)) as copy:
+        plain_env = {**env, "PYTHONPATH": str(copy.path / "src")}
+        plain = [str(environment.bin / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        _timed([*plain, *tests], copy.path, plain_env)  # warm the file cache
+        runs: dict[str, list[float]] = {"plain": [], "one item": [], f"{samples} items": []}
+        for _ in range(repeat):  # interleaved: a load on the machine falls on all three
+            # the snapshot's fail_to_pass test fails there: the time is what counts
+            runs["plain"].append(_timed([*plain, *tests], copy.path, plain_env))
+            runs["one item"].append(_timed([*replay, "--prompteval-samples=1"], project, env))
+            runs[f"{samples} items"].append(
+                _timed([*replay, f"--prompteval-samples={samples}"], project, env)
+            )
+    shutil.rmtree(project.parent)
+    median = {name: statistics.median(values) for name, values in runs.items()}
+    per_item = (median[f"{samples} items"] - median["one item"]) / (samples - 1)
+    print(f"\nbeside plain pytest (feet_to_meters, in its environment; median of {repeat}, s):")
+    print(f"  plain pytest on the item's tests, one process   {median['plain']:6.2f}")
+    print(
+        f"  pytest --prompt, one item per process            {median['one item']:6.2f}"
+        f"  (+{median['one item'] - median['plain']:.2f} beyond plain)"
+    )
+    print(
+        f"  pytest --prompt, {samples} items in one process        "
+        f"{median[f'{samples} items']:6.2f}  ({per_item:.2f} per further item, "
+        f"{per_item - median['plain']:+.2f} beyond plain)"
+    )
+
+
+def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall seconds of ``command`` (its exit status does not matter here)."""
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=10)
@@ -131,13 +196,14 @@ def main() -> None:
         for c in load_case_file(EXAMPLES / "prompt_cases" / "repo.yaml", root=EXAMPLES).cases
     ]
     for case in cases:
+        environment = ensure(case.environment, default_cache())
         times: dict[str, list[float]] = defaultdict(list)
         resolved = 0
         for _ in range(samples):
             phase = Phases(times)
             with Copy(snapshot_of(case)) as copy:
                 phase("copy")
-                with Workspace(copy.path) as workspace:
+                with Workspace(copy.path, environment=environment) as workspace:
                     phase("sandbox start")
                     run = Executor(workspace, TOOLS, case.timeout)
                     run("bash", {"command": "ls"})
@@ -147,7 +213,7 @@ def main() -> None:
                     assert case.reference_patch is not None
                     apply_patch(workspace, case.reference_patch, case.timeout)
                     phase("patch")
-                resolved += verdict(case, copy).passed
+                resolved += verdict(case, copy, environment=environment).passed
                 phase("verdict")
         total = sum(sum(v) for v in times.values()) / samples
         print(f"{case.id}: {samples} samples, {resolved} resolved, {total:.0f} ms per item")
@@ -158,6 +224,7 @@ def main() -> None:
             )
 
     whole_run(samples)
+    beside_plain_pytest(samples)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,20 @@ COMPAT = ROOT.parent / "shared" / "compat" / "explain"
 COMPAT_INI = "[pytest]\nprompteval_cases = test_cases\n"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _environments_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Repository environments the tests build go to a cache of the session's, not the
+    user's (a test that needs a cache of its own sets the variable itself)."""
+    name = "PROMPTEVAL_ENVIRONMENTS_CACHE"
+    before = os.environ.get(name)
+    os.environ[name] = str(tmp_path_factory.getbasetemp() / "environments")
+    yield
+    if before is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = before
+
+
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     """Run a pytester session both without xdist and with two workers."""

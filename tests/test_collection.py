@@ -193,3 +193,26 @@ def test_collecting_imports_no_client_server_or_templates(pytester: pytest.Pytes
     pytester.makeconftest(IMPORTED)
     result = pytester.runpytest_subprocess("--collect-only", "-q", "--prompt=current")
     result.stdout.fnmatch_lines(["IMPORTED []"])
+
+
+def test_pytest_does_not_rewrite_the_plugins_own_modules(pytester: pytest.Pytester) -> None:
+    """pytest rewrites the asserts of a plugin's modules as they load; with no bytecode
+    cache for them (PYTHONDONTWRITEBYTECODE) that compiled all of ours in every process.
+    Only the package's own ``__init__`` (loaded before it can say no) goes through it."""
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_collection_finish(session):
+            ours = [n for n in sys.modules if n.startswith("pytest_prompteval")]
+            rewritten = [
+                n for n in ours
+                if type(getattr(sys.modules[n], "__loader__", None)).__name__
+                == "AssertionRewritingHook"
+            ]
+            print(f"OURS {len(ours)} REWRITTEN {rewritten}")
+        """
+    )
+    pytester.makepyfile("def test_x():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["OURS * REWRITTEN [[]'pytest_prompteval'[]]"])

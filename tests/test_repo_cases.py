@@ -4,6 +4,7 @@ reference patch, pass_to_pass pass both times)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, parse_repo_case
+from pytest_prompteval.sandbox.environments import ensure
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
 from pytest_prompteval.workflows.repocheck import check_repo_case
@@ -51,8 +53,15 @@ def test_the_examples_reference_patches_validate() -> None:
         parse_repo_case(c)
         for c in load_case_file(EXAMPLES / "prompt_cases" / "repo.yaml", root=EXAMPLES).cases
     ]
-    assert [c.id for c in cases] == ["slug_double_space", "median_even", "cart_cents"]
-    assert [check_repo_case(c).problems for c in cases] == [[], [], []]
+    assert [c.id for c in cases] == [
+        "slug_double_space",
+        "median_even",
+        "cart_cents",
+        "feet_to_meters",
+    ]
+    cache = Path(os.environ["PROMPTEVAL_ENVIRONMENTS_CACHE"])
+    checks = [check_repo_case(c, environment=ensure(c.environment, cache)) for c in cases]
+    assert [c.problems for c in checks] == [[], [], [], []]
 
 
 def example_project(tmp_path: Path) -> Path:
@@ -67,12 +76,14 @@ def test_the_check_cases_command_validates_the_examples_repository_cases(tmp_pat
     done = prompteval(example_project(tmp_path), "check-cases")
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "3 cases in 1 files (0 code cases, 3 repository cases)",
+        "4 cases in 1 files (0 code cases, 4 repository cases)",
         "prompt_cases/repo.yaml:2: slug_double_space: reference patch validates 1 fail_to_pass, "
         "1 pass_to_pass",
         "prompt_cases/repo.yaml:11: median_even: reference patch validates 1 fail_to_pass, "
         "2 pass_to_pass",
         "prompt_cases/repo.yaml:19: cart_cents: reference patch validates 2 fail_to_pass, "
+        "1 pass_to_pass",
+        "prompt_cases/repo.yaml:27: feet_to_meters: reference patch validates 1 fail_to_pass, "
         "1 pass_to_pass",
         "all valid",
     ]
@@ -105,6 +116,8 @@ def test_the_check_cases_command_names_each_wrong_list_by_file_and_line(tmp_path
         "[tests/test_stats.py::test_median_even]",
         "prompt_cases/repo.yaml:11: median_even: pass_to_pass derived from the reference patch: "
         "[tests/test_stats.py::test_mean, tests/test_stats.py::test_median_odd]",
+        "prompt_cases/repo.yaml:25: feet_to_meters: reference patch validates 1 fail_to_pass, "
+        "1 pass_to_pass",
     ]
     assert done.stderr.splitlines() == [
         "prompteval: error: prompt_cases/repo.yaml:6: case 'slug_double_space': fail_to_pass "

@@ -279,12 +279,12 @@ def test_the_examples_replay_offline_every_case_resolved(
     shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
     no_network(monkeypatch)
     result = pytester.runpytest("--prompt=fixer", *xdist_args)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         [
-            "fixer * 3 * 3 * 0 * 0 * 0 * 100.0% *",
-            "fixer: repository: 3/3 resolved",
-            "fixer: cost: $0.0000 spent: all 13 calls replayed from recordings*",
+            "fixer * 4 * 4 * 0 * 0 * 0 * 100.0% *",
+            "fixer: repository: 4/4 resolved",
+            "fixer: cost: $0.0000 spent: all 17 calls replayed from recordings*",
         ]
     )
 
@@ -297,7 +297,7 @@ def test_the_estimate_walks_a_repository_task_through_its_recordings(
     shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
     no_network(monkeypatch)
     result = pytester.runpytest("--prompt=fixer", "--prompteval-estimate")
-    result.stdout.fnmatch_lines(["fixer * 13 * 0 * 0 * 0 * 0.0000", "total: 0 new calls*"])
+    result.stdout.fnmatch_lines(["fixer * 17 * 0 * 0 * 0 * 0.0000", "total: 0 new calls*"])
 
 
 HOSTILE = "HOSTILE"

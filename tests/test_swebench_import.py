@@ -75,10 +75,11 @@ def test_swebench_instances_become_cases_that_validate_with_the_hidden_test_patc
     (tmp_path / "lite.jsonl").write_text("".join(json.dumps(d) + "\n" for d in data))
     done = prompteval(tmp_path, "import", "swebench", "lite.jsonl", "--repos", "repos")
     assert (done.returncode, done.stderr) == (0, "")
-    assert (
-        done.stdout
-        == "wrote 2 cases to prompt_cases/lite.yaml, their patches to prompt_cases/lite/\n"
-    )
+    assert done.stdout.splitlines() == [
+        "wrote 2 cases to prompt_cases/lite.yaml, their patches to prompt_cases/lite/",
+        "pytest leaves the clones of repos/ that the cases name out of its collection: their "
+        "tests run in the sandbox only",
+    ]
     loaded = load_case_file(tmp_path / "prompt_cases" / "lite.yaml", root=tmp_path)
     slug, stats = (parse_repo_case(c) for c in loaded.cases)
     assert loaded.cases[0].input == {"issue": data[0]["problem_statement"]}
@@ -138,3 +139,75 @@ def test_a_malformed_instance_missing_clone_or_commit_is_one_line_and_nothing_is
         2,
         "prompteval: error: import swebench needs FILE.jsonl and --repos DIR (the clones)\n",
     )
+
+
+def test_swebench_task_folders_with_environments_per_repo_and_version(tmp_path: Path) -> None:
+    """SWE-bench 5.x task folders, and --environments: repo@version wins over repo; the
+    cases validate in their environments."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for data in instances(tmp_path / "repos"):
+        task = tmp_path / "swe5" / "tasks" / str(data["instance_id"])
+        task.mkdir(parents=True)
+        version = "1.0" if data["repo"] == "acme/stats" else "0.9"
+        meta = f"repo: {data['repo']}\nbase_commit: '{data['base_commit']}'\nversion: '{version}'\n"
+        (task / "task.yaml").write_text(meta)
+        (task / "problem_statement.md").write_text(str(data["problem_statement"]))
+        (task / "gold.patch").write_text(str(data["patch"]))
+        (task / "test.patch").write_text(str(data["test_patch"]))
+        lists = {
+            k: v if isinstance(v, list) else json.loads(str(v))
+            for k, v in data.items()
+            if k in ("FAIL_TO_PASS", "PASS_TO_PASS")
+        }
+        (task / "tests.json").write_text(json.dumps(lists))
+    (tmp_path / "envs.yaml").write_text(
+        "acme/slugify: {pythonpath: [lib]}\n"
+        "acme/stats: {pythonpath: [nowhere]}\n"
+        "acme/stats@1.0:\n"
+        "  pythonpath: [src]\n"
+        "  test_command: python -m pytest -p no:cacheprovider\n"
+    )
+    done = prompteval(
+        tmp_path, "import", "swebench", "swe5", "--repos", "repos", "--environments", "envs.yaml"
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    loaded = load_case_file(tmp_path / "prompt_cases" / "swe5.yaml", root=tmp_path)
+    slug, stats = (parse_repo_case(c) for c in loaded.cases)
+    assert loaded.cases[0].input == {
+        "issue": "slugify('hello  world') returns 'hello--world'.\nIt should not."
+    }
+    assert slug.environment is not None and slug.environment.pythonpath == ("lib",)
+    assert slug.test_command is None
+    assert stats.environment is not None and stats.environment.pythonpath == ("src",)
+    assert stats.test_command == "python -m pytest -p no:cacheprovider"
+    assert stats.fail_to_pass == ("tests/test_stats.py::test_median_even",)
+    checked = prompteval(tmp_path, "check-cases")
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.splitlines()[-1] == "all valid"
+
+
+def test_a_mistake_in_the_environments_file_names_its_line(tmp_path: Path) -> None:
+    instances(tmp_path / "repos")
+    (tmp_path / "lite.jsonl").write_text("")
+    for text, expected in (
+        (
+            "acme/stats:\n  pythonpaths: [src]\n",
+            "envs.yaml:2: 'acme/stats': environment: "
+            "unknown field 'pythonpaths'; did you mean 'pythonpath'?",
+        ),
+        ("stats: {}\n", "envs.yaml:1: 'stats': expected OWNER/NAME or OWNER/NAME@VERSION"),
+        ("- acme/stats\n", "envs.yaml:1: expected a mapping from OWNER/NAME"),
+    ):
+        (tmp_path / "envs.yaml").write_text(text)
+        done = prompteval(
+            tmp_path,
+            "import",
+            "swebench",
+            "lite.jsonl",
+            "--repos",
+            "repos",
+            "--environments",
+            "envs.yaml",
+        )
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"prompteval: error: {expected}"), done.stderr

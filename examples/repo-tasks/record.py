@@ -69,6 +69,15 @@ AGENT = ScriptedAgent(
             [call("bash", command="cd /repo && python -m pytest -q -p no:cacheprovider")],
             ["Fixed in shop/money.py and shop/cart.py."],
         ],
+        "to_meters(10, 'ft')": [
+            [call("bash", command="cd /repo && grep -rn ft src")],
+            [
+                "A foot is 0.3048 m.",
+                replace("src/units/__init__.py", '"ft": 0.348', '"ft": 0.3048'),
+            ],
+            [call("bash", command="cd /repo && python -m pytest -q -p no:cacheprovider")],
+            ["Fixed the foot's factor."],
+        ],
     }
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import traceback
 from collections.abc import Collection, Sequence
@@ -115,11 +116,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _import_swebench(args: argparse.Namespace) -> int:
     """The cases and their patches are written only when every instance converts."""
     from pytest_prompteval.core.yamldump import dump
-    from pytest_prompteval.workflows.swebench import swebench_cases
+    from pytest_prompteval.workflows.swebench import load_environments, swebench_cases
 
     if args.file is None or args.repos is None:
         raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
-    imported = swebench_cases(args.file, args.repos, args.out)
+    environments = None if args.environments is None else load_environments(args.environments)
+    imported = swebench_cases(args.file, args.repos, args.out, environments)
     if imported.problems:
         return _report_problems(imported.problems)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -132,6 +134,10 @@ def _import_swebench(args: argparse.Namespace) -> int:
     print(
         f"wrote {len(imported.data['cases'])} cases to {display(target)}, their patches to "
         f"{display(patches)}/"
+    )
+    print(
+        f"pytest leaves the clones of {display(args.repos)}/ that the cases name out of its "
+        "collection: their tests run in the sandbox only"
     )
     return 0
 
@@ -163,6 +169,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     from pytest_prompteval.scoring.code.runner import CodeRunner
     from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
     from pytest_prompteval.scoring.mutation import mutation_test
+    from pytest_prompteval.workflows.envs import environments_of
     from pytest_prompteval.workflows.repocheck import check_repo_cases
 
     seen, _ = collect(args.cases, args.prompts)
@@ -176,7 +183,10 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         )
     if seen.problems:
         return _report_problems(seen.problems)
-    repo_checks, problems = check_repo_cases(cases)
+    say = functools.partial(print, file=sys.stderr, flush=True)
+    repo_checks, problems = check_repo_cases(
+        cases, environments=environments_of(args.settings, say)
+    )
     if not args.json:
         _print_repo_checks(repo_checks)
     if problems and not args.json:
@@ -238,6 +248,45 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
                 + "; ".join(r.possibly_equivalent[:3])
             )
     return 1 if weak else 0
+
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    """Build, list or prune the repository environments of the project's cases."""
+    from pytest_prompteval.workflows.envs import (
+        build_all,
+        cache_of,
+        listing,
+        project_environments,
+        prune_unused,
+    )
+
+    settings = args.settings
+    found = project_environments(settings, args.cases)
+    if found.problems:
+        return _report_problems(found.problems)
+    if args.action == "build":
+        built, problems = build_all(settings, found.specs, lambda line: print(line, flush=True))
+        if problems:
+            return _report_problems(problems)
+        print(f"{len(built)} environments ready in {cache_of(settings)}")
+    elif args.action == "list":
+        rows = [["environment", "python", "size", "built", "packages"]]
+        for env, used in listing(settings, set(found.specs)):
+            rows.append(
+                [
+                    env.key + (" (in use)" if used else ""),
+                    env.python,
+                    f"{env.size / 1e6:.1f} MB",
+                    env.built,
+                    " ".join(env.packages),
+                ]
+            )
+        print(f"{cache_of(settings)}:")
+        _print_table(rows)
+    else:
+        for path in prune_unused(settings, set() if args.all else set(found.specs)):
+            print(f"removed {path}")
+    return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -524,7 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
     importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
     importing.add_argument("dataset", choices=["humaneval", "swebench"])
     importing.add_argument(
-        "file", nargs="?", type=Path, help="swebench: the instances, one JSON object a line"
+        "file",
+        nargs="?",
+        type=Path,
+        help="swebench: the instances, one JSON object a line, or a SWE-bench 5.x folder of "
+        "tasks (tasks/<id>/task.yaml, ...)",
     )
     importing.add_argument(
         "-o",
@@ -542,6 +595,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("prompt_cases"),
         help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
         "default prompt_cases)",
+    )
+    importing.add_argument(
+        "--environments",
+        type=Path,
+        help="swebench: a YAML mapping from OWNER/NAME (or OWNER/NAME@VERSION, which wins) to "
+        "the environment its cases get",
     )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
@@ -563,6 +622,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)
+    envs = commands.add_parser(
+        "envs", help="build, list or prune the repository cases' environments"
+    )
+    envs.add_argument(
+        "action",
+        choices=("build", "list", "prune"),
+        help="build: every environment the cases need; list: the cache's; prune: remove "
+        "those no case uses",
+    )
+    _add_cases_option(envs)
+    envs.add_argument("--all", action="store_true", help="prune: remove every environment")
+    envs.set_defaults(run=cmd_envs)
     merging = commands.add_parser("merge", help="join the results of shards into one run")
     merging.add_argument("files", type=Path, nargs="+", help="results files (.json/.jsonl)")
     merging.add_argument(

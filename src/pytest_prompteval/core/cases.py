@@ -84,6 +84,7 @@ CASE_FIELDS = frozenset(
         "test_command",
         "memory_mb",
         "agent_may_change",
+        "environment",
         # agent cases
         "tools",
         "tool_results",

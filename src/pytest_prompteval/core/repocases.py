@@ -14,6 +14,7 @@ decide whether the agent fixed it (SWE-bench's ``FAIL_TO_PASS`` and ``PASS_TO_PA
   test_command: "python -m pytest -q"  # optional; default pytest on the listed ids
   memory_mb: 4096                      # the sandbox's memory, all its processes (2048)
   agent_may_change: [conftest.py]      # optional: test infrastructure the fix may change
+  environment: {requirements: [pytest, text-unidecode]}  # optional (core/envspec.py)
 ```
 
 Files are named relative to the case file and must stay inside the project (core/paths).
@@ -27,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.envspec import EnvironmentSpec, parse_environment
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.patches import PatchError, patch_paths
 from pytest_prompteval.core.paths import read_inside, resolve_inside
@@ -62,6 +64,13 @@ class RepoCase:
     test_files: tuple[str, ...] = ()
     #: test infrastructure (conftest.py, an ini file...) the agent's change may keep
     agent_may_change: tuple[str, ...] = ()
+    #: what the tests run with; None: pytest of the plugin's interpreter, nothing else
+    environment: EnvironmentSpec | None = None
+
+    @property
+    def install(self) -> str | None:
+        """The environment's install step, run in each sandbox on the copy."""
+        return self.environment.install if self.environment is not None else None
 
 
 def is_repo_case(case: Case) -> bool:
@@ -152,6 +161,13 @@ def parse_repo_case(case: Case) -> RepoCase:
     command = raw.get("test_command")
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise _fail(case, "test_command", "expected a shell command")
+    environment = None
+    if "environment" in raw:
+        root = case.root or case.path.parent
+        line = line_of(raw, "environment")
+        owner = f"case {case.id!r}"
+        environment = parse_environment(raw["environment"], owner, case.path, line, root)
+        command = command or environment.test_command
     fail_to_pass, pass_to_pass = _tests(case, "fail_to_pass"), _tests(case, "pass_to_pass")
     test_patch = _file(case, "test_patch")
     try:
@@ -173,4 +189,5 @@ def parse_repo_case(case: Case) -> RepoCase:
         memory_mb=memory,
         test_files=test_files,
         agent_may_change=_relative(case, "agent_may_change"),
+        environment=environment,
     )

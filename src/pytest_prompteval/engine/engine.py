@@ -14,14 +14,18 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import load_version_at, repository, split_version
 from pytest_prompteval.core.paths import check_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
+from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.schema import Declared
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.templates import placeholders
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.settings import ALL_VERSIONS, SettingError, Settings
 from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
 from pytest_prompteval.interaction.tools import PythonTool, ToolFunction, python_tools
@@ -32,11 +36,14 @@ from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
+from pytest_prompteval.sandbox.environments import Environment, default_cache, ensure
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
+from pytest_prompteval.scoring.repoids import Collected, is_pytest, unknown_ids
+from pytest_prompteval.scoring.testrun import DEFAULT_TEST_COMMAND
 
 ScorerFunction = Callable[..., Any]
 
@@ -166,6 +173,9 @@ class Engine:
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
         self._warn_deprecated(self.versions, settings.model_override)
+        self._environments: dict[EnvironmentSpec | None, Environment] = {}
+        #: where a build says it started (the terminal); None: silent
+        self.progress: Callable[[str], None] | None = None
 
     def _store(self, provider: Provider) -> Store:
         if isinstance(provider, AnthropicProvider):
@@ -259,6 +269,34 @@ class Engine:
                 s.judge_repeats,
             )
         return self._judge
+
+    def environment(self, spec: EnvironmentSpec | None) -> Environment:
+        """A repository case's environment, built now unless cached (before any call)."""
+        found = self._environments.get(spec)
+        if found is None:
+            cache = self.settings.environments_cache or default_cache()
+            wheels, root = self.settings.wheelhouse, self.settings.rootpath
+            found = ensure(spec, cache, wheels, self.progress, root)
+            self._environments[spec] = found
+        return found
+
+    def check_test_ids(self, case: Case, repo: RepoCase, environment: Environment) -> None:
+        """Every test the case lists exists in its repository (test patch applied), or one
+        line per missing one naming its entry; the ids are collected once per snapshot,
+        environment and test patch."""
+        command = repo.test_command or DEFAULT_TEST_COMMAND
+        if not is_pytest(command) or not (repo.fail_to_pass or repo.pass_to_pass):
+            return
+        cache = self.settings.environments_cache or default_cache()
+        hidden = () if case.root is None else (case.root,)
+        try:
+            collected = Collected(cache).ids(repo, environment, command, hidden)
+        except PromptevalError as exc:
+            where = line_of(case.raw, "environment" if repo.environment else "repo")
+            raise PromptevalError(f"case {case.id!r}: {exc.message}", case.path, where) from None
+        problems = unknown_ids(repo, case.raw, case.path, collected)
+        if problems:
+            raise PromptevalError("\n".join(str(p) for p in problems))
 
     def code_runner(self) -> CodeRunner:
         if self._code is None:

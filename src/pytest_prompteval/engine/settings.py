@@ -305,6 +305,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("allow_lower_prices", "let the prompteval_prices file price a model below the "
             "shipped table (the budget of --prompteval-max-cost follows it)", default=False,
             option="--prompteval-allow-lower-prices", flag=True, from_files=False),
+    Setting("environments_cache", "where repository environments are built and kept, outside "
+            "the project (default: the user's cache folder, prompteval/environments)",
+            option="--prompteval-environments-cache", metavar="DIR",
+            ini="prompteval_environments_cache", env="PROMPTEVAL_ENVIRONMENTS_CACHE"),
+    Setting("wheelhouse", "a folder of wheels repository environments are installed from "
+            "(pip's --find-links, beside the index as pip is configured; repeatable)",
+            default=(), option="--prompteval-wheelhouse", metavar="DIR", repeat=True,
+            ini="prompteval_wheelhouse", ini_type="linelist"),
     Setting("case_fields", "extra case fields the project uses (its templates and hooks)",
             default=(), ini="prompteval_case_fields", ini_type="args"),
     Setting("prompt_fields", "extra prompt version fields the project uses", default=(),
@@ -420,6 +428,9 @@ class Settings:
     case_fields: tuple[str, ...]
     prompt_fields: tuple[str, ...]
     unrun_ok: tuple[str, ...]
+    #: None: the user's cache folder (sandbox/environments.default_cache)
+    environments_cache: Path | None
+    wheelhouse: tuple[Path, ...]
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -478,6 +489,13 @@ class Settings:
             # a path typed on the command line is relative to where pytest was started
             return None if not value else here / value
 
+        def folder(value: str | None, source: str) -> Path | None:
+            # typed: from where pytest started; from a file: from the rootdir
+            if not value:
+                return None
+            name = Path(os.path.expanduser(value))
+            return (here if source in ("option", "env") else rootpath) / name
+
         results = raw.pop("results")
         baseline, baseline_version = raw["baseline"], None
         if baseline and "@" in baseline and not (here / baseline).is_file():
@@ -497,6 +515,10 @@ class Settings:
             ),
             "scoring": project_path(raw["scoring"], "prompteval_scoring"),
             "prices": project_path(raw["prices"], "prompteval_prices"),
+            "environments_cache": folder(raw["environments_cache"], sources["environments_cache"]),
+            "wheelhouse": tuple(
+                p for w in raw["wheelhouse"] if (p := folder(w, sources["wheelhouse"]))
+            ),
             "case_fields": tuple(raw["case_fields"]),
             "prompt_fields": tuple(raw["prompt_fields"]),
             "unrun_ok": tuple(raw["unrun_ok"]),

@@ -40,6 +40,12 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
     scorers = engine.scorers()
     code = parse_code_spec(case) if is_code_case(case) else None
     repo = parse_repo_case(case) if is_repo_case(case) else None
+    # built and checked now, at collection: a failed build or a test the repository lacks
+    # is the case file's error, before any call
+    environment = None
+    if repo is not None:
+        environment = engine.environment(repo.environment)
+        engine.check_test_ids(case, repo, environment)
     own = parse_assertions(
         case.raw.get("assert"),
         (case.path, line_of(case.raw, "assert")),
@@ -64,7 +70,7 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
                 engine.settings.max_tool_calls,
             )
             _check_tool_names(case, prompt, assertions, agent)
-            task = None if repo is None else repo_task(case, repo, prompt, agent)
+            task = None if repo is None else repo_task(case, repo, prompt, agent, environment)
             scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
             found = (assertions, strategy, scorer, agent, task)
             by_version[prompt.version] = found

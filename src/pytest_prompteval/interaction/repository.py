@@ -37,6 +37,8 @@ from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
+from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
 
@@ -66,10 +68,16 @@ class RepoTask:
     hidden: tuple[str, ...] = ()
     #: a text editor's ``max_characters`` (what ``view`` shows), by the tool's name
     max_characters: Mapping[str, int] = field(default_factory=dict)
+    #: what the repository's commands run with (built before any call)
+    environment: Environment | None = None
 
 
 def repo_task(
-    case: Case, repo: RepoCase, prompt: PromptVersion, agent: AgentSpec | None
+    case: Case,
+    repo: RepoCase,
+    prompt: PromptVersion,
+    agent: AgentSpec | None,
+    environment: Environment | None = None,
 ) -> RepoTask:
     """The task, checked: the version gives the client tools the workspace runs, and no
     other (nothing else could answer them in the sandbox)."""
@@ -108,7 +116,7 @@ def repo_task(
         )
     tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
     hidden = () if case.root is None else (str(case.root),)
-    return RepoTask(repo, agent, tools, hidden, limits)
+    return RepoTask(repo, agent, tools, hidden, limits, environment)
 
 
 def keyed(request: Request) -> Request:
@@ -177,10 +185,22 @@ def run_task(
         copy = Copy(snapshot_of(task.case))
     try:
         with _sandbox("the repository sandbox"):
-            workspace = Workspace(copy.path, hidden=task.hidden, memory_mb=task.case.memory_mb)
+            workspace = Workspace(
+                copy.path,
+                hidden=task.hidden,
+                memory_mb=task.case.memory_mb,
+                environment=task.environment,
+            )
+        products: frozenset[str] = frozenset()
         try:
             with _sandbox("the repository sandbox"):
                 workspace.run(AS_REPOSITORY, task.case.timeout)
+            if task.case.install:  # before any call: a broken environment is an error
+                with _sandbox("the repository sandbox"):
+                    installed = install(workspace, task.case.install, task.case.timeout)
+                if installed.failed:
+                    raise SandboxError(f"case {task.case.id!r}: {installed.why()}")
+                products = installed.products
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)
             outcome, trajectory = converse(
@@ -189,7 +209,7 @@ def run_task(
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden)
+            found = verdict(task.case, copy, task.hidden, task.environment, products)
     finally:
         copy.remove()
     return outcome, trajectory, found

@@ -30,10 +30,12 @@ from pytest_prompteval.pytest.batch import send_session_batch
 from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
+from pytest_prompteval.pytest.snapshots import snapshot_folders
 from pytest_prompteval.pytest.work import Work, WorkList, work_list
 from pytest_prompteval.report.flaky import SampleTally
 from pytest_prompteval.scoring.registry import marked_scorers
 from pytest_prompteval.workflows.affected import Affected, affected_since
+from pytest_prompteval.workflows.envs import build_all, project_environments
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_KEY = pytest.StashKey["RunPlugin"]()
@@ -149,6 +151,7 @@ class RunPlugin:
         #: cases no selected version runs: id -> (file:line, listed in prompteval_unrun_ok)
         self.unrun_cases: dict[str, tuple[str, bool]] = {}
         self._skip_dirs = owned_directories(settings)
+        self._snapshots: frozenset[Path] | None = None
         #: set by ``prompteval list`` and ``check-cases``: collect the cases even when no
         #: prompt version loads, to report every problem
         self.checking = False
@@ -166,6 +169,7 @@ class RunPlugin:
                 )
             except PromptevalError as exc:
                 raise pytest.UsageError(safe_text(str(exc), indent="")) from None
+            self._engine.progress = self._progress
             ref = self.settings.affected
             if self.collecting and ref is not None:
                 try:  # before anything is written: a bad ref is a usage error
@@ -176,6 +180,13 @@ class RunPlugin:
                     message = safe_text(f"--prompteval-affected: {exc}", indent="")
                     raise pytest.UsageError(message) from None
         return self._engine
+
+    def _progress(self, line: str) -> None:
+        """A long step at collection (an environment's build), on the terminal."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(safe_text(line, indent=""))
 
     def _declared(self) -> Declared:
         """The ini's declared fields and those the project's hooks claim."""
@@ -293,7 +304,12 @@ class RunPlugin:
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         # Recordings and run history hold thousands of files and never a test: not walked.
-        return True if self.collecting and collection_path in self._skip_dirs else None
+        if self.collecting and collection_path in self._skip_dirs:
+            return True
+        # a repository case's snapshot: its tests (and conftest) are the sandbox's only
+        if self._snapshots is None:
+            self._snapshots = snapshot_folders(self.settings.case_dirs)
+        return True if collection_path in self._snapshots else None
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
         if (
@@ -406,6 +422,16 @@ class RunPlugin:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        xdist = bool(getattr(self.config.option, "numprocesses", None))
+        if xdist and not self.worker and self.collecting:
+            self._build_environments()
+
+    def _build_environments(self) -> None:
+        """Under xdist the controller collects nothing: it builds the repository cases'
+        environments first, saying so on the terminal, and the workers find them built. A
+        problem is left to the workers' collection, which names it."""
+        found = project_environments(self.settings, list(self.settings.case_dirs))
+        build_all(self.settings, found.specs, self._progress)
 
     @pytest.hookimpl(trylast=True)  # after pytest's own, which sets shouldfail for -x
     def pytest_runtest_logreport(self) -> None:

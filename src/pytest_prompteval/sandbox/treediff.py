@@ -213,12 +213,14 @@ def _clip(name: str) -> str:
     return shown[:NAME_SHOWN].decode(errors="ignore") + "..."
 
 
-def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], bool]:
+def _changed(
+    base: str, top: str, exclude: frozenset[str]
+) -> tuple[Iterator[tuple[str, _Side, _Side]], bool]:
     before, stopped_before = walk(base)
     after, stopped_after = walk(top, open_up=True)
 
     def changes() -> Iterator[tuple[str, _Side, _Side]]:
-        for name in sorted(before.keys() | after.keys()):
+        for name in sorted((before.keys() | after.keys()) - exclude):
             old, new = _Side(base, name, before.get(name)), _Side(top, name, after.get(name))
             try:
                 if old.differs(new):
@@ -255,10 +257,16 @@ def _timed(work: Callable[[], str], seconds: float) -> tuple[str | None, float]:
     return done, left if done is not None else 0.0
 
 
-def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_SECONDS) -> str:
+def diff(
+    base: str,
+    top: str,
+    budget: int = DIFF_BUDGET,
+    seconds: float = DIFF_SECONDS,
+    exclude: frozenset[str] = frozenset(),
+) -> str:
     """The unified diff of ``base`` against ``top`` (``a/``, ``b/`` prefixes, files in
     order), at most ``budget`` bytes of UTF-8 and ``seconds`` of CPU."""
-    changes, stopped = _changed(base, top)
+    changes, stopped = _changed(base, top, exclude)
     room, allowed = budget - NOTE_ROOM, seconds
     parts: list[str] = []
     left_out: list[str] = []

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
@@ -38,6 +38,7 @@ from pytest_prompteval.sandbox.client import (
     hold_non_dumpable,
     server_command,
 )
+from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.isolation import NOBODY
 from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
@@ -93,8 +94,9 @@ def copy_snapshot(snapshot: Snapshot, into: Path) -> None:
 
 class Workspace:
     """One sandbox over one copy (``copy``); ``base`` shows a snapshot read-only at
-    ``/base`` (the verdict's diff). Jobs run one at a time; ``close`` ends the sandbox and
-    removes its temporary folder unless ``keep_copy`` (the verdict runs on it next)."""
+    ``/base`` (the verdict's diff); ``environment`` is the interpreter and packages commands
+    run with, shown read-only (None: the plugin's interpreter, as before environments).
+    Jobs run one at a time; ``close`` ends the sandbox and removes its temporary folder."""
 
     def __init__(
         self,
@@ -103,6 +105,7 @@ class Workspace:
         hidden: Sequence[os.PathLike[str] | str] = (),
         memory_mb: int | None = None,
         cgroup: bool = True,
+        environment: Environment | None = None,
     ):
         """``memory_mb``: the sandbox's memory (``memory.MEMORY_MB`` by default), in a
         cgroup of its own where one can be made (not with ``cgroup=False``)."""
@@ -116,6 +119,13 @@ class Workspace:
         self._home = tempfile.mkdtemp(prefix="prompteval-workspace-")
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(HOME=self._home, PYTHONDONTWRITEBYTECODE="1")
+        shown = None
+        if environment is not None:
+            shown = {
+                "path": str(environment.path),
+                "shown": list(environment.shown()),
+                "plugins": environment.declared,
+            }
         env["PROMPTEVAL_WORKSPACE"] = json.dumps(
             {
                 "repo": str(copy),
@@ -123,6 +133,7 @@ class Workspace:
                 "hidden": self.hidden,
                 "memory": size,
                 "cgroup": list(self._cgroup.folders) if self._cgroup else None,
+                "environment": shown,
             }
         )
         self._stderr: IO[str] = open(os.path.join(self._home, "server.err"), "w+")  # noqa: SIM115
@@ -187,10 +198,11 @@ class Workspace:
     def run(self, script: str, timeout: float) -> dict[str, Any]:
         return self.job({"op": "run", "script": script}, timeout)
 
-    def diff(self, timeout: float = 60.0) -> str:
-        """The agent's diff; a sandbox that could not take it is an error, never "no
+    def diff(self, timeout: float = 60.0, exclude: Collection[str] = ()) -> str:
+        """The diff of the snapshot to the copy, ``exclude`` (relative paths, an install's
+        products) left out; a sandbox that could not take it is an error, never "no
         change"."""
-        answer = self.job({"op": "diff"}, timeout)
+        answer = self.job({"op": "diff", "exclude": sorted(exclude)}, timeout)
         if "diff" not in answer:
             raise PromptevalError(f"taking the diff failed: {answer.get('error', answer)}")
         return str(answer["diff"])

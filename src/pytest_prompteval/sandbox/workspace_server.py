@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_prompteval.sandbox import editor, restore, treediff
+from pytest_prompteval.sandbox.environments import SITE_VARIABLE
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.memory import Bound, hold
 from pytest_prompteval.sandbox.server import view, watch_parent
@@ -60,17 +61,34 @@ LIMITS = (
 )
 
 
+#: The repository's environment (sandbox/environments.py): its ``bin`` first on PATH.
+_environment: str | None = None
+#: Whether pytest loads the plugins installed beside it: a case's environment's are the
+#: repository's own; a test command that reaches the plugin's packages must not load them.
+_plugins = False
+
+
 def environment() -> dict[str, str]:
     """All a command sees: no key, no token, nothing of pytest's environment."""
-    folder = os.path.dirname(sys.executable)
+    if _environment is not None:
+        found = {
+            "PATH": f"{_environment}/bin:/usr/local/bin:/usr/bin:/bin",
+            "VIRTUAL_ENV": _environment,
+            # the read-only environment's python also reads this folder: what ``pip
+            # install`` (an install step, the agent) installs goes there
+            SITE_VARIABLE: "/tmp/site-packages",
+            "PIP_TARGET": "/tmp/site-packages",
+        }
+    else:
+        found = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"}
+    if not _plugins:
+        found["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return {
-        "PATH": f"{folder}:/usr/local/bin:/usr/bin:/bin",
+        **found,
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
         "TERM": "dumb",
         "PYTHONDONTWRITEBYTECODE": "1",
-        # the plugins installed beside pytest are ours, not the repository's
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
 
 
@@ -369,7 +387,7 @@ _parent: int | None = None
 
 
 def main() -> None:
-    global _parent, _uid, _bound
+    global _parent, _uid, _bound, _environment, _plugins
     _parent = watch_parent()
     setup = json.loads(os.environ["PROMPTEVAL_WORKSPACE"])
     # while the host's tree is in reach: each command joins the cgroup through these
@@ -379,6 +397,14 @@ def main() -> None:
     placed = [(setup["repo"], editor.REPO, True)]
     if setup.get("base"):
         placed.append((setup["base"], "/base", False))
+    if setup.get("environment"):  # read-only at its own path: its scripts name it
+        _environment = str(setup["environment"]["path"])
+        _plugins = bool(setup["environment"]["plugins"])
+        placed.append((_environment, _environment, False))
+        extra = tuple(setup["environment"]["shown"])
+        shown = dataclasses.replace(
+            shown, shown=(*shown.shown, *extra), links=(*shown.links, *extra)
+        )
     isolation = isolate(ROOT, dataclasses.replace(shown, placed=tuple(placed)))
     _uid = isolation.uid  # the host gives it the copy once it says it is ready
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -407,7 +433,8 @@ def main() -> None:
             answer = in_child(functools.partial(edit, job["input"], limit), timeout)
         elif op == "diff":
             # a fresh sandbox: nothing of the agent's runs while it reads the copy
-            answer = {"diff": treediff.diff("/base", editor.REPO)}
+            exclude = frozenset(map(str, job.get("exclude", ())))
+            answer = {"diff": treediff.diff("/base", editor.REPO, exclude=exclude)}
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
         elif op == "read":

@@ -16,7 +16,7 @@ and the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from typing import Any
 from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
+from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
 
@@ -169,26 +171,48 @@ def files_of_tests(tests: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def _patched(workspace: Workspace, case: RepoCase) -> None:
-    """The case's test patch on /repo; one that does not apply is the case's error."""
-    if not case.test_patch:
-        return
-    done = apply_patch(workspace, case.test_patch, case.timeout)
-    if done["status"] != 0:
-        said = "; ".join(line.strip() for line in str(done["output"]).splitlines())
-        raise VerdictError(
-            f"case {case.id!r}: test_patch does not apply to the snapshot's test files "
-            f"(the case is wrong, not the agent): {said}"
-        )
+    """The case's test patch on /repo (one that does not apply is the case's error), then
+    its install step, built again: the agent's changes to built code count."""
+    if case.test_patch:
+        done = apply_patch(workspace, case.test_patch, case.timeout)
+        if done["status"] != 0:
+            said = "; ".join(line.strip() for line in str(done["output"]).splitlines())
+            raise VerdictError(
+                f"case {case.id!r}: test_patch does not apply to the snapshot's test files "
+                f"(the case is wrong, not the agent): {said}"
+            )
+    if case.install:
+        install(workspace, case.install, case.timeout)
 
 
-def _control(case: RepoCase, tests: Sequence[str], hidden: Sequence[str | Path]) -> None:
+def _sandbox(
+    case: RepoCase,
+    path: Path,
+    hidden: Sequence[str | Path],
+    environment: Environment | None,
+    base: Path | None = None,
+) -> Workspace:
+    return Workspace(
+        path, base=base, hidden=hidden, memory_mb=case.memory_mb, environment=environment
+    )
+
+
+def _control(
+    case: RepoCase,
+    tests: Sequence[str],
+    hidden: Sequence[str | Path],
+    environment: Environment | None,
+) -> None:
     """The tests on the snapshot with the case's own fix (its test and reference patches):
     when the test command fails there too, or a listed id matches no test there either,
     the case or its environment is broken, and the item errs instead of failing the agent.
     Without a reference patch nothing tells the two apart: the agent's run decides."""
     if not case.reference_patch:
         return
-    with Copy(snapshot_of(case)) as pristine, Workspace(pristine.path, hidden=hidden) as space:
+    with (
+        Copy(snapshot_of(case)) as pristine,
+        _sandbox(case, pristine.path, hidden, environment) as space,
+    ):
         _patched(space, case)
         if apply_patch(space, case.reference_patch, case.timeout)["status"] != 0:
             return  # check-cases names it; the agent's run decides
@@ -206,23 +230,28 @@ def _control(case: RepoCase, tests: Sequence[str], hidden: Sequence[str | Path])
         )
 
 
-def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
+def verdict(
+    case: RepoCase,
+    copy: Copy,
+    hidden: Sequence[str | Path] = (),
+    environment: Environment | None = None,
+    products: Collection[str] = (),
+) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
-    the agent left it, then the tests with the test files and infrastructure restored. A
-    run whose test command failed, or that leaves a listed id unmatched, is run again on the
-    snapshot with the case's own fix to tell the case's fault from the agent's."""
+    the agent left it (the install's ``products`` are not the agent's), then the tests with
+    the test files and infrastructure restored. A run whose test command failed, or that
+    leaves a listed id unmatched, is run again on the snapshot with the case's own fix to
+    tell the case's fault from the agent's."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
-    with Workspace(
-        copy.path, base=copy.base(), hidden=hidden, memory_mb=case.memory_mb
-    ) as workspace:
-        diff = workspace.diff()
+    with _sandbox(case, copy.path, hidden, environment, copy.base()) as workspace:
+        diff = workspace.diff(exclude=products)
         restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
     if run.fatal or run.unmatched:
-        _control(case, tests, hidden)
+        _control(case, tests, hidden, environment)
     return RepoVerdict(
         run.outcomes,
         case.fail_to_pass,

@@ -9,15 +9,18 @@ before and passing after, passing both times.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_prompteval.core.cases import Case
+from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.sandbox.environments import Environment
+from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
 from pytest_prompteval.scoring.testrun import PASSING, run_tests
@@ -66,12 +69,22 @@ class _NotRun(Exception):
         self.problem = problem
 
 
+#: A case's environment, built (or found in the cache) for its spec.
+Environments = Callable[[EnvironmentSpec | None], Environment]
+
+
 def _outcomes(
-    case: RepoCase, tests: Sequence[str], patch: str | None, hidden: Sequence[str | Path]
+    case: RepoCase,
+    tests: Sequence[str],
+    patch: str | None,
+    hidden: Sequence[str | Path],
+    environment: Environment | None,
 ) -> dict[str, str]:
     with (
         Copy(snapshot_of(case)) as copy,
-        Workspace(copy.path, hidden=hidden, memory_mb=case.memory_mb) as workspace,
+        Workspace(
+            copy.path, hidden=hidden, memory_mb=case.memory_mb, environment=environment
+        ) as workspace,
     ):
         for key, text in (("test_patch", case.test_patch), ("reference_patch", patch)):
             if text:
@@ -81,6 +94,10 @@ def _outcomes(
                     said = "; ".join(line.strip() for line in output.strip().splitlines())
                     # one line, as every problem
                     raise _NotRun(Problem(key, f"{key} does not apply: {said}"))
+        if case.install:
+            installed = install(workspace, case.install, case.timeout)
+            if installed.failed:
+                raise _NotRun(Problem("environment", installed.why()))
         run = run_tests(workspace, case.test_command, tests, case.timeout)
     if run.fatal:
         when = "with" if patch else "without"
@@ -89,7 +106,9 @@ def _outcomes(
     return run.outcomes
 
 
-def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCheck:
+def check_repo_case(
+    case: RepoCase, hidden: Sequence[str | Path] = (), environment: Environment | None = None
+) -> RepoCheck:
     # a case that omits fail_to_pass has them derived; so has pass_to_pass with them
     derive: tuple[str, ...] = ()
     if not case.listed:
@@ -106,8 +125,8 @@ def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCh
         return check
     tests = () if derive else (*case.fail_to_pass, *case.pass_to_pass)
     try:
-        before = _outcomes(case, tests, None, hidden)
-        after = _outcomes(case, tests, case.reference_patch, hidden)
+        before = _outcomes(case, tests, None, hidden, environment)
+        after = _outcomes(case, tests, case.reference_patch, hidden, environment)
     except _NotRun as exc:
         check.problems.append(exc.problem)
         return check
@@ -161,20 +180,24 @@ def check_repo_case(case: RepoCase, hidden: Sequence[str | Path] = ()) -> RepoCh
 
 
 def check_repo_cases(
-    cases: Sequence[Case], hidden: Sequence[str | Path] = ()
+    cases: Sequence[Case],
+    hidden: Sequence[str | Path] = (),
+    environments: Environments | None = None,
 ) -> tuple[list[tuple[Case, RepoCheck]], list[str]]:
-    """The repository cases among ``cases``, each parsed and validated; (each case with its
-    check, every problem as one line naming the case file and the line of the field)."""
+    """The repository cases among ``cases``, each parsed and validated in its environment
+    (``environments``; None: the plugin's interpreter); (each case with its check, every
+    problem as one line naming the case file and the line of the field)."""
     checks, problems = [], []
     for case in cases:
         if not is_repo_case(case):
             continue
         try:
             parsed = parse_repo_case(case)
+            environment = None if environments is None else environments(parsed.environment)
         except PromptevalError as exc:
             problems.append(str(exc))
             continue
-        check = check_repo_case(parsed, hidden)
+        check = check_repo_case(parsed, hidden, environment)
         checks.append((case, check))
         problems += [
             str(
