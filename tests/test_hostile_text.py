@@ -30,6 +30,7 @@ SRC = Path(pytest_prompteval.__file__).parent
 AUDITED_RE = {
     "core/history.py": 1,  # run file names: anchored, a lazy class before a literal suffix
     "core/paths.py": 1,  # NAME: anchored, one class repeated
+    "core/envspec.py": 2,  # a requirement (one \\s* a run of spaces) and a program's name
     "core/patches.py": 2,  # a hunk header (digits between literals), three octal digits
     "core/safetext.py": 3,  # single characters, a line start, runs of backticks
     "core/templates.py": 1,  # literal braces around one identifier
@@ -37,6 +38,10 @@ AUDITED_RE = {
     "providers/anthropic.py": 2,  # the API's error messages: literal alternatives
     "scoring/testrun.py": 1,  # a colour sequence: one class repeated before one letter
     "pytest/run.py": 1,  # names in the -m expression the user typed: one class repeated
+    "pytest/snapshots.py": 1,  # a repo: or git: key in a case file, then one name
+    "sandbox/environments.py": 2,  # a requirement's name up to a delimiter; 32 hex digits
+    "scoring/repoids.py": 1,  # whether a test command is pytest: anchored literals
+    "workflows/swebench.py": 1,  # owner/name@version: classes between literals
     "view/app.py": 1,  # a recording's file name from the URL: anchored, one class repeated
 }
 
@@ -436,3 +441,12 @@ def test_a_prompt_file_error_is_escaped(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "prompts/v.yaml:2: unknown field" in result.stderr.str()
     assert _forged(result.stdout.str() + result.stderr.str(), markup=False) == []
+
+
+def test_a_requirement_of_a_case_file_cannot_make_its_check_backtrack() -> None:
+    """Two ``\\s*`` side by side made ``a==1`` and 800 spaces take seconds (cubic)."""
+    from pytest_prompteval.core import envspec
+
+    for text in ("a==1" + " " * 20_000 + "x", "a[b]" + " " * 20_000 + "x", "a" + " (" * 9_000):
+        assert envspec._REQUIREMENT.fullmatch(text) is None
+    assert envspec._REQUIREMENT.fullmatch("a[b,c] (>=1, <2); python_version < '3.12'")

@@ -255,9 +255,13 @@ def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(
     )
 
 
-def test_a_test_patch_that_does_not_apply_is_an_error_of_the_item(
-    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+@pytest.mark.parametrize("checked", [True, False], ids=["ids-checked", "verdict"])
+def test_a_test_patch_that_does_not_apply_is_the_cases_error(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, checked: bool
 ) -> None:
+    """Refused at collection, before any call, where the listed ids are checked (the test
+    patch applied); where they cannot be (a test command that is not pytest itself), the
+    verdict's own apply makes it an error of the item, never the agent's failure."""
     anthropic_server.responder = AGENT
     make_project(pytester.path, [("right_fix", "RIGHT", 60)])
     (pytester.path / "tests.diff").write_text(
@@ -265,7 +269,14 @@ def test_a_test_patch_that_does_not_apply_is_an_error_of_the_item(
     )
     with (pytester.path / "prompt_cases" / "repo.yaml").open("a") as cases:
         cases.write("  test_patch: ../tests.diff\n")
+        if not checked:
+            cases.write('  test_command: "env python -m pytest -p no:cacheprovider"\n')
     reprec = pytester.inline_run("--prompt=fixer")
+    if checked:
+        (report,) = [r for r in reprec.getreports("pytest_collectreport") if r.failed]
+        assert "repo.yaml:4: case 'right_fix': test_patch does not apply" in str(report.longrepr)
+        assert anthropic_server.requests == []
+        return
     (result,) = item_results(reprec)
     assert result["outcome"] == "error" and result["error_type"] == "verdict"
     assert "test_patch does not apply to the snapshot's test files" in result["error"]
