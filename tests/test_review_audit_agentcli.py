@@ -1,0 +1,150 @@
+"""Attacks on the terminal-safe output, the agents' bounds and the results folder's files
+that got through: each as the hostile answer or pull request would make it."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.safetext import SafeStream
+from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
+
+HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x9b2J\r::error file=x::forged\n::warning::forged ##[error]x"
+RAW = ("\x1b", "\x07", "\x9b", "\r")
+
+
+def forged(text: str) -> list[str]:
+    """What reached the output raw: control characters, lines that start a workflow
+    command, ``##[``."""
+    found = [repr(c) for c in RAW if c in text]
+    found += [line for line in text.split("\n") if line.lstrip().startswith("::")]
+    return found + ["##["] * ("##[" in text)
+
+
+def _written(*parts: str | None) -> str:
+    """What a SafeStream passes on of ``parts`` written in turn, None a flush."""
+    out = io.StringIO()
+    stream = SafeStream(out)
+    for part in parts:
+        if part is None:
+            stream.flush()
+        else:
+            stream.write(part)
+    stream.flush()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        (":", None, ":error::forged\n"),
+        ("  ", None, ":", None, ":warning::forged\n"),
+        ("\t:", None, ":error::forged"),
+    ],
+)
+def test_a_workflow_command_split_at_its_colons_by_a_flush_is_still_defused(
+    parts: tuple[str | None, ...],
+) -> None:
+    # a prompt waiting for input flushes mid-line: the line's ``::`` may come in two parts
+    assert forged(_written(*parts)) == []
+
+
+def test_a_line_of_one_colon_flushed_and_ended_stays_readable() -> None:
+    assert _written(":", None, " after\n") in (": after\n", "\\: after\n")
+    assert _written("a:", None, ":b\n") == "a::b\n"  # not at the line's start: as it is
+
+
+def _judge(notes: str) -> Any:
+    def respond(request: dict[str, Any]) -> Any:
+        if "tools" in request:
+            scores = {d: 20 for d in ("correctness", "completeness", "clarity", "usefulness")}
+            verdict = {"scores": scores, "missing_topics": [], "incorrect_claims": []}
+            return tool_use(request, {**verdict, "notes": notes})
+        return "an answer"
+
+    return respond
+
+
+def test_the_fixtures_check_prints_the_judges_notes_terminal_safe(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    # prompteval.check(r, "claude") fails the test with the judge's notes: model text
+    anthropic_server.responder = _judge(HOSTILE)
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        "user_prompt: Explain.\nmodel_config: {model: m-gen}\n"
+    )
+    pytester.makepyfile(
+        test_inline="""
+        def test_judged(prompteval):
+            r = prompteval.run("v", input={})
+            prompteval.check(r, "claude", min_score=0.9)
+
+        def test_asserted(prompteval):
+            r = prompteval.run("v", input={})
+            prompteval.check(r, "regex", value="^nothing like it$")
+        """
+    )
+    result = pytester.runpytest("test_inline.py", "-rA")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "claude score" in out
+    assert forged(out) == []
+
+
+def test_the_fixtures_errors_quote_file_text_terminal_safe(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    # a prompt file (a pull request's) whose error quotes its text: the version name asked
+    anthropic_server.responder = _judge("fine")
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: Explain.\n")
+    pytester.makepyfile(
+        test_inline=f"""
+        def test_unknown(prompteval):
+            prompteval.run({HOSTILE!r}, input={{}})
+        """
+    )
+    result = pytester.runpytest("test_inline.py", "-rA")
+    result.assert_outcomes(failed=1)
+    assert forged(result.stdout.str()) == []
+
+
+def _calibration(results: Path, model: str, dimensions: str) -> None:
+    folder = results / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.joinpath(f"20990101T000000_000000_{model}.json").write_text(
+        f'{{"judge_model": "{model}", "dimensions": {dimensions}}}'
+    )
+
+
+@pytest.mark.parametrize(
+    "dimensions",
+    [
+        '{"correctness": {"kappa": NaN}}',
+        '{"correctness": {"kappa": -0.4}, "overall": {"kappa": NaN}}',
+        '{"correctness": {"kappa": 1e999}}',
+        '{"correctness": {"kappa": 7}}',
+        '{"correctness": {"kappa": true}}',
+    ],
+)
+def test_a_forged_calibration_with_a_kappa_no_agreement_has_does_not_silence_min_kappa(
+    tmp_path: Path, dimensions: str
+) -> None:
+    # a pull request adds the judge's "latest" calibration: a kappa outside [-1, 1] (NaN
+    # compares false with the minimum) must not pass for agreement
+    _calibration(tmp_path, "m-judge", dimensions)
+    try:  # as the run summary shows it: a warning line, or the file's error
+        (line,) = kappa_warning(tmp_path, ["m-judge"], 0.6)
+    except PromptevalError as exc:
+        line = str(exc)
+    assert "m-judge" in line
+
+
+def test_a_calibration_with_agreement_still_passes(tmp_path: Path) -> None:
+    _calibration(tmp_path, "m-judge", json.dumps({"correctness": {"kappa": 0.8}}))
+    assert kappa_warning(tmp_path, ["m-judge"], 0.6) == []
