@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.history import RUN_FILE
+from pytest_prompteval.core.paths import NAME, check_name
 from pytest_prompteval.core.safetext import SafeStream
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
@@ -148,3 +150,20 @@ def test_a_forged_calibration_with_a_kappa_no_agreement_has_does_not_silence_min
 def test_a_calibration_with_agreement_still_passes(tmp_path: Path) -> None:
     _calibration(tmp_path, "m-judge", json.dumps({"correctness": {"kappa": 0.8}}))
     assert kappa_warning(tmp_path, ["m-judge"], 0.6) == []
+
+
+def test_a_name_with_a_trailing_newline_is_no_name(pytester: pytest.Pytester) -> None:
+    # ``$`` matches before a final newline: an id "abc\n" passed, and pytest printed its node
+    # id (-v, --collect-only, the short summary) across two lines
+    assert not NAME.match("abc\n")
+    assert not RUN_FILE.match("20260101_000000_v.json\n")
+    with pytest.raises(PromptevalError):
+        check_name("v\n", "prompt version")
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: hi\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        'cases:\n- id: "abc\\n"\n  input: {}\n'
+    )
+    result = pytester.runpytest("--prompt=v", "--collect-only", "-q")
+    out = result.stdout.str()
+    assert "c.yaml:2" in out and "a name of letters" in out
+    assert "\n[v]" not in out
