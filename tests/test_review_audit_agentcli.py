@@ -14,7 +14,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RUN_FILE
 from pytest_prompteval.core.paths import NAME, check_name
 from pytest_prompteval.core.safetext import SafeStream
-from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.testing import AnthropicServer, Fault, tool_use
 from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
 
 HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x9b2J\r::error file=x::forged\n::warning::forged ##[error]x"
@@ -167,3 +167,18 @@ def test_a_name_with_a_trailing_newline_is_no_name(pytester: pytest.Pytester) ->
     out = result.stdout.str()
     assert "c.yaml:2" in out and "a name of letters" in out
     assert "\n[v]" not in out
+
+
+def test_a_run_stopped_by_the_api_says_why_terminal_safe(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    # the reason pytest prints as "Interrupted: ..." quotes the API's error message
+    anthropic_server.inject(
+        Fault(status=401, error_type="authentication_error", message=HOSTILE)
+    )
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: hi\n")
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n- id: c1\n  input: {}\n")
+    result = pytester.runpytest("--prompt=v")
+    out = result.stdout.str() + result.stderr.str()
+    assert "status 401" in out
+    assert forged(out) == []
