@@ -13,7 +13,7 @@ import pytest
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RUN_FILE
 from pytest_prompteval.core.paths import NAME, check_name
-from pytest_prompteval.core.safetext import SafeStream
+from pytest_prompteval.core.safetext import SafeStream, md_text
 from pytest_prompteval.testing import AnthropicServer, Fault, tool_use
 from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
 
@@ -182,3 +182,14 @@ def test_a_run_stopped_by_the_api_says_why_terminal_safe(
     out = result.stdout.str() + result.stderr.str()
     assert "status 401" in out
     assert forged(out) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["![passed](https://evil.example/badge.png)", "[all checks passed](https://evil.example)"],
+)
+def test_markdown_text_draws_no_image_and_makes_no_link(text: str) -> None:
+    # a case file's path or label in the step summary: Markdown's own syntax, not HTML's
+    shown = md_text(text)
+    assert "](" not in shown.replace("\\](", "")
+    assert md_text("a\\[b]") == "a\\\\\\[b\\]"  # a backslash of the text escapes nothing

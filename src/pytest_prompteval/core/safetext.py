@@ -50,10 +50,15 @@ def safe_line(text: str) -> str:
     return _defuse(_CONTROL.sub(_escape, text).replace("\n", "\\n"))
 
 
+#: Markdown's own syntax in text: ``[...](...)`` a link, ``![...](...)`` an image fetched
+#: and drawn in the page (a forged badge or verdict); a backslash, so none escapes these
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "|": "\\|"})
+
+
 def md_text(text: object) -> str:
     """One line of Markdown text (a table cell, a list item): safe, no HTML (``<!--`` would
-    hide the rest of the page), no ``|`` ending a table cell."""
-    return html.escape(safe_line(str(text)), quote=False).replace("|", "\\|")
+    hide the rest of the page), no link or image, no ``|`` ending a table cell."""
+    return html.escape(safe_line(str(text)), quote=False).translate(_MD_ESCAPES)
 
 
 def _fence_for(text: str, shortest: int) -> str:
