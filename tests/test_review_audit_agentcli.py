@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,11 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RUN_FILE
 from pytest_prompteval.core.paths import NAME, check_name
 from pytest_prompteval.core.safetext import SafeStream, md_text
-from pytest_prompteval.testing import AnthropicServer, Fault, tool_use
+from pytest_prompteval.interaction import deadline as deadline_module
+from pytest_prompteval.testing import AnthropicServer, Fault, ScriptedAgent, call, tool_use
 from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
+
+from .conftest import item_results
 
 HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x9b2J\r::error file=x::forged\n::warning::forged ##[error]x"
 RAW = ("\x1b", "\x07", "\x9b", "\r")
@@ -173,9 +177,7 @@ def test_a_run_stopped_by_the_api_says_why_terminal_safe(
     pytester: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:
     # the reason pytest prints as "Interrupted: ..." quotes the API's error message
-    anthropic_server.inject(
-        Fault(status=401, error_type="authentication_error", message=HOSTILE)
-    )
+    anthropic_server.inject(Fault(status=401, error_type="authentication_error", message=HOSTILE))
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: hi\n")
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n- id: c1\n  input: {}\n")
     result = pytester.runpytest("--prompt=v")
@@ -193,3 +195,51 @@ def test_markdown_text_draws_no_image_and_makes_no_link(text: str) -> None:
     shown = md_text(text)
     assert "](" not in shown.replace("\\](", "")
     assert md_text("a\\[b]") == "a\\\\\\[b\\]"  # a backslash of the text escapes nothing
+
+
+AGENT_PROMPT = """\
+user_prompt: "{message}"
+include_input: false
+max_steps: 5
+tools: [stuck]
+"""
+#: a Python tool the model's argument keeps busy: it returns only when the test lets it
+STUCK_CONFTEST = """\
+import pytest_prompteval
+from pytest_prompteval.interaction import deadline
+
+
+@pytest_prompteval.tool("stuck")
+def stuck(query: str) -> str:
+    \"\"\"Run a query.\"\"\"
+    deadline.RELEASE.wait(60)  # a bound should the item wait for it
+    deadline.RETURNED.set()
+    return "rows"
+"""
+
+
+def test_a_python_tool_that_never_returns_fails_its_item_at_the_deadline(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the deadline counted a Python tool's time when it returned: one that does not (an
+    # argument that makes the project's code loop, wait, or query forever) held the run
+    release, returned = threading.Event(), threading.Event()
+    monkeypatch.setattr(deadline_module, "RELEASE", release, raising=False)
+    monkeypatch.setattr(deadline_module, "RETURNED", returned, raising=False)
+    anthropic_server.responder = ScriptedAgent(
+        {"go": [[call("stuck", query="forever")], ["Done."]]}
+    )
+    pytester.makeconftest(STUCK_CONFTEST)
+    pytester.makeini("[pytest]\nprompteval_item_timeout = 0.01\n")
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(AGENT_PROMPT)
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text(
+        'cases:\n- id: c1\n  input: {message: "go"}\n  assert: [{contains: Done}]\n'
+    )
+    try:
+        reprec = pytester.inline_run("--prompt=agent")
+        assert not returned.is_set()  # the item ended while its tool still ran
+    finally:
+        release.set()  # the tool left behind ends
+    (result,) = item_results(reprec)
+    assert result["trajectory"]["failure"].startswith("item_timeout 0.01 s reached")
+    assert not result["passed"]

@@ -4,9 +4,10 @@
 The clock runs only while a tool the model called runs, never while the model or a
 simulated user answers: it counts what the model controls (how many calls, and what each
 runs), so a slow API never fails an item and a deadline passed is the agent's failure. Each
-call may run at most the time left (the repository sandbox gets min(its timeout, the time
-left) per command); a Python tool, the project's own code, is not interrupted: its time
-counts when it returns.
+call may run at most the time left: the repository sandbox gets min(its timeout, the time
+left) per command; a Python tool (the project's code, given the model's arguments) runs on
+a thread of its own, waited for the time left: one still running then is left behind (a
+thread cannot be stopped; it ends with the process) and the item fails at its call.
 
 One deadline per item, shared by every walk of its conversation (ahead on the pool, in
 batch rounds, the item's own): each walk starts again from the first call, and a call an
@@ -16,6 +17,8 @@ every walk stops at the same call.
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable, Mapping
 from time import monotonic
 from typing import Any
@@ -26,6 +29,8 @@ from pytest_prompteval.core.content import ToolExecutor, ToolOutcome
 DEFAULT_ITEM_TIMEOUT = 600.0
 #: at most, from any file: a pull request may not hold a CI runner for hours
 MAX_ITEM_TIMEOUT = 3600.0
+#: the outcome of a call still running at the deadline (the item fails at it)
+LEFT_RUNNING = ToolOutcome("not finished when the item's deadline passed", is_error=True)
 
 
 class Deadline:
@@ -50,14 +55,48 @@ class Deadline:
     def passed(self) -> bool:
         return self.spent >= self.seconds
 
-    def run(self, execute: ToolExecutor, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """The call's outcome, its time counted (once, however many walks make it)."""
+    def run(
+        self,
+        execute: ToolExecutor,
+        name: str,
+        arguments: Mapping[str, Any],
+        waited: bool = False,
+    ) -> ToolOutcome:
+        """The call's outcome, its time counted (once, however many walks make it).
+        ``waited``: a call that bounds no time of its own (a Python tool), run on a thread
+        waited for the time left."""
         index, self.calls = self.calls, self.calls + 1
         if index < len(self.after):  # an earlier walk ran it: its outcome is held
             self.spent = self.after[index]
-            return execute(name, arguments)
+            # a call left running is not run again
+            return LEFT_RUNNING if self.passed else execute(name, arguments)
         began = self.clock()
-        outcome = execute(name, arguments)  # raising, it ends the walk: nothing to count
-        self.spent += max(0.0, self.clock() - began)
+        # raising, it ends the walk: nothing to count
+        outcome = self._waited(execute, name, arguments) if waited else execute(name, arguments)
+        if outcome is LEFT_RUNNING:
+            self.spent = max(self.spent + max(0.0, self.clock() - began), self.seconds)
+        else:
+            self.spent += max(0.0, self.clock() - began)
         self.after.append(self.spent)
         return outcome
+
+    def _waited(
+        self, execute: ToolExecutor, name: str, arguments: Mapping[str, Any]
+    ) -> ToolOutcome:
+        ended: list[ToolOutcome | BaseException] = []
+        context = contextvars.copy_context()  # the tool sees the caller's context
+
+        def call() -> None:
+            try:
+                ended.append(context.run(execute, name, arguments))
+            except BaseException as exc:  # raised in the caller
+                ended.append(exc)
+
+        thread = threading.Thread(target=call, name=f"prompteval tool {name}", daemon=True)
+        thread.start()
+        thread.join(self.left())
+        if not ended:
+            return LEFT_RUNNING
+        if isinstance(ended[0], BaseException):
+            raise ended[0]
+        return ended[0]
