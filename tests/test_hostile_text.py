@@ -314,7 +314,9 @@ def test_md_code_and_md_fence_outlast_every_backtick_run() -> None:
         "```````diff\nx\n```\n~~~\n``````\n```````"
     )
     # the escape of the newline is shown as it is: its backslash escaped for Markdown
-    assert md_text("<!-- hide | me -->\n::error::x") == ("&lt;!-- hide \\| me --&gt;\\\\n::error::x")
+    assert md_text("<!-- hide | me -->\n::error::x") == (
+        "&lt;!-- hide \\| me --&gt;\\\\n::error::x"
+    )
 
 
 def _walk_project(pytester: pytest.Pytester) -> Path:
