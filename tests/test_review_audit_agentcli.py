@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RUN_FILE
 from pytest_prompteval.core.paths import NAME, check_name
 from pytest_prompteval.core.safetext import SafeStream, md_text
 from pytest_prompteval.interaction import deadline as deadline_module
+from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.testing import AnthropicServer, Fault, ScriptedAgent, call, tool_use
 from pytest_prompteval.workflows.calibrate import FOLDER, kappa_warning
 
@@ -243,3 +245,27 @@ def test_a_python_tool_that_never_returns_fails_its_item_at_the_deadline(
     (result,) = item_results(reprec)
     assert result["trajectory"]["failure"].startswith("item_timeout 0.01 s reached")
     assert not result["passed"]
+
+
+def test_a_call_run_again_by_a_later_walk_counts_its_time_again() -> None:
+    # a step whose answer does not hold its Python tool's outcome (a recording made without
+    # it, or edited) runs the tool in every walk; counting it once let each walk of the
+    # conversation (ahead, batch rounds, the item's own) spend the deadline anew
+    now = [0.0]
+
+    def tool(name: str, arguments: object) -> ToolOutcome:
+        now[0] += 200
+        return ToolOutcome("worked")
+
+    def held(name: str, arguments: object) -> ToolOutcome:
+        return ToolOutcome("worked")
+
+    deadline = Deadline(500, clock=lambda: now[0])
+    for execute, spent in ((tool, [200, 400]), (held, [200, 400]), (tool, [400, 800])):
+        deadline.start()
+        walked = []
+        for n in range(2):
+            deadline.run(execute, "slow", {"n": n})
+            walked.append(deadline.spent)
+        assert walked == spent
+    assert deadline.passed

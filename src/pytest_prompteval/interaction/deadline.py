@@ -10,9 +10,11 @@ a thread of its own, waited for the time left: one still running then is left be
 thread cannot be stopped; it ends with the process) and the item fails at its call.
 
 One deadline per item, shared by every walk of its conversation (ahead on the pool, in
-batch rounds, the item's own): each walk starts again from the first call, and a call an
-earlier walk ran counts the time it took then (its outcome is held, not run again), so
-every walk stops at the same call.
+batch rounds, the item's own): each walk starts again from the first call, and a call
+counts the time of every run of it: once, when its outcome is held with the answer for the
+walks after; each time, when it is run again (an answer without it: a recording made
+without the outcome, or edited), so running a call in every walk cannot multiply the
+deadline. A call left running is not run again.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class Deadline:
     def __init__(self, seconds: float, clock: Callable[[], float] | None = None) -> None:
         self.seconds = seconds
         self.clock = clock or monotonic
-        #: the time spent after each call, in the conversation's order, over every walk
-        self.after: list[float] = []
+        #: each call's time, in the conversation's order, over every run of it in any walk
+        self.took: list[float] = []
+        self.abandoned: set[int] = set()  # the calls left running
         self.calls = 0  # calls of the current walk
         self.spent = 0.0  # the current walk's time, up to its last call
 
@@ -62,22 +65,23 @@ class Deadline:
         arguments: Mapping[str, Any],
         waited: bool = False,
     ) -> ToolOutcome:
-        """The call's outcome, its time counted (once, however many walks make it).
+        """The call's outcome, its time counted over every walk that runs it.
         ``waited``: a call that bounds no time of its own (a Python tool), run on a thread
         waited for the time left."""
         index, self.calls = self.calls, self.calls + 1
-        if index < len(self.after):  # an earlier walk ran it: its outcome is held
-            self.spent = self.after[index]
-            # a call left running is not run again
-            return LEFT_RUNNING if self.passed else execute(name, arguments)
+        if index in self.abandoned:  # left running by an earlier walk: not run again
+            self.spent += self.took[index]
+            return LEFT_RUNNING
         began = self.clock()
         # raising, it ends the walk: nothing to count
         outcome = self._waited(execute, name, arguments) if waited else execute(name, arguments)
+        if index == len(self.took):
+            self.took.append(0.0)
+        self.took[index] += max(0.0, self.clock() - began)  # ~0 for an outcome held
         if outcome is LEFT_RUNNING:
-            self.spent = max(self.spent + max(0.0, self.clock() - began), self.seconds)
-        else:
-            self.spent += max(0.0, self.clock() - began)
-        self.after.append(self.spent)
+            self.abandoned.add(index)
+            self.took[index] = max(self.took[index], self.seconds)
+        self.spent += self.took[index]
         return outcome
 
     def _waited(
