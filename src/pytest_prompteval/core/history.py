@@ -31,7 +31,7 @@ from pytest_prompteval.core.result import SCHEMA_VERSION, ItemResult
 
 FORMAT = SCHEMA_VERSION
 #: a run's file: ``<stamp>_<version>.json``, or ``.jsonl`` while it runs
-RUN_FILE = re.compile(r"^(\d{8}_\d{6}(?:-\d+)?)_([\w.+-]+?)\.(json|jsonl)$")
+RUN_FILE = re.compile(r"^(\d{8}_\d{6}(?:-\d+)?)_([\w.+-]+?)\.(json|jsonl)\Z")
 
 
 def is_run_file(name: str) -> bool:

@@ -33,7 +33,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # Case ids, version names and marker values end up in node ids, `-m` expressions and file
 # names: letters, digits and _ . + -, never starting with a dot (no `..`, no separators).
-NAME = re.compile(r"^[A-Za-z0-9_][\w.+-]*$")
+NAME = re.compile(r"^[A-Za-z0-9_][\w.+-]*\Z")
 
 
 def check_name(value: str, what: str) -> str:

@@ -24,6 +24,8 @@ _CONTROL = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 _COMMAND = re.compile(r"^(\s*)::")
+#: a line's first colon, passed on alone (a flush): the next part may bring the second
+_HALF_COMMAND = re.compile(r"^(\s*):\Z")
 _BACKTICKS = re.compile("`+")
 
 
@@ -48,10 +50,15 @@ def safe_line(text: str) -> str:
     return _defuse(_CONTROL.sub(_escape, text).replace("\n", "\\n"))
 
 
+#: Markdown's own syntax in text: ``[...](...)`` a link, ``![...](...)`` an image fetched
+#: and drawn in the page (a forged badge or verdict); a backslash, so none escapes these
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "|": "\\|"})
+
+
 def md_text(text: object) -> str:
     """One line of Markdown text (a table cell, a list item): safe, no HTML (``<!--`` would
-    hide the rest of the page), no ``|`` ending a table cell."""
-    return html.escape(safe_line(str(text)), quote=False).replace("|", "\\|")
+    hide the rest of the page), no link or image, no ``|`` ending a table cell."""
+    return html.escape(safe_line(str(text)), quote=False).translate(_MD_ESCAPES)
 
 
 def _fence_for(text: str, shortest: int) -> str:
@@ -92,7 +99,8 @@ class SafeStream:
     output (stdout, stderr) goes through one, so no answer or file text it prints, through
     whatever code, controls the terminal or the CI log. Newlines and tabs pass; a line is
     passed on when it ends, or by ``flush`` (a prompt that waits for input), and a workflow
-    command or ``##[`` split across two parts is still found."""
+    command or ``##[`` split across two parts is still found (a line's first colon passed
+    on alone gets its backslash: the next part may bring the second)."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
@@ -109,8 +117,8 @@ class SafeStream:
 
     def _pass(self, part: str) -> None:
         escaped = _CONTROL.sub(_escape, part)
-        if self._blank:  # a command may still start the line
-            escaped = _COMMAND.sub(r"\1\\::", escaped)
+        if self._blank:  # a command may still start the line, or its first colon end a part
+            escaped = _HALF_COMMAND.sub(r"\1\\:", _COMMAND.sub(r"\1\\::", escaped))
         # the two characters before are written already: a ``##[`` across parts gets its
         # backslash in this part
         escaped = (self._end + escaped).replace("##[", "##\\[")[len(self._end) :]

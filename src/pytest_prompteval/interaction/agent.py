@@ -511,7 +511,8 @@ def conversation(
             for call in calls:
                 last = call
                 try:
-                    outcome = deadline.run(execute, call.name, call.input)
+                    waited = call.name in agent.python  # bounds no time itself
+                    outcome = deadline.run(execute, call.name, call.input, waited)
                 except UnansweredCall as exc:
                     trajectory.failure = exc.message
                     return trajectory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -14,6 +14,7 @@ from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import RESULT_KEY, ItemResult
+from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
 from pytest_prompteval.engine.specs import item_specs
@@ -39,6 +40,12 @@ class RunResult:
         return self.result.score or 0.0
 
 
+def _fail(message: object) -> NoReturn:
+    """Fail the test with ``message``: it quotes answers, the judge's notes and file text,
+    which pytest prints as they are (the terminal, the CI log, JUnit)."""
+    raise pytest.fail.Exception(safe_text(str(message), indent=""), pytrace=False) from None
+
+
 class Prompteval:
     """Evaluates through the run's engine, so inline runs share its budget, rate gate,
     recordings and judge with the items."""
@@ -51,7 +58,7 @@ class Prompteval:
         try:
             return self.engine.prompt(version)
         except PromptevalError as exc:
-            raise pytest.fail.Exception(str(exc), pytrace=False) from None
+            _fail(exc)
 
     def run(
         self,
@@ -82,7 +89,7 @@ class Prompteval:
             # tests=) run in the sandbox
             spec = item_specs(self.engine, case)(prompt, sample, 1)
         except PromptevalError as exc:
-            raise pytest.fail.Exception(str(exc), pytrace=False) from None
+            _fail(exc)
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
         result = new_result(case, prompt, sample, threshold, settings.scorer)
@@ -92,7 +99,9 @@ class Prompteval:
         except BudgetSpent as exc:
             result.outcome = "skipped"
             # as items are: the budget stops calls, it fails nothing
-            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+            raise pytest.skip.Exception(
+                safe_text(str(exc), indent=""), _use_item_location=True
+            ) from None
         finally:
             # as it stands now: user_properties cross to the xdist controller as plain data
             self.node.user_properties.append((RESULT_KEY, result.to_json()))
@@ -129,8 +138,8 @@ class Prompteval:
                 self.engine, spec, assertion, run.request, run.response, run.result, ledger
             )
             if not checked.passed:
-                pytest.fail(f"{scorer}: {checked.reason}", pytrace=False)
+                _fail(f"{scorer}: {checked.reason}")
             return checked.score
         if score < threshold:
-            pytest.fail(f"{scorer} score {score:.3f} < {threshold:.2f} ({reason})", pytrace=False)
+            _fail(f"{scorer} score {score:.3f} < {threshold:.2f} ({reason})")
         return score

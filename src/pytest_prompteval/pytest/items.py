@@ -251,7 +251,7 @@ class CaseItem(pytest.Item):
                 return
             self.result.outcome = "error"
             if isinstance(exc, StopRun):
-                self.session.shouldstop = str(exc)
+                self.session.shouldstop = safe_line(str(exc))  # pytest prints it as it is
             raise pytest.fail.Exception(_shown(exc), pytrace=False) from None
 
     def runtest(self) -> None:

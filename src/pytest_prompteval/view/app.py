@@ -61,7 +61,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
-_RECORDING = re.compile(r"^[0-9A-Za-z_][\w.-]*\.json$")
+_RECORDING = re.compile(r"^[0-9A-Za-z_][\w.-]*\.json\Z")
 MAX_COMMENT = 10_000
 MAX_REVIEWER = 100
 

@@ -241,14 +241,24 @@ def latest(directory: Path, model: str) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def lowest_kappa(data: dict[str, Any]) -> tuple[str, float] | None:
-    """A saved calibration's dimension with the lowest kappa, and that kappa."""
+def lowest_kappa(data: dict[str, Any], path: Path) -> tuple[str, float] | None:
+    """A saved calibration's dimension with the lowest kappa, and that kappa. The file is a
+    pull request's to change: a kappa no agreement has (outside [-1, 1]; NaN, which no
+    comparison with the minimum fails; ``true``) is an error, never agreement."""
     dims = data.get("dimensions")
-    known = [
-        (str(name), float(d["kappa"]))
-        for name, d in (dims.items() if isinstance(dims, dict) else [])
-        if isinstance(d, dict) and isinstance(d.get("kappa"), int | float)
-    ]
+    known = []
+    for name, d in dims.items() if isinstance(dims, dict) else []:
+        kappa = d.get("kappa") if isinstance(d, dict) else None
+        if kappa is None:
+            continue  # too few ratings for a kappa
+        # (the computed kappa of full disagreement may round a hair below -1)
+        if type(kappa) not in (int, float) or not -1 - 1e-9 <= kappa <= 1 + 1e-9:
+            raise PromptevalError(
+                f"unreadable calibration: {str(name)!r:.40}: kappa {kappa!r:.40} is not a "
+                "number from -1 to 1",
+                path,
+            )
+        known.append((str(name), float(kappa)))
     return min(known, key=lambda x: x[1]) if known else None
 
 
@@ -265,7 +275,7 @@ def kappa_warning(directory: Path | None, models: Sequence[str], min_kappa: floa
             )
             continue
         path, data = found
-        low = lowest_kappa(data)
+        low = lowest_kappa(data, path)
         if low is None or low[1] < min_kappa:
             shown = "no kappa" if low is None else f"kappa {low[1]:.2f} on {low[0]}"
             lines.append(
