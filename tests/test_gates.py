@@ -201,3 +201,16 @@ def test_a_non_finite_score_in_a_baseline_file_is_a_usage_error(
         ]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_an_equal_run_of_1030_cases_passes_the_gate_with_its_json_report(
+    project: pytest.Pytester,
+) -> None:
+    # 1,030 cases overflowed the power figure: a traceback in pytest_json_modifyreport, exit 1
+    # and no report, so the gate blocked an equal version.
+    no_new_failure_rule(project)
+    write_cases(project, [(0.9, 0.1), (0.1, 0.9)] * 5 + [(0.9, 0.9)] * 1020)
+    result = project.runpytest(*GATES, "-n", "2", "--json-report", "--json-report-file=r.json")
+    assert result.ret == PASSED, result.stdout.str()[-2000:]
+    report = json.loads(project.path.joinpath("r.json").read_text())
+    assert report["prompteval"]["comparisons"][0]["paired"] == 1030

@@ -320,3 +320,28 @@ def test_the_stated_power_holds_at_the_holm_level() -> None:
         for _ in range(runs)
     )
     assert 0.72 <= found / runs <= 0.88  # 80% within about 3 standard errors
+
+
+SIZES = (1, 2, 1024, 1025, 10_000, 100_000)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_every_statistic_holds_at_any_number_of_cases(n: int) -> None:
+    # 2.0 ** (n - 1) overflowed from 1,025 paired cases and took every report down with it.
+    rng = random.Random(n)
+    assert 0 <= attainable_level(0.05, n) <= 0.05
+    detectable = minimum_detectable(0.2, n)
+    assert detectable is None if n < 3 else 0 < detectable < 1
+    for diffs in (
+        [rng.choice((-1.0, 0.0, 0.0, 1.0)) for _ in range(n)],  # pass/fail flips
+        [rng.randint(-5, 5) / 5 for _ in range(n)],  # pass shares of 5 samples
+        [rng.gauss(0.01, 0.2) for _ in range(n)],  # scores
+    ):
+        test = sign_flip_test(diffs)
+        low, high = test.interval()
+        assert -1 <= low <= high <= 1 and math.isfinite(test.log_p)
+        assert (low <= 0 <= high) == (test.p >= 0.05)
+    assert math.isfinite(mcnemar_log_p(n, 0)) and mcnemar_log_p(n, n) == 0.0
+    assert len(holm_log([-float(i) for i in range(n)])) == n
+    assert pass_at_k(n, n // 2, 1) == pytest.approx((n // 2) / n)
+    assert 0 <= wilson_interval(n // 2, n)[0] <= 0.5 <= wilson_interval(n // 2, n)[1]

@@ -354,3 +354,16 @@ def test_different_sample_counts_do_not_bias_the_pass_rate_test() -> None:
         false += c.significant
     assert false <= 8  # 5% of 60 is 3; majority voting gave about 33
     assert any(line.startswith("  samples per case differ (A 1, B 5)") for line in block(c))
+
+
+@pytest.mark.parametrize("n", [1025, 10_000])
+def test_a_comparison_of_1025_cases_or_more_reports(n: int) -> None:
+    # Its power figure overflowed (2.0 ** (n - 1)) in the notes, json, terminal and Markdown.
+    rng = random.Random(n)
+    base = [item("a", f"c{i}", rng.random()) for i in range(n)]
+    other = [item("b", f"c{i}", rng.random()) for i in range(n)]
+    c = compare(base, other, ("a", "b"))
+    assert c.paired == n and c.detectable is not None and 0 < c.detectable < 0.2
+    assert c.to_json()["detectable_difference"] == c.detectable
+    assert any("smallest" in line for line in c.notes())
+    assert block(c) and c.outcome in ("none", "better", "worse")

@@ -259,7 +259,11 @@ def t_quantile(q: float, df: int) -> float:
 
 def attainable_level(alpha: float, n: int) -> float:
     """The largest p-value at or under alpha that the two-sided sign-flip test of n distinct
-    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it)."""
+    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it).
+    From 64 pairs that step is under a float's precision of alpha (and 2.0**n overflows
+    from 1,025), so the level is alpha itself."""
+    if n > 64:
+        return alpha
     half = 2.0 ** (n - 1)
     return math.floor(alpha * half + 1e-9) / half
 
