@@ -367,3 +367,38 @@ def test_a_comparison_of_1025_cases_or_more_reports(n: int) -> None:
     assert c.to_json()["detectable_difference"] == c.detectable
     assert any("smallest" in line for line in c.notes())
     assert block(c) and c.outcome in ("none", "better", "worse")
+
+
+def sampled(prompt: str, answers: list[list[bool]], stop_early: bool) -> list[Any]:
+    """Each case's samples in order (min_pass 4 of 5); with stop-early, only those drawn
+    until the verdict was decided, as ``--prompteval-stop-early`` leaves them."""
+    from pytest_prompteval.report.flaky import verdict_decided
+
+    results = []
+    for i, draws in enumerate(answers):
+        passed = 0
+        for s, ok in enumerate(draws):
+            if stop_early and verdict_decided(passed, s, 5, 4):
+                break
+            results.append(
+                item(prompt, f"c{i:02}", 0.9 if ok else 0.1, sample=s, samples=5, min_pass=4)
+            )
+            passed += ok
+    return results
+
+
+def test_stop_early_is_compared_on_verdicts_which_it_does_not_bias() -> None:
+    # The same answers, 60 cases x 5 samples: the share of the samples stop-early drew read
+    # "b worse, -5.1%, p=0.027" against the full run; the verdicts are the same.
+    rng = random.Random(7)
+    answers = [[rng.random() < 0.5 for _ in range(5)] for _ in range(60)]
+    for stopped in ((False, True), (True, False), (True, True)):
+        c = compare(
+            sampled("a", answers, stopped[0]), sampled("b", answers, stopped[1]), ("a", "b")
+        )
+        assert c.pass_rate_diff == 0 and c.outcome == "none" and c.on_verdicts
+        assert c.score is None and c.pass_at_k == {}
+        assert "cases passing min_pass +0.0%" in c.verdict
+        assert any("compared on each case's min_pass verdict" in line for line in c.notes())
+    full = compare(sampled("a", answers, False), sampled("b", answers, False), ("a", "b"))
+    assert not full.on_verdicts and full.score is not None
