@@ -251,13 +251,12 @@ def text_of(blocks: tuple[Block, ...]) -> str:
 def input_matches(wanted: Any, given: Any) -> bool:
     """Whether a tool call's input ``given`` holds ``wanted``: a mapping's keys as a subset,
     ``{regex: ...}`` searched (RE2) in a string, lists item by item, anything else equal
-    (``true`` is not 1). A pattern applies to the model's string only: a ``{regex: ...}``
-    mapping the model sent matches nothing (else it would satisfy any rule's pattern)."""
+    (``true`` is not 1)."""
     if isinstance(wanted, Mapping):
-        if set(wanted) == {"regex"}:
+        if set(wanted) == {"regex"} and isinstance(given, str):
             from pytest_prompteval.core.patterns import pattern
 
-            return isinstance(given, str) and pattern(str(wanted["regex"])).search(given) is not None
+            return pattern(str(wanted["regex"])).search(given) is not None
         return isinstance(given, Mapping) and all(
             k in given and input_matches(v, given[k]) for k, v in wanted.items()
         )

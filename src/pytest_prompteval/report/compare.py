@@ -12,6 +12,12 @@ primary one (ini ``prompteval_gate_metric``: ``pass_rate``, the default, or ``sc
 decides the verdict and the gate; the other is reported beside it, never combined with it.
 The primary p-values of every comparison of the run are one Holm family, the secondary
 ones another (see ``correct``).
+
+A side run with ``--prompteval-stop-early`` drew fewer samples of a case once its verdict
+was decided, which biases the share of the samples drawn (optional stopping: a case at a
+true pass rate of 0.5 shows 0.415 on average under min_pass 4 of 5). Such comparisons are
+decided on each case's min_pass verdict alone, which stopping leaves as the full run's; the
+mean score and pass@k are then not compared.
 """
 
 from __future__ import annotations
@@ -44,7 +50,11 @@ from pytest_prompteval.report.summary import (
 
 #: scores, pass shares and pass@k lie in [0, 1], so their paired differences in [-1, 1]
 DIFFERENCE_RANGE = (-1.0, 1.0)
-ENDPOINT_NAMES = {"pass_rate": "pass rate", "score": "mean score"}
+ENDPOINT_NAMES = {
+    "pass_rate": "pass rate",
+    "score": "mean score",
+    "verdicts": "cases passing min_pass",
+}
 TIE_RULE = (
     "each case counts the share of its samples that pass (k/n), so different sample counts "
     "do not bias the test; for regressions a case passes under its min_pass, else when more "
@@ -58,6 +68,8 @@ class CaseView:
     passed: int  # samples that passed
     scored: int  # samples that ran
     verdict: bool  # the case's own pass: min_pass, else more than half
+    #: fewer samples drawn than planned under min_pass: --prompteval-stop-early stopped it
+    stopped: bool = False
 
     @property
     def share(self) -> float:
@@ -108,7 +120,7 @@ class Endpoint:
     @property
     def kind(self) -> str:
         """How its figures are written: a pass rate as a share, a score as a score."""
-        return "share" if self.name == "pass_rate" else "score"
+        return "score" if self.name == "score" else "share"
 
     def write(self, value: float | None, signed: bool = True) -> str:
         return (figures.share if self.kind == "share" else figures.score)(value, signed)
@@ -162,9 +174,14 @@ class Comparison:
     pass_at_k: dict[int, tuple[SignFlipTest, int]] = field(default_factory=dict)
 
     @property
+    def on_verdicts(self) -> bool:
+        """Decided on the cases' min_pass verdicts: a side stopped drawing early."""
+        return self.pass_rate is not None and self.pass_rate.name == "verdicts"
+
+    @property
     def endpoints(self) -> tuple[Endpoint | None, Endpoint | None]:
         """(primary, secondary)."""
-        if self.primary == "score":
+        if self.primary == "score" and not self.on_verdicts:
             return self.score, self.pass_rate
         return self.pass_rate, self.score
 
@@ -282,6 +299,13 @@ class Comparison:
                     f"level {level:.3g}): {primary.write(detectable, signed=False)}"
                 )
             lines.append(f"{self.paired} paired cases; {power}")
+            if self.on_verdicts:
+                lines.append(
+                    "--prompteval-stop-early drew fewer samples of some cases: compared on "
+                    "each case's min_pass verdict, which stopping leaves as the full run's "
+                    "(the share of the samples drawn is biased by when they stopped); mean "
+                    "score and pass@k not compared"
+                )
             lines.append(
                 f"decided on {primary.label} (prompteval_gate_metric), "
                 + ("McNemar exact" if primary.mcnemar else primary.test.describe())
@@ -335,6 +359,7 @@ class Comparison:
             "paired": self.paired,
             "min_effect": self.min_effect,
             "gate_metric": self.primary,
+            "decided_on_verdicts": self.on_verdicts,
             "score": None if self.score is None else self.score.to_json(),
             "pass_rate": None if self.pass_rate is None else self.pass_rate.to_json(),
             "mean_diff": self.mean_diff,
@@ -373,8 +398,10 @@ def _cases(results: Iterable[Result]) -> tuple[dict[tuple[str, str], CaseView], 
     number of errored items."""
     scored: dict[tuple[str, str], list[Result]] = {}
     lost: dict[tuple[str, str], int] = {}
+    drawn: dict[tuple[str, str], int] = {}
     errored = 0
     for r in results:
+        drawn[case_key(r)] = drawn.get(case_key(r), 0) + 1
         outcome = outcome_of(r)
         if outcome == "skipped":
             continue
@@ -386,11 +413,13 @@ def _cases(results: Iterable[Result]) -> tuple[dict[tuple[str, str], CaseView], 
     views = {}
     for key, items in scored.items():
         passed = sum(outcome_of(r) == "passed" for r in items)
+        min_pass = items[0].min_pass
         views[key] = CaseView(
             statistics.fmean(scored_value(r) for r in items),
             passed,
             len(items),
-            _verdict(passed, len(items), lost.get(key, 0), items[0].min_pass),
+            _verdict(passed, len(items), lost.get(key, 0), min_pass),
+            stopped=min_pass is not None and drawn[key] < items[0].samples,
         )
     return views, set(lost) - set(views), errored
 
@@ -425,6 +454,15 @@ def compare(
     if not shared:
         return result
     pairs = [(base_views[k], other_views[k]) for k in shared]
+    if any(b.stopped or o.stopped for b, o in pairs):
+        result.pass_rate = Endpoint(
+            "verdicts",
+            sign_flip_test([o.verdict - b.verdict for b, o in pairs], bounds=DIFFERENCE_RANGE),
+            mcnemar=True,
+        )
+        _changes(result, shared, pairs)
+        correct([result])
+        return result
     result.score = Endpoint(
         "score",
         sign_flip_test([o.score - b.score for b, o in pairs], bounds=DIFFERENCE_RANGE),
@@ -434,11 +472,7 @@ def compare(
         sign_flip_test([o.share - b.share for b, o in pairs], bounds=DIFFERENCE_RANGE),
         mcnemar=all(b.scored == o.scored == 1 for b, o in pairs),
     )
-    # Regressions first: what got worse is what a reader must see.
-    for key, (b, o) in zip(shared, pairs, strict=True):
-        if b.verdict != o.verdict:
-            (result.regressions if b.verdict else result.improvements).append(_label(key))
-            result.changes[_label(key)] = (b.counts, o.counts)
+    _changes(result, shared, pairs)
     base_counts, other_counts = per_case_counts(baseline), per_case_counts(other)
     for k in ks:
         usable = [key for key in shared if base_counts[key][0] >= k and other_counts[key][0] >= k]
@@ -451,6 +485,17 @@ def compare(
             result.pass_at_k[k] = (sign_flip_test(kdiffs, bounds=DIFFERENCE_RANGE), len(usable))
     correct([result])
     return result
+
+
+def _changes(
+    result: Comparison, shared: Sequence[tuple[str, str]], pairs: Sequence[tuple[CaseView, CaseView]]
+) -> None:
+    """The cases whose own verdict changed, regressions first: what got worse is what a
+    reader must see."""
+    for key, (b, o) in zip(shared, pairs, strict=True):
+        if b.verdict != o.verdict:
+            (result.regressions if b.verdict else result.improvements).append(_label(key))
+            result.changes[_label(key)] = (b.counts, o.counts)
 
 
 def correct(comparisons: Sequence[Comparison]) -> None:
