@@ -42,7 +42,7 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
         "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
-        "[-63.6%, -16.7%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
+        "[-62.1%, -10.6%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.347, +0.074] "
         "(95%), p=0.11 (secondary, not gating)"
     )
     assert block(c)[1].startswith("  regressions (8): c.yaml::c12 1/1 → 0/1, c.yaml::c13 1/1")
@@ -99,7 +99,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     assert c.outcome == "none" and not c.significant
     assert c.verdict == (
         "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
-        "[-45.5%, +0.0%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.009, +0.050] "
+        "[-46.2%, +0.7%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.000, +0.163] "
         "(95%), p=0.012 (secondary, not gating)"
     )
     lines = block(c)
@@ -109,7 +109,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     )
     assert (
         "  mean score significantly up (secondary, not gating): mean score +0.028 "
-        "[+0.009, +0.050] (95%), p=0.012" in lines
+        "[+0.000, +0.163] (95%), p=0.012" in lines
     )
 
 
@@ -121,8 +121,8 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; pass rate +60.0% [-100.0%, +100.0%] (95%), McNemar exact p=0.25; "
-        "mean score +0.180 [-1.000, +1.000] (95%), p=0.062 (secondary, not gating)"
+        "to reach p < 0.05; pass rate +60.0% [-29.9%, +100.0%] (95%), McNemar exact p=0.25; "
+        "mean score +0.180 [-0.415, +0.672] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
 
@@ -131,14 +131,14 @@ def test_zero_difference_and_differences_under_the_minimum_effect_are_never_bett
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
     assert same.verdict.startswith(
         "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
-        "[+0.0%, +0.0%] (95%), McNemar exact p=1"
+        "[-13.7%, +13.7%] (95%), McNemar exact p=1"
     )
     a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
     tiny = compare(a, b, ("A", "B"), min_effect=0.02, primary="score")
     assert tiny.outcome == "none"
     assert tiny.verdict.startswith(
         "no meaningful difference (under the minimum effect 0.02), B vs A: 0 regressions, 0 "
-        "improvements; mean score +0.010 [+0.010, +0.010] (95%), p=1.9e-06"
+        "improvements; mean score +0.010 [+0.000, +0.146] (95%), p=1.9e-06"
     )
 
 

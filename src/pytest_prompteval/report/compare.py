@@ -488,7 +488,9 @@ def compare(
 
 
 def _changes(
-    result: Comparison, shared: Sequence[tuple[str, str]], pairs: Sequence[tuple[CaseView, CaseView]]
+    result: Comparison,
+    shared: Sequence[tuple[str, str]],
+    pairs: Sequence[tuple[CaseView, CaseView]],
 ) -> None:
     """The cases whose own verdict changed, regressions first: what got worse is what a
     reader must see."""

@@ -15,11 +15,10 @@ from typing import Any
 from pytest_prompteval.core.history import StoredRun, load_run
 from pytest_prompteval.core.stats import (
     ALPHA,
+    bounded_mean_interval,
     pass_fail_table,
     proportion_trend,
-    resamples_for,
     spearman,
-    studentized_bootstrap,
 )
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import compare
@@ -122,11 +121,10 @@ def _best(histories: dict[str, VersionHistory]) -> dict[str, Any] | None:
         return None
     ranked = sorted(latest, key=lambda v: statistics.fmean(latest[v][1]), reverse=True)
     run, scores = latest[ranked[0]]
-    test = studentized_bootstrap(scores, resamples=resamples_for(len(scores)), bounds=(0, 1))
     best: dict[str, Any] = {
         "version": ranked[0],
-        "mean_score": test.mean,
-        "ci95": test.interval(),
+        "mean_score": statistics.fmean(scores),
+        "ci95": bounded_mean_interval(scores, bounds=(0.0, 1.0)),
     }
     if len(ranked) > 1:
         runner = latest[ranked[1]][0]
