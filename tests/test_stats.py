@@ -17,8 +17,10 @@ from pytest_prompteval.core.stats import (
     format_p,
     holm,
     holm_log,
+    mcnemar_detectable,
     mcnemar_exact,
     mcnemar_log_p,
+    mcnemar_power_curve,
     minimum_detectable,
     pass_at_k,
     pass_fail_table,
@@ -29,6 +31,8 @@ from pytest_prompteval.core.stats import (
     t_quantile,
     wilson_interval,
 )
+
+from .verdict_data import exact_mcnemar_power
 
 
 @given(
@@ -168,7 +172,7 @@ def test_wilson_interval_matches_its_formula() -> None:
 
 
 def test_minimum_detectable_difference_at_the_level_used() -> None:
-    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 2 degrees of freedom, a the level the exact
+    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 1 degrees of freedom, a the level the exact
     # test attains under alpha (a multiple of 2 / 2**n)
     for n, alpha, attained in (
         (20, 0.05, 26214 / 2**19),
@@ -177,7 +181,7 @@ def test_minimum_detectable_difference_at_the_level_used() -> None:
     ):
         assert attainable_level(alpha, n) == pytest.approx(attained, rel=1e-6)
         expected = (
-            (scipy_stats.t.ppf(1 - attained / 2, n - 2) + scipy_stats.t.ppf(0.8, n - 2))
+            (scipy_stats.t.ppf(1 - attained / 2, n - 1) + scipy_stats.t.ppf(0.8, n - 1))
             * 0.2
             / math.sqrt(n)
         )
@@ -185,6 +189,24 @@ def test_minimum_detectable_difference_at_the_level_used() -> None:
     assert minimum_detectable(0.2, 2) is None
     # 7 pairs cannot reach 0.05 / 7: the smallest p is 2 / 2**7 = 0.0156
     assert minimum_detectable(0.2, 7, alpha=0.05 / 7) is None
+
+
+@pytest.mark.parametrize(
+    ("n", "discordant", "alpha"), [(20, 0.5, 0.05), (50, 0.3, 0.05), (40, 0.6, 0.0125)]
+)
+def test_the_stated_mcnemar_power_is_exact(n: int, discordant: float, alpha: float) -> None:
+    # The default endpoint (pass rate, one sample) is McNemar's exact test, discrete in the
+    # discordant pairs: "80% power" by the t formula was 68% at 20 cases and 74% at 50.
+    effect = mcnemar_detectable(n, discordant, alpha=alpha)
+    assert effect is not None
+    assert exact_mcnemar_power(n, discordant, effect, alpha) == pytest.approx(0.8, abs=1e-3)
+    assert mcnemar_power_curve(n, discordant, alpha)(effect) == pytest.approx(
+        exact_mcnemar_power(n, discordant, effect, alpha), abs=1e-9
+    )
+    # beyond the exact sum, the normal approximation keeps at least the power it states
+    assert 0.8 <= mcnemar_power_curve(1025, 0.3)(mcnemar_detectable(1025, 0.3) or 1) <= 0.81
+    # 20 cases of which 30% change: even all in one direction is found under 80% of runs
+    assert mcnemar_detectable(20, 0.3) is None
 
 
 def test_mcnemar_keeps_its_log_where_the_p_value_underflows() -> None:

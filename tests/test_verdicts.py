@@ -20,7 +20,7 @@ from pytest_prompteval.report.summary import summarize_version
 from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
 from pytest_prompteval.report.terminal import versions_block as table
 
-from .verdict_data import item
+from .verdict_data import exact_mcnemar_power, item
 
 
 def cases(prompt: str, scores: list[float | None], **kw: Any) -> list[dict[str, Any]]:
@@ -146,9 +146,9 @@ def test_power_is_stated_at_the_holm_level() -> None:
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
     c = compare(a, b, ("A", "B"), primary="score")
-    # (t_0.975 + t_0.8 with 18 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
+    # (t_0.975 + t_0.8 with 19 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
     sd = statistics.stdev([0.05] * 15 + [-0.04] * 5)
-    expected = (scipy_stats.t.ppf(0.975, 18) + scipy_stats.t.ppf(0.8, 18)) * sd / math.sqrt(20)
+    expected = (scipy_stats.t.ppf(0.975, 19) + scipy_stats.t.ppf(0.8, 19)) * sd / math.sqrt(20)
     assert c.detectable == pytest.approx(expected, rel=1e-4)
     assert (
         "  20 paired cases; smallest mean score difference they detect (80% power at the Holm "
@@ -157,7 +157,7 @@ def test_power_is_stated_at_the_holm_level() -> None:
     # three comparisons: a lone real difference is tested at 0.05 / 3, so it must be larger
     others = [compare(a, b, ("A", f"B{i}"), primary="score") for i in range(3)]
     correct(others)
-    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 18) + scipy_stats.t.ppf(0.8, 18)) * sd
+    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 19) + scipy_stats.t.ppf(0.8, 19)) * sd
     assert others[0].detectable == pytest.approx(holm_level / math.sqrt(20), rel=1e-4)
     assert "(80% power at the Holm level 0.0167)" in block(others[0])[2]
 
@@ -402,3 +402,15 @@ def test_stop_early_is_compared_on_verdicts_which_it_does_not_bias() -> None:
         assert any("compared on each case's min_pass verdict" in line for line in c.notes())
     full = compare(sampled("a", answers, False), sampled("b", answers, False), ("a", "b"))
     assert not full.on_verdicts and full.score is not None
+
+
+def test_the_pass_rate_power_is_exact_mcnemar() -> None:
+    # 40 cases, 10 flips up and 10 down: "80% power" by the t formula was not 80% for the
+    # exact McNemar test the verdict uses; now its exact power at the figure stated is.
+    a = cases("A", [0.8] * 10 + [0.1] * 10 + [0.8] * 20)
+    b = cases("B", [0.1] * 10 + [0.8] * 10 + [0.8] * 20)
+    c = compare(a, b, ("A", "B"))
+    assert c.detectable is not None
+    assert exact_mcnemar_power(40, 0.5, c.detectable, 0.05) == pytest.approx(0.8, abs=1e-3)
+    assert c.pass_rate is not None and c.pass_rate.mcnemar and c.changed_share == 0.5
+    assert any("exact McNemar with 50.0% of them changing" in line for line in block(c))

@@ -7,7 +7,7 @@ import bisect
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -232,15 +232,100 @@ def attainable_level(alpha: float, n: int) -> float:
 
 def minimum_detectable(sd: float, n: int, power: float = 0.8, alpha: float = ALPHA) -> float | None:
     """The smallest true mean difference the sign-flip test at level ``alpha`` on n pairs
-    with this spread finds with the given power: (t_{1-a/2} + t_{power}) sd / sqrt(n), at the
-    level a the test can attain under alpha and with n - 2 degrees of freedom (the exact
-    test's small-sample price; benchmarks/verdict_errors.py checks 80% by simulation). None
-    with fewer than three pairs, or when the test cannot reach alpha at all."""
+    with this spread finds with the given power, by the t test it approximates:
+    (t_{1-a/2} + t_{power}) sd / sqrt(n) with n - 1 degrees of freedom, at the level a the
+    test can attain under alpha (benchmarks/verdict_errors.py checks 80% by simulation).
+    None with fewer than three pairs, or when the test cannot reach alpha at all."""
     level = attainable_level(alpha, n)
     if n < 3 or level == 0:
         return None
-    df = n - 2
+    df = n - 1
     return (t_quantile(1 - level / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
+
+
+#: McNemar's power is summed exactly over the discordant counts while about this many pairs
+#: are expected to be discordant; beyond, the test's discreteness costs about a point of
+#: power and the normal approximation is used (benchmarks/verdict_errors.py checks both).
+MCNEMAR_EXACT_UP_TO = 150
+
+
+def mcnemar_power_curve(
+    n: int, discordant: float, alpha: float = ALPHA
+) -> Callable[[float], float]:
+    """The exact power of the two-sided exact McNemar test at level alpha on n pairs, each
+    discordant with probability ``discordant``, as a function of the difference between
+    the two directions (P(+1) - P(-1)): summed over the number D of discordant pairs (within
+    7 standard deviations of its mean), each with the counts of the rarer direction the
+    test rejects at (2 P(Bin(D, 1/2) <= k) < alpha)."""
+    centre, sd = n * discordant, math.sqrt(n * discordant * (1 - discordant))
+    low, high = max(1, math.floor(centre - 7 * sd)), min(n, math.ceil(centre + 7 * sd))
+    log_alpha = math.log(alpha / 2)
+    rows = []  # per D: its probability and log C(D, i) for each rejected count i
+    for d in range(low, high + 1):
+        head = math.lgamma(d + 1)
+        log_c, mass = [], -math.inf
+        for i in range(d // 2 + 1):
+            term = head - math.lgamma(i + 1) - math.lgamma(d - i + 1)
+            mass = _log_add(mass, term - d * math.log(2))
+            if mass >= log_alpha:
+                break
+            log_c.append(term)
+        if log_c:
+            rows.append((math.exp(_log_binomial_pmf(d, n, discordant)), d, log_c))
+
+    def power(difference: float) -> float:
+        up = min(1.0, (discordant + difference) / (2 * discordant))
+        total = 0.0
+        for weight, d, log_c in rows:
+            tails = 0.0
+            for p in (up, 1 - up):  # fewer up than down by the cut, or the other way
+                if 0 < p < 1:
+                    lp, lq = math.log(p), math.log1p(-p)
+                    tails += math.fsum(
+                        math.exp(c + i * lp + (d - i) * lq) for i, c in enumerate(log_c)
+                    )
+                elif p == 0:
+                    tails += 1.0  # no pair goes that way: the count is 0, always rejected
+            total += weight * min(1.0, tails)
+        return total
+
+    return power
+
+
+def _log_add(a: float, b: float) -> float:
+    top = max(a, b)
+    return top if top == -math.inf else top + math.log(math.exp(a - top) + math.exp(b - top))
+
+
+def mcnemar_detectable(
+    n: int, discordant: float, power: float = 0.8, alpha: float = ALPHA
+) -> float | None:
+    """The smallest difference in pass rate (P(+1) - P(-1), the mean of the -1/0/+1 flips)
+    that the exact McNemar test at level alpha finds with the given power on n pairs whose
+    share of discordant pairs is ``discordant``: exact (the sum over discordant counts) up
+    to MCNEMAR_EXACT_UP_TO expected discordant pairs, beyond by the normal approximation
+    (Connor 1987) with a continuity correction. None when
+    even every discordant pair in one direction is not found that often."""
+    if n < 1 or not 0 < discordant <= 1:
+        return None
+    z_alpha = NORMAL.inv_cdf(1 - alpha / 2)
+
+    def approximate(delta: float) -> float:
+        spread_ = math.sqrt(max(discordant - delta * delta, 1e-300))
+        # with the continuity correction of the count: the exact test needs one pair more
+        shift = math.sqrt(n) * delta - z_alpha * math.sqrt(discordant) - 1 / math.sqrt(n)
+        return NORMAL.cdf(shift / spread_)
+
+    exact = n * discordant <= MCNEMAR_EXACT_UP_TO
+    found = mcnemar_power_curve(n, discordant, alpha) if exact else approximate
+
+    if found(discordant * (1 - 1e-9)) < power:
+        return None
+    low, high = 0.0, discordant
+    for _ in range(24):
+        middle = (low + high) / 2
+        low, high = (middle, high) if found(middle) < power else (low, middle)
+    return high
 
 
 #: Sign patterns are enumerated in full up to this many non-zero differences (meet in the

@@ -22,6 +22,7 @@ mean score and pass@k are then not compared.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +35,7 @@ from pytest_prompteval.core.stats import (
     MIN_PAIRS,
     SignFlipTest,
     holm_log,
+    mcnemar_detectable,
     minimum_detectable,
     pass_at_k,
     sign_flip_test,
@@ -48,6 +50,8 @@ from pytest_prompteval.report.summary import (
     scored_value,
 )
 
+#: the exact power sum is the one slow figure, and the notes, json and pages all ask for it
+_mcnemar_detectable = functools.lru_cache(maxsize=64)(mcnemar_detectable)
 #: scores, pass shares and pass@k lie in [0, 1], so their paired differences in [-1, 1]
 DIFFERENCE_RANGE = (-1.0, 1.0)
 ENDPOINT_NAMES = {
@@ -205,9 +209,19 @@ class Comparison:
         endpoint = self.decisive
         if endpoint is None or self.paired < MIN_PAIRS or endpoint.test.sd == 0:
             return None
-        return minimum_detectable(
-            endpoint.test.sd, self.paired, alpha=ALPHA / max(1, endpoint.family)
-        )
+        alpha = ALPHA / max(1, endpoint.family)
+        if endpoint.mcnemar:  # exact: the test is discrete in the discordant pairs
+            return _mcnemar_detectable(self.paired, self.changed_share, alpha=alpha)
+        return minimum_detectable(endpoint.test.sd, self.paired, alpha=alpha)
+
+    @property
+    def changed_share(self) -> float:
+        """The share of paired cases whose primary figure changed (McNemar's discordant
+        pairs when it is a pass/fail flip)."""
+        endpoint = self.decisive
+        if endpoint is None or not self.paired:
+            return 0.0
+        return sum(abs(x) > 1e-12 for x in endpoint.test.differences) / self.paired
 
     @property
     def outcome(self) -> str:
@@ -291,12 +305,24 @@ class Comparison:
                 power = (
                     f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
                     "exact test"
+                    + (
+                        f" with 80% power, {figures.share(self.changed_share, False)} of them "
+                        "changing"
+                        if primary.mcnemar
+                        else ""
+                    )
                 )
             else:
                 level = ALPHA / max(1, primary.family)
+                given = (
+                    f", exact McNemar with {figures.share(self.changed_share, False)} of them "
+                    "changing"
+                    if primary.mcnemar
+                    else ""
+                )
                 power = (
                     f"smallest {primary.label} difference they detect (80% power at the Holm "
-                    f"level {level:.3g}): {primary.write(detectable, signed=False)}"
+                    f"level {level:.3g}{given}): {primary.write(detectable, signed=False)}"
                 )
             lines.append(f"{self.paired} paired cases; {power}")
             if self.on_verdicts:
