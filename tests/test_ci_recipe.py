@@ -157,8 +157,6 @@ def test_a_pull_request_with_a_real_regression_fails_naming_the_cases(
             "*current vs current@origin/main: 2 regressions, 0 improvements*",
             "  regressions (2): c.yaml::c01 (prompt_cases/c.yaml:6) 5/5 → 0/5, c.yaml::c02 "
             "(prompt_cases/c.yaml:10) 5/5 → 0/5",
-            "*prompteval gate failed: case c.yaml::c01 [[]current]: 0/5 samples passed, "
-            "min_pass 0.8 needs 4",
             *lines,
         ]
     )
@@ -171,11 +169,10 @@ def test_a_pull_request_with_a_real_regression_fails_naming_the_cases(
         )
     assert "current newly fails 2 cases" in markdown
     suite = ElementTree.parse(root / "junit.xml").getroot()[0]
-    # under min_pass its 10 failing samples are xfail, and its two cases below it failures
-    assert (suite.get("failures"), suite.get("skipped")) == ("2", "10")
+    # its 10 failing samples are failures (the recipe sets no min_pass)
+    assert (suite.get("failures"), suite.get("skipped")) == ("10", "0")
     assert {t.get("name") for t in suite.iter("testcase") if t.find("failure") is not None} == {
-        "c01[current-min_pass]",
-        "c02[current-min_pass]",
+        f"c0{case}[current-s{sample}]" for case in (1, 2) for sample in range(5)
     }
 
 

@@ -573,6 +573,57 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     return math.exp(mcnemar_log_p(only_first, only_second))
 
 
+def _log_hypergeometric_pmf(x: int, passed: int, first: int, second: int) -> float:
+    """log P(X = x): x of ``passed`` passing samples fall in the second of two groups."""
+    total = first + second
+
+    def log_choose(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    return log_choose(second, x) + log_choose(first, passed - x) - log_choose(total, passed)
+
+
+def fisher_log_p(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The log of Fisher's exact p-value, doubled one-sided (capped at 1), that ``after``
+    (passed, samples) passes fewer samples than ``before`` by chance: P(X <= passed after)
+    given the passing samples of both."""
+    (a, n), (b, m) = before, after
+    passed = a + b
+    lowest = max(0, passed - n)
+    logs = [_log_hypergeometric_pmf(x, passed, n, m) for x in range(lowest, b + 1)]
+    top = max(logs)
+    return min(0.0, math.log(2) + top + math.log(math.fsum(math.exp(x - top) for x in logs)))
+
+
+def fisher_min_log_p(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The smallest doubled one-sided Fisher log p-value the two groups' sizes and passing
+    samples allow, in either direction: Tarone's count of which tests can matter."""
+    (a, n), (b, m) = before, after
+    passed = a + b
+    fewest = max(0, passed - n)  # the most the second group can fall behind
+    most = min(m, passed)
+    return min(
+        0.0,
+        math.log(2)
+        + min(
+            _log_hypergeometric_pmf(fewest, passed, n, m),
+            _log_hypergeometric_pmf(passed - most, passed, m, n),
+        ),
+    )
+
+
+def tarone_log_level(min_log_p: Sequence[float], alpha: float = ALPHA) -> float:
+    """Tarone's Bonferroni level for discrete tests, as a log: alpha / K for the smallest K
+    such that at most K of the tests can reach alpha / K at all (a case whose samples all
+    pass on both sides can never be significant, so it does not dilute the others)."""
+    ordered = sorted(min_log_p)
+    for k in range(1, len(ordered) + 1):
+        level = math.log(alpha / k)
+        if bisect.bisect_right(ordered, level) <= k:
+            return level
+    return math.log(alpha / max(1, len(ordered)))
+
+
 def wilson_interval(successes: int, n: int) -> tuple[float, float]:
     """95% Wilson score interval of a proportion (sensible at 0 and n, unlike the Wald one)."""
     if n == 0:

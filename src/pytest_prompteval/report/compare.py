@@ -34,11 +34,14 @@ from pytest_prompteval.core.stats import (
     ALPHA,
     MIN_PAIRS,
     SignFlipTest,
+    fisher_log_p,
+    fisher_min_log_p,
     holm_log,
     mcnemar_detectable,
     minimum_detectable,
     pass_at_k,
     sign_flip_test,
+    tarone_log_level,
 )
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.summary import (
@@ -164,6 +167,9 @@ class Comparison:
     pass_rate: Endpoint | None = None
     regressions: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
+    #: the changed cases whose samples differ by their own exact test (see ``_changes``):
+    #: only these newly fail for the gate
+    reliable: list[str] = field(default_factory=list)
     #: per case that changed: (baseline's passed/scored, other's passed/scored)
     changes: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: samples per case, at most, per version: (baseline, other)
@@ -247,12 +253,14 @@ class Comparison:
 
     def new_failures(self, version: str) -> list[tuple[str, str, str]]:
         """(case, passed/scored before, after) of the cases ``version`` fails and the other
-        side passes, by each case's own verdict."""
+        side passes, by each case's own verdict, reliably (its own exact test)."""
+        reliable = set(self.reliable)
         if version == self.other:
-            return [(case, *self.changes[case]) for case in self.regressions]
+            return [(case, *self.changes[case]) for case in self.regressions if case in reliable]
         return [
             (case, after, before)
             for case in self.improvements
+            if case in reliable
             for before, after in [self.changes[case]]
         ]
 
@@ -351,6 +359,13 @@ class Comparison:
                     f"{secondary.label} significantly {word} (secondary, not gating): "
                     f"{secondary.figures()}"
                 )
+        unsure = len(self.changes) - len(self.reliable)
+        if unsure:
+            lines.append(
+                f"{unsure} of the {len(self.changes)} changed verdicts rest on too few samples "
+                "to tell (each case's exact test at Tarone's level over the paired cases): "
+                "they do not count as newly failing for prompteval_max_new_failures"
+            )
         base_samples, other_samples = self.samples
         if base_samples != other_samples:
             lines.append(
@@ -393,6 +408,7 @@ class Comparison:
             "detectable_difference": self.detectable,
             "regressions": self.regressions,
             "improvements": self.improvements,
+            "reliable_changes": self.reliable,
             "changes": {case: list(counts) for case, counts in self.changes.items()},
             "samples": {self.baseline: self.samples[0], self.other: self.samples[1]},
             "errored_items": {self.baseline: self.errored[0], self.other: self.errored[1]},
@@ -519,11 +535,19 @@ def _changes(
     pairs: Sequence[tuple[CaseView, CaseView]],
 ) -> None:
     """The cases whose own verdict changed, regressions first: what got worse is what a
-    reader must see."""
-    for key, (b, o) in zip(shared, pairs, strict=True):
-        if b.verdict != o.verdict:
-            (result.regressions if b.verdict else result.improvements).append(_label(key))
-            result.changes[_label(key)] = (b.counts, o.counts)
+    reader must see; and those of them that changed reliably: the case's passing samples
+    differ by its own exact test (Fisher's) at Tarone's level over the paired cases,
+    family-wise 5%, so that draws of a flaky case going the other way are no new failure."""
+    counts = [((b.passed, b.scored), (o.passed, o.scored)) for b, o in pairs]
+    level = tarone_log_level([fisher_min_log_p(*c) for c in counts])
+    for key, (b, o), (before, after) in zip(shared, pairs, counts, strict=True):
+        if b.verdict == o.verdict:
+            continue
+        (result.regressions if b.verdict else result.improvements).append(_label(key))
+        result.changes[_label(key)] = (b.counts, o.counts)
+        log_p = fisher_log_p(before, after) if b.verdict else fisher_log_p(after, before)
+        if log_p <= level:
+            result.reliable.append(_label(key))
 
 
 def correct(comparisons: Sequence[Comparison]) -> None:
