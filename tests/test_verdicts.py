@@ -414,3 +414,21 @@ def test_the_pass_rate_power_is_exact_mcnemar() -> None:
     assert exact_mcnemar_power(40, 0.5, c.detectable, 0.05) == pytest.approx(0.8, abs=1e-3)
     assert c.pass_rate is not None and c.pass_rate.mcnemar and c.changed_share == 0.5
     assert any("exact McNemar with 50.0% of them changing" in line for line in block(c))
+
+
+def test_agent_and_repository_figures_leave_errored_items_out() -> None:
+    # "4/6 resolved" where 3/5 ran: an errored item is in no denominator, here neither.
+    from pytest_prompteval.core.result import RepoResult, Trajectory
+
+    results = []
+    for i, (resolved, error) in enumerate(
+        [(True, "api")] + [(True, None)] * 3 + [(False, None)] * 2
+    ):
+        r = item("v", f"c{i}", 1.0 if resolved else 0.0, error_type=error)
+        r.outcome = "error" if error else ("passed" if resolved else "failed")
+        r.repo = RepoResult(resolved, {}, [], [], 1.0, 1.0, "")
+        r.trajectory = Trajectory(max_steps=3, hit_max_steps=bool(error))
+        results.append(r)
+    s = summarize_version("v", results, (1,))
+    assert (s.resolved, s.repo_items) == (3, 5)
+    assert (s.agent_items, s.hit_max_steps) == (5, 0)

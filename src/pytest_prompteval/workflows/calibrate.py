@@ -197,7 +197,6 @@ class Calibration:
     dimensions: dict[str, Agreement] = field(default_factory=dict)
 
 
-
 def _human_overall(human_score: float) -> int:
     """A human score (the weighted mean rating / 5) back on the 1-5 scale, half up."""
     return min(5, max(1, math.floor(5 * human_score + 0.5)))
