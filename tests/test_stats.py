@@ -142,23 +142,26 @@ def test_spread_is_a_standard_deviation_not_a_range() -> None:
     assert spread([0.2, 0.4, 0.6]) == pytest.approx(float(np.std([0.2, 0.4, 0.6], ddof=1)))
 
 
-def test_trend_matches_cochran_armitage() -> None:
-    # 14/20 then 13/20 is no trend: p far from significant.
-    trend = proportion_trend([14, 13], [20, 20])
-    assert trend is not None and trend.p > 0.5 and trend.slope == pytest.approx(-0.05)
-    # Against the chi-square form of the Cochran-Armitage test (scipy's chi2 for the p-value).
+def test_the_trend_pairs_re_runs_by_case() -> None:
+    # 30 cases always pass, 30 always fail, 6 go from passing to failing over three runs: as
+    # independent draws of one pass rate (36, 33, 30 of 66) no trend (p=0.30); paired by
+    # case, only the 6 that change say anything, and they all decline.
+    cases = [[(1, 1)] * 3] * 30 + [[(0, 1)] * 3] * 30
+    cases += [[(1, 1), (1, 1), (0, 1)]] * 3 + [[(1, 1), (0, 1), (0, 1)]] * 3
+    trend = proportion_trend(cases)
+    assert trend is not None and trend.slope == pytest.approx(-0.5)
+    # each case's S = -1, hypergeometric variance 2/3: z = -6 / sqrt(4) = -3
+    assert trend.z == pytest.approx(-3.0) and trend.p == pytest.approx(0.0027, abs=1e-4)
+    # one case is the ordinary Cochran-Armitage test with the permutation variance
     passed, totals = [5, 9, 14, 18], [20, 20, 20, 20]
-    trend = proportion_trend(passed, totals)
-    assert trend is not None
-    x = np.arange(4)
-    p_bar = sum(passed) / sum(totals)
-    t = np.sum(x * (np.array(passed) - np.array(totals) * p_bar))
-    var = (
-        p_bar
-        * (1 - p_bar)
-        * (np.sum(np.array(totals) * x**2) - np.sum(np.array(totals) * x) ** 2 / 80)
-    )
-    assert trend.p == pytest.approx(scipy_stats.chi2.sf(t * t / var, 1), rel=1e-9)
+    one = proportion_trend([list(zip(passed, totals, strict=True))])
+    assert one is not None
+    x, n = np.arange(4), np.array(totals)
+    p_bar = sum(passed) / 80
+    t = np.sum(x * (np.array(passed) - n * p_bar))
+    var = p_bar * (1 - p_bar) * (np.sum(n * x**2) - np.sum(n * x) ** 2 / 80) * 80 / 79
+    assert one.p == pytest.approx(scipy_stats.chi2.sf(t * t / var, 1), rel=1e-9)
+    assert proportion_trend([[(1, 1)] * 3] * 5) is None  # nothing varies
 
 
 def test_wilson_interval_matches_its_formula() -> None:

@@ -642,20 +642,29 @@ class Trend:
     p: float
 
 
-def proportion_trend(passed: Sequence[int], totals: Sequence[int]) -> Trend | None:
-    """Cochran-Armitage test for a linear trend of pass rates over runs 0, 1, 2, ..., each run
-    weighted by its number of items. None with fewer than two runs or no variation."""
-    if len(totals) < 2 or sum(totals) == 0:
+def proportion_trend(cases: Sequence[Sequence[tuple[int, int]]]) -> Trend | None:
+    """A trend of the pass rate over runs 0, 1, 2, ... that pairs by case: the
+    Cochran-Armitage test stratified by case (each case's samples permuted among its own
+    runs, Mantel's extension), given per case its (passed, samples) in each run. Re-runs of
+    the same cases are not independent draws of a pass rate: a case that always passes or
+    always fails says nothing of a trend, and the variance of the others is their own. The
+    slope is the within-case change in pass rate per run. None with fewer than two runs or
+    no case that varies."""
+    if not cases or len(cases[0]) < 2:
         return None
-    total = sum(totals)
-    rate = sum(passed) / total
-    mean_x = sum(i * t for i, t in enumerate(totals)) / total
-    sxx = sum(t * (i - mean_x) ** 2 for i, t in enumerate(totals))
-    statistic = sum(
-        (i - mean_x) * (c - t * rate) for i, (c, t) in enumerate(zip(passed, totals, strict=True))
-    )
-    variance = rate * (1 - rate) * sxx
+    statistic = variance = spread_ = 0.0
+    for runs in cases:
+        total = sum(n for _, n in runs)
+        passed = sum(c for c, _ in runs)
+        if total < 2 or passed in (0, total):
+            continue
+        centre = sum(i * n for i, (_, n) in enumerate(runs)) / total
+        squares = sum(n * (i - centre) ** 2 for i, (_, n) in enumerate(runs))
+        statistic += sum((i - centre) * c for i, (c, _) in enumerate(runs))
+        # the passing samples drawn at random among the case's samples (hypergeometric)
+        variance += passed * (total - passed) / (total * (total - 1)) * squares
+        spread_ += squares
     if variance == 0:
         return None
     z = statistic / math.sqrt(variance)
-    return Trend(slope=statistic / sxx, z=z, p=2 * (1 - NORMAL.cdf(abs(z))))
+    return Trend(slope=statistic / spread_, z=z, p=2 * (1 - NORMAL.cdf(abs(z))))
