@@ -266,18 +266,18 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         if outcome != "skipped":  # a skipped item made no call
             s.attempts += r.attempts
         s.code_items += r.execution is not None
-        ran = outcome in ("passed", "failed")
+        counted = outcome in ("passed", "failed")
         if r.trajectory is not None:
             s.user_calls += r.user_calls  # spent whatever became of the item
             s.user_cost_usd += r.user_cost_usd
             s.cost_usd += r.user_cost_usd
-        if r.trajectory is not None and ran:
+        if r.trajectory is not None and counted:
             s.agent_items += 1
             s.agent_steps += len(r.trajectory.steps)
             s.tool_calls += len(r.trajectory.calls)
             s.tool_errors += r.trajectory.tool_errors
             s.hit_max_steps += r.trajectory.hit_max_steps
-        if r.repo is not None and ran:
+        if r.repo is not None and counted:
             s.repo_items += 1
             s.resolved += r.repo.resolved
         if r.error_class:
