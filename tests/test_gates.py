@@ -75,7 +75,7 @@ def test_a_regression_whose_p_value_underflows_fails_the_gate(project: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "prompteval gate failed: significant regression of b against a: b worse than a on "
-            "pass rate: 1100 regressions, 0 improvements; pass rate -100.0% [[]-100.0%, -99.*%[]] "
+            "pass@1: 1100 regressions, 0 improvements; pass@1 -100.0% [[]-100.0%, -99.*%[]] "
             "(95%), McNemar exact p=1.5e-331; mean score -0.800 *"
         ]
     )
@@ -93,7 +93,7 @@ def test_the_gate_blames_the_version_the_verdict_says_is_worse(
     worse.stdout.fnmatch_lines(
         [
             "prompteval gate failed: significant regression of b against a: b worse than a on "
-            "pass rate: 10 regressions, 0 improvements; pass rate -50.0% *McNemar exact p=0.002; "
+            "pass@1: 10 regressions, 0 improvements; pass@1 -50.0% *McNemar exact p=0.002; "
             "mean score +0.015 * (secondary, not gating)"
         ]
     )
@@ -114,7 +114,7 @@ def test_a_regression_is_never_hidden_as_mixed(
     result.stdout.fnmatch_lines(
         [
             "prompteval gate failed: significant regression of b against a: b worse than a on "
-            "pass rate: 6 regressions, 0 improvements; pass rate -40.0% *p=0.031; "
+            "pass@1: 6 regressions, 0 improvements; pass@1 -40.0% *p=0.031; "
             "mean score +0.138 *(secondary, not gating)",
             # and the new-failures rule (default 0 in gates mode) lists each case with its line
             "prompteval gate failed: b newly fails 6 cases that pass under a (more than "
@@ -170,7 +170,7 @@ def test_different_sample_counts_compare_per_sample_and_say_so(project: pytest.P
     result.stdout.fnmatch_lines(
         [
             f"no significant difference, b vs baseline {stored.name}: 0 regressions, 10 "
-            "improvements; pass rate +0.0% [[]*[]] (95%), p=1; *",
+            "improvements; pass@1 +0.0% [[]*[]] (95%), p=1; *",
             f"  samples per case differ (baseline {stored.name} 1, b 5): each case counts its "
             "share of passing samples, which the counts do not bias",
         ]

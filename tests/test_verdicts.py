@@ -41,7 +41,7 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
-        "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
+        "B worse than A on pass@1: 8 regressions, 0 improvements; pass@1 -40.0% "
         "[-62.1%, -10.6%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.347, +0.074] "
         "(95%), p=0.11 (secondary, not gating)"
     )
@@ -98,7 +98,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.outcome == "none" and not c.significant
     assert c.verdict == (
-        "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
+        "no significant difference, B vs A: 5 regressions, 0 improvements; pass@1 -25.0% "
         "[-46.2%, +0.7%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.000, +0.163] "
         "(95%), p=0.012 (secondary, not gating)"
     )
@@ -121,7 +121,7 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; pass rate +60.0% [-29.9%, +100.0%] (95%), McNemar exact p=0.25; "
+        "to reach p < 0.05; pass@1 +60.0% [-29.9%, +100.0%] (95%), McNemar exact p=0.25; "
         "mean score +0.180 [-0.415, +0.672] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
@@ -130,7 +130,7 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
 def test_zero_difference_and_differences_under_the_minimum_effect_are_never_better() -> None:
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
     assert same.verdict.startswith(
-        "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
+        "no significant difference, B vs A: 0 regressions, 0 improvements; pass@1 +0.0% "
         "[-13.7%, +13.7%] (95%), McNemar exact p=1"
     )
     a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
@@ -186,7 +186,7 @@ def test_holm_across_several_compared_versions() -> None:
         pytest.approx(0.127, abs=5e-4),
     )
     assert v3.verdict.startswith("no significant difference, v3 vs v0: 1 regressions")
-    assert "p=0.13 (Holm over 7 comparisons); pass rate" in v3.verdict
+    assert "p=0.13 (Holm over 7 comparisons); pass@1" in v3.verdict
     low, high = v3.score.interval
     assert low < 0 < high  # shown at the level Holm decided it: it holds 0, as the verdict says
 
@@ -432,3 +432,19 @@ def test_agent_and_repository_figures_leave_errored_items_out() -> None:
     s = summarize_version("v", results, (1,))
     assert (s.resolved, s.repo_items) == (3, 5)
     assert (s.agent_items, s.hit_max_steps) == (5, 0)
+
+
+def test_the_comparison_and_the_summary_name_their_two_figures_apart() -> None:
+    # With unequal samples the pooled pass rate (passing items over items) and the mean of
+    # the per-case shares differ; both were called "pass rate".
+    a = cases("A", [0.9] * 6) + [
+        item("A", f"c{i:02}", 0.9, sample=s) for i in range(3) for s in (1, 2, 3)
+    ]
+    b = cases("B", [0.9] * 3 + [0.1] * 3) + [
+        item("B", f"c{i:02}", 0.1, sample=s) for i in range(3) for s in (1, 2, 3)
+    ]
+    c = compare(a, b, ("A", "B"))
+    pooled = [summarize_version(v, r, (1,)) for v, r in (("A", a), ("B", b))]
+    assert pooled[1].pass_rate - pooled[0].pass_rate == pytest.approx(-0.8)  # type: ignore[operator]
+    assert c.pass_rate_diff == pytest.approx(-0.875)
+    assert "pass@1 -87.5%" in c.verdict and "pass rate" not in c.verdict + " ".join(c.notes())

@@ -58,7 +58,9 @@ _mcnemar_detectable = functools.lru_cache(maxsize=64)(mcnemar_detectable)
 #: scores, pass shares and pass@k lie in [0, 1], so their paired differences in [-1, 1]
 DIFFERENCE_RANGE = (-1.0, 1.0)
 ENDPOINT_NAMES = {
-    "pass_rate": "pass rate",
+    # the mean over cases of each case's share of passing samples: the summary's pass@1, not
+    # its pass rate (passing items over items, which weighs cases by their samples)
+    "pass_rate": "pass@1",
     "score": "mean score",
     "verdicts": "cases passing min_pass",
 }
