@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from scipy import stats
 
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RunHistory, load_run
 from pytest_prompteval.core.result import ItemResult, JudgeResult
 from pytest_prompteval.report.summary import summarize
@@ -264,3 +265,10 @@ def test_hostile_review_and_calibration_files(tmp_path: Path) -> None:
         forged.write_text(json.dumps(saved))
         (line,) = kappa_warning(tmp_path, ["m"], 0.6)
         assert "has no valid calibration" in line, table
+    # nested past the parser's recursion limit: one line naming the file, never a traceback
+    forged.write_text("[" * 100_000)
+    with pytest.raises(PromptevalError, match="unreadable calibration"):
+        kappa_warning(tmp_path, ["m"], 0.6)
+    review.write_text('{"reviews": ' + "[" * 100_000)
+    done = prompteval(tmp_path, "calibrate", "--results", "results")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-500:]

@@ -229,7 +229,7 @@ def calibrate(directory: Path) -> dict[str, Calibration]:
             continue
         try:
             reviews = load_reviews(path)
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             raise PromptevalError(
                 "not a review file (a 'reviews' list of entries with file, case_id, sample)",
                 review_path(path),
@@ -335,7 +335,7 @@ def latest(directory: Path, model: str) -> tuple[Path, dict[str, Any]] | None:
             if not content:
                 continue  # a name taken for a calibration being written
             data = json.loads(content)
-        except (PromptevalError, ValueError) as exc:
+        except (PromptevalError, ValueError, RecursionError) as exc:
             message = exc.message if isinstance(exc, PromptevalError) else str(exc)
             raise PromptevalError(f"unreadable calibration: {message}", path) from None
         if isinstance(data, dict) and data.get("judge_model") == model:
