@@ -61,7 +61,7 @@ def test_the_comparison_s_pass_rate_is_the_tables_difference() -> None:
     summaries = summarize(a + b, ["b", "a"])
     assert [row.split()[6] for row in versions_block(summaries)[1:]] == ["100.0%", "75.0%"]
     c = compare(a, b, ("a", "b"))
-    assert "pass rate +25.0% " in c.verdict
+    assert "pass@1 +25.0% " in c.verdict
 
 
 def test_a_case_min_pass_fails_is_a_regression_of_the_comparison_too() -> None:

@@ -73,13 +73,13 @@ def test_summary_blocks(pytester: pytest.Pytester) -> None:
             "*comparison*",
             # the --prompt version against its reference: current scores higher
             "no verdict possible, current vs v1_baseline: 5 paired cases, and exact paired tests "
-            "need at least 6 to reach p < 0.05; pass rate +0.0% [[]-100.0%, +100.0%] (95%), "
-            "McNemar exact p=1; mean score +0.096 [[]-1.000, +1.000] (95%), p=0.25 (secondary, "
+            "need at least 6 to reach p < 0.05; pass@1 +0.0% [[]-53.4%, +53.4%[]] (95%), "
+            "McNemar exact p=1; mean score +0.096 [[]-0.477, +0.615[]] (95%), p=0.25 (secondary, "
             "not gating)",
             "  5 paired cases; too few for any verdict (at least 6 needed)",
-            "  decided on pass rate (prompteval_gate_metric), McNemar exact, one comparison: no "
+            "  decided on pass@1 (prompteval_gate_metric), McNemar exact, one comparison: no "
             "multiplicity correction",
-            "  pass@1: +0.0% [[]-100.0%, +100.0%] over the 5 cases with n >= 1 samples in both",
+            "  pass@1: +0.0% [[]-53.4%, +53.4%[]] over the 5 cases with n >= 1 samples in both",
             "  per case: each case counts the share of its samples that pass (k/n)*",
         ]
     )

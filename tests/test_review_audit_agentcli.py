@@ -154,7 +154,9 @@ def test_a_forged_calibration_with_a_kappa_no_agreement_has_does_not_silence_min
 
 
 def test_a_calibration_with_agreement_still_passes(tmp_path: Path) -> None:
-    _calibration(tmp_path, "m-judge", json.dumps({"correctness": {"kappa": 0.8}}))
+    agreed = [[8 if row == col else 0 for col in range(5)] for row in range(5)]
+    dims = {"correctness": {"kappa": 1.0, "confusion": agreed}}
+    _calibration(tmp_path, "m-judge", json.dumps(dims))
     assert kappa_warning(tmp_path, ["m-judge"], 0.6) == []
 
 

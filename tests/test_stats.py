@@ -7,17 +7,20 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from pytest_prompteval.core.stats import (
     attainable_level,
+    bounded_mean_interval,
     format_p,
     holm,
     holm_log,
+    mcnemar_detectable,
     mcnemar_exact,
     mcnemar_log_p,
+    mcnemar_power_curve,
     minimum_detectable,
     pass_at_k,
     pass_fail_table,
@@ -25,9 +28,11 @@ from pytest_prompteval.core.stats import (
     proportion_trend,
     sign_flip_test,
     spread,
-    studentized_bootstrap,
+    t_quantile,
     wilson_interval,
 )
+
+from .verdict_data import exact_mcnemar_power
 
 
 @given(
@@ -82,42 +87,34 @@ def test_holm_matches_its_step_down_definition(p_values: list[float]) -> None:
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
-@given(st.lists(st.floats(-1, 1), min_size=2, max_size=25), st.sampled_from([0.05, 0.025, 0.01]))
-# bootstrap t's that tie the observed one but for rounding
-@example([0.0, 0.0, 0.478515625, 0.0, 0.0, 0.478515625], 0.05)
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=25), st.sampled_from([0.05, 0.025, 0.01]))
 def test_the_interval_excludes_zero_exactly_when_p_is_under_its_level(
     diffs: list[float], alpha: float
 ) -> None:
-    test = studentized_bootstrap(diffs, resamples=399)
+    test = sign_flip_test(diffs)
     low, high = test.interval(alpha)
+    assert -1 <= low <= high <= 1
     assert (low > 0 or high < 0) == (test.p < alpha)
 
 
-def test_interval_of_the_issue_example_agrees_with_its_p_value() -> None:
-    # [.1,.2,.1,.3,.2] once printed +0.180 [+0.120, +0.240] beside p=0.062.
-    test = studentized_bootstrap([0.1, 0.2, 0.1, 0.3, 0.2])
-    low, high = test.interval()
-    assert test.mean == pytest.approx(0.18)
-    assert (round(low, 3), round(high, 3), round(test.p, 4)) == (0.058, 0.292, 0.0375)
-    # No spread: the exact sign-flip inversion (a point when p < alpha, else unbounded).
-    flat = studentized_bootstrap([0.0] * 10)
-    assert (flat.p, flat.interval()) == (1.0, (0.0, 0.0))
-    assert studentized_bootstrap([0.0] * 5).interval() == (-math.inf, math.inf)
-    same = studentized_bootstrap([0.15] * 12)
-    assert same.p == pytest.approx(2 / 2**12) and same.interval() == (0.15, 0.15)
-    assert studentized_bootstrap([0.15] * 5).interval() == (-math.inf, math.inf)
+def test_unchanged_cases_are_data_and_keep_the_interval_open() -> None:
+    # 20 unchanged cases printed +0.0% [+0.0%, +0.0%]: shifting zeros gave them one sign.
+    low, high = sign_flip_test([0.0] * 20).interval()
+    assert (round(low, 3), round(high, 3)) == (-0.137, 0.137)
+    # Bonett and Price's adjusted interval for paired proportions (one pseudo-pair each way).
+    flips = [1.0] * 7 + [-1.0] * 2 + [0.0] * 11
+    p12, p21, n = 8 / 22, 3 / 22, 22
+    half = scipy_stats.t.ppf(0.975, n - 1) * math.sqrt((p12 + p21 - (p12 - p21) ** 2) / (n - 1))
+    assert bounded_mean_interval(flips) == pytest.approx((p12 - p21 - half, p12 - p21 + half))
+    # the issue's example once printed +0.180 [+0.120, +0.240] beside p=0.062
+    low, high = sign_flip_test([0.1, 0.2, 0.1, 0.3, 0.2]).interval()
+    assert low < 0 < high
 
 
-def test_bootstrap_t_matches_scipy_studentized_bootstrap() -> None:
-    rng = np.random.default_rng(4)
-    diffs = list(rng.normal(0.1, 0.2, size=30))
-    low, high = studentized_bootstrap(diffs).interval()
-    reference = scipy_stats.bootstrap(
-        (np.array(diffs),), np.mean, n_resamples=9999, method="BCa", random_state=3
-    ).confidence_interval
-    # Different methods, same data: they agree to well under the interval's width.
-    assert low == pytest.approx(reference.low, abs=0.02)
-    assert high == pytest.approx(reference.high, abs=0.02)
+def test_t_quantile_matches_scipy() -> None:
+    for df in (1, 2, 3, 7, 30, 60, 61, 1000, 100_001):
+        for q in (0.8, 0.975, 0.99688, 0.9999):
+            assert t_quantile(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-6)
 
 
 def test_kappa_beside_percent_agreement() -> None:
@@ -145,23 +142,26 @@ def test_spread_is_a_standard_deviation_not_a_range() -> None:
     assert spread([0.2, 0.4, 0.6]) == pytest.approx(float(np.std([0.2, 0.4, 0.6], ddof=1)))
 
 
-def test_trend_matches_cochran_armitage() -> None:
-    # 14/20 then 13/20 is no trend: p far from significant.
-    trend = proportion_trend([14, 13], [20, 20])
-    assert trend is not None and trend.p > 0.5 and trend.slope == pytest.approx(-0.05)
-    # Against the chi-square form of the Cochran-Armitage test (scipy's chi2 for the p-value).
+def test_the_trend_pairs_re_runs_by_case() -> None:
+    # 30 cases always pass, 30 always fail, 6 go from passing to failing over three runs: as
+    # independent draws of one pass rate (36, 33, 30 of 66) no trend (p=0.30); paired by
+    # case, only the 6 that change say anything, and they all decline.
+    cases = [[(1, 1)] * 3] * 30 + [[(0, 1)] * 3] * 30
+    cases += [[(1, 1), (1, 1), (0, 1)]] * 3 + [[(1, 1), (0, 1), (0, 1)]] * 3
+    trend = proportion_trend(cases)
+    assert trend is not None and trend.slope == pytest.approx(-0.5)
+    # each case's S = -1, hypergeometric variance 2/3: z = -6 / sqrt(4) = -3
+    assert trend.z == pytest.approx(-3.0) and trend.p == pytest.approx(0.0027, abs=1e-4)
+    # one case is the ordinary Cochran-Armitage test with the permutation variance
     passed, totals = [5, 9, 14, 18], [20, 20, 20, 20]
-    trend = proportion_trend(passed, totals)
-    assert trend is not None
-    x = np.arange(4)
-    p_bar = sum(passed) / sum(totals)
-    t = np.sum(x * (np.array(passed) - np.array(totals) * p_bar))
-    var = (
-        p_bar
-        * (1 - p_bar)
-        * (np.sum(np.array(totals) * x**2) - np.sum(np.array(totals) * x) ** 2 / 80)
-    )
-    assert trend.p == pytest.approx(scipy_stats.chi2.sf(t * t / var, 1), rel=1e-9)
+    one = proportion_trend([list(zip(passed, totals, strict=True))])
+    assert one is not None
+    x, n = np.arange(4), np.array(totals)
+    p_bar = sum(passed) / 80
+    t = np.sum(x * (np.array(passed) - n * p_bar))
+    var = p_bar * (1 - p_bar) * (np.sum(n * x**2) - np.sum(n * x) ** 2 / 80) * 80 / 79
+    assert one.p == pytest.approx(scipy_stats.chi2.sf(t * t / var, 1), rel=1e-9)
+    assert proportion_trend([[(1, 1)] * 3] * 5) is None  # nothing varies
 
 
 def test_wilson_interval_matches_its_formula() -> None:
@@ -175,7 +175,7 @@ def test_wilson_interval_matches_its_formula() -> None:
 
 
 def test_minimum_detectable_difference_at_the_level_used() -> None:
-    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 2 degrees of freedom, a the level the exact
+    # (t_{1-a/2} + t_{0.8}) * sd / sqrt(n) with n - 1 degrees of freedom, a the level the exact
     # test attains under alpha (a multiple of 2 / 2**n)
     for n, alpha, attained in (
         (20, 0.05, 26214 / 2**19),
@@ -184,7 +184,7 @@ def test_minimum_detectable_difference_at_the_level_used() -> None:
     ):
         assert attainable_level(alpha, n) == pytest.approx(attained, rel=1e-6)
         expected = (
-            (scipy_stats.t.ppf(1 - attained / 2, n - 2) + scipy_stats.t.ppf(0.8, n - 2))
+            (scipy_stats.t.ppf(1 - attained / 2, n - 1) + scipy_stats.t.ppf(0.8, n - 1))
             * 0.2
             / math.sqrt(n)
         )
@@ -192,6 +192,24 @@ def test_minimum_detectable_difference_at_the_level_used() -> None:
     assert minimum_detectable(0.2, 2) is None
     # 7 pairs cannot reach 0.05 / 7: the smallest p is 2 / 2**7 = 0.0156
     assert minimum_detectable(0.2, 7, alpha=0.05 / 7) is None
+
+
+@pytest.mark.parametrize(
+    ("n", "discordant", "alpha"), [(20, 0.5, 0.05), (50, 0.3, 0.05), (40, 0.6, 0.0125)]
+)
+def test_the_stated_mcnemar_power_is_exact(n: int, discordant: float, alpha: float) -> None:
+    # The default endpoint (pass rate, one sample) is McNemar's exact test, discrete in the
+    # discordant pairs: "80% power" by the t formula was 68% at 20 cases and 74% at 50.
+    effect = mcnemar_detectable(n, discordant, alpha=alpha)
+    assert effect is not None
+    assert exact_mcnemar_power(n, discordant, effect, alpha) == pytest.approx(0.8, abs=1e-3)
+    assert mcnemar_power_curve(n, discordant, alpha)(effect) == pytest.approx(
+        exact_mcnemar_power(n, discordant, effect, alpha), abs=1e-9
+    )
+    # beyond the exact sum, the normal approximation keeps at least the power it states
+    assert 0.8 <= mcnemar_power_curve(1025, 0.3)(mcnemar_detectable(1025, 0.3) or 1) <= 0.81
+    # 20 cases of which 30% change: even all in one direction is found under 80% of runs
+    assert mcnemar_detectable(20, 0.3) is None
 
 
 def test_mcnemar_keeps_its_log_where_the_p_value_underflows() -> None:
@@ -320,3 +338,28 @@ def test_the_stated_power_holds_at_the_holm_level() -> None:
         for _ in range(runs)
     )
     assert 0.72 <= found / runs <= 0.88  # 80% within about 3 standard errors
+
+
+SIZES = (1, 2, 1024, 1025, 10_000, 100_000)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_every_statistic_holds_at_any_number_of_cases(n: int) -> None:
+    # 2.0 ** (n - 1) overflowed from 1,025 paired cases and took every report down with it.
+    rng = random.Random(n)
+    assert 0 <= attainable_level(0.05, n) <= 0.05
+    detectable = minimum_detectable(0.2, n)
+    assert detectable is None if n < 3 else 0 < detectable < 1
+    for diffs in (
+        [rng.choice((-1.0, 0.0, 0.0, 1.0)) for _ in range(n)],  # pass/fail flips
+        [rng.randint(-5, 5) / 5 for _ in range(n)],  # pass shares of 5 samples
+        [rng.gauss(0, 0.2) for _ in range(n)],  # scores (p far from 0: few draws)
+    ):
+        test = sign_flip_test(diffs)
+        low, high = test.interval()
+        assert -1 <= low <= high <= 1 and math.isfinite(test.log_p)
+        assert (low <= 0 <= high) == (test.p >= 0.05)
+    assert math.isfinite(mcnemar_log_p(n, 0)) and mcnemar_log_p(n, n) == 0.0
+    assert len(holm_log([-float(i) for i in range(n)])) == n
+    assert pass_at_k(n, n // 2, 1) == pytest.approx((n // 2) / n)
+    assert 0 <= wilson_interval(n // 2, n)[0] <= 0.5 <= wilson_interval(n // 2, n)[1]

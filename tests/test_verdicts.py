@@ -20,7 +20,7 @@ from pytest_prompteval.report.summary import summarize_version
 from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
 from pytest_prompteval.report.terminal import versions_block as table
 
-from .verdict_data import item
+from .verdict_data import exact_mcnemar_power, item
 
 
 def cases(prompt: str, scores: list[float | None], **kw: Any) -> list[dict[str, Any]]:
@@ -41,8 +41,8 @@ def test_prompt_caused_failures_count_as_score_0_and_failed() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.paired == 20 and c.mean_diff == pytest.approx(-0.15)
     assert c.verdict == (
-        "B worse than A on pass rate: 8 regressions, 0 improvements; pass rate -40.0% "
-        "[-63.6%, -16.7%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.327, +0.025] "
+        "B worse than A on pass@1: 8 regressions, 0 improvements; pass@1 -40.0% "
+        "[-62.1%, -10.6%] (95%), McNemar exact p=0.0078; mean score -0.150 [-0.347, +0.074] "
         "(95%), p=0.11 (secondary, not gating)"
     )
     assert block(c)[1].startswith("  regressions (8): c.yaml::c12 1/1 → 0/1, c.yaml::c13 1/1")
@@ -98,8 +98,8 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     c = compare(a, b, ("A", "B"))
     assert c.outcome == "none" and not c.significant
     assert c.verdict == (
-        "no significant difference, B vs A: 5 regressions, 0 improvements; pass rate -25.0% "
-        "[-45.5%, +0.0%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.009, +0.050] "
+        "no significant difference, B vs A: 5 regressions, 0 improvements; pass@1 -25.0% "
+        "[-46.2%, +0.7%] (95%), McNemar exact p=0.062; mean score +0.028 [+0.000, +0.163] "
         "(95%), p=0.012 (secondary, not gating)"
     )
     lines = block(c)
@@ -109,7 +109,7 @@ def test_score_and_pass_fail_disagreeing_is_no_better() -> None:
     )
     assert (
         "  mean score significantly up (secondary, not gating): mean score +0.028 "
-        "[+0.009, +0.050] (95%), p=0.012" in lines
+        "[+0.000, +0.163] (95%), p=0.012" in lines
     )
 
 
@@ -121,8 +121,8 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
     assert c.outcome == "impossible"
     assert c.verdict == (
         "no verdict possible, B vs A: 5 paired cases, and exact paired tests need at least 6 "
-        "to reach p < 0.05; pass rate +60.0% [-100.0%, +100.0%] (95%), McNemar exact p=0.25; "
-        "mean score +0.180 [-1.000, +1.000] (95%), p=0.062 (secondary, not gating)"
+        "to reach p < 0.05; pass@1 +60.0% [-29.9%, +100.0%] (95%), McNemar exact p=0.25; "
+        "mean score +0.180 [-0.415, +0.672] (95%), p=0.062 (secondary, not gating)"
     )
     assert "  5 paired cases; too few for any verdict (at least 6 needed)" in block(c)
 
@@ -130,15 +130,15 @@ def test_five_cases_can_give_no_verdict_and_the_interval_agrees_with_p() -> None
 def test_zero_difference_and_differences_under_the_minimum_effect_are_never_better() -> None:
     same = compare(cases("A", [0.8] * 20), cases("B", [0.8] * 20), ("A", "B"))
     assert same.verdict.startswith(
-        "no significant difference, B vs A: 0 regressions, 0 improvements; pass rate +0.0% "
-        "[+0.0%, +0.0%] (95%), McNemar exact p=1"
+        "no significant difference, B vs A: 0 regressions, 0 improvements; pass@1 +0.0% "
+        "[-13.7%, +13.7%] (95%), McNemar exact p=1"
     )
     a, b = cases("A", [0.8] * 20), cases("B", [0.81] * 20)
     tiny = compare(a, b, ("A", "B"), min_effect=0.02, primary="score")
     assert tiny.outcome == "none"
     assert tiny.verdict.startswith(
         "no meaningful difference (under the minimum effect 0.02), B vs A: 0 regressions, 0 "
-        "improvements; mean score +0.010 [+0.010, +0.010] (95%), p=1.9e-06"
+        "improvements; mean score +0.010 [+0.000, +0.146] (95%), p=1.9e-06"
     )
 
 
@@ -146,9 +146,9 @@ def test_power_is_stated_at_the_holm_level() -> None:
     a = cases("A", [0.80] * 15 + [0.72] * 5)
     b = cases("B", [0.85] * 15 + [0.68] * 5)
     c = compare(a, b, ("A", "B"), primary="score")
-    # (t_0.975 + t_0.8 with 18 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
+    # (t_0.975 + t_0.8 with 19 degrees of freedom) x sd / sqrt(20): one comparison, level 0.05
     sd = statistics.stdev([0.05] * 15 + [-0.04] * 5)
-    expected = (scipy_stats.t.ppf(0.975, 18) + scipy_stats.t.ppf(0.8, 18)) * sd / math.sqrt(20)
+    expected = (scipy_stats.t.ppf(0.975, 19) + scipy_stats.t.ppf(0.8, 19)) * sd / math.sqrt(20)
     assert c.detectable == pytest.approx(expected, rel=1e-4)
     assert (
         "  20 paired cases; smallest mean score difference they detect (80% power at the Holm "
@@ -157,7 +157,7 @@ def test_power_is_stated_at_the_holm_level() -> None:
     # three comparisons: a lone real difference is tested at 0.05 / 3, so it must be larger
     others = [compare(a, b, ("A", f"B{i}"), primary="score") for i in range(3)]
     correct(others)
-    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 18) + scipy_stats.t.ppf(0.8, 18)) * sd
+    holm_level = (scipy_stats.t.ppf(1 - 0.05 / 6, 19) + scipy_stats.t.ppf(0.8, 19)) * sd
     assert others[0].detectable == pytest.approx(holm_level / math.sqrt(20), rel=1e-4)
     assert "(80% power at the Holm level 0.0167)" in block(others[0])[2]
 
@@ -186,7 +186,7 @@ def test_holm_across_several_compared_versions() -> None:
         pytest.approx(0.127, abs=5e-4),
     )
     assert v3.verdict.startswith("no significant difference, v3 vs v0: 1 regressions")
-    assert "p=0.13 (Holm over 7 comparisons); pass rate" in v3.verdict
+    assert "p=0.13 (Holm over 7 comparisons); pass@1" in v3.verdict
     low, high = v3.score.interval
     assert low < 0 < high  # shown at the level Holm decided it: it holds 0, as the verdict says
 
@@ -354,3 +354,97 @@ def test_different_sample_counts_do_not_bias_the_pass_rate_test() -> None:
         false += c.significant
     assert false <= 8  # 5% of 60 is 3; majority voting gave about 33
     assert any(line.startswith("  samples per case differ (A 1, B 5)") for line in block(c))
+
+
+@pytest.mark.parametrize("n", [1025, 10_000])
+def test_a_comparison_of_1025_cases_or_more_reports(n: int) -> None:
+    # Its power figure overflowed (2.0 ** (n - 1)) in the notes, json, terminal and Markdown.
+    rng = random.Random(n)
+    base = [item("a", f"c{i}", rng.random()) for i in range(n)]
+    other = [item("b", f"c{i}", rng.random()) for i in range(n)]
+    c = compare(base, other, ("a", "b"))
+    assert c.paired == n and c.detectable is not None and 0 < c.detectable < 0.2
+    assert c.to_json()["detectable_difference"] == c.detectable
+    assert any("smallest" in line for line in c.notes())
+    assert block(c) and c.outcome in ("none", "better", "worse")
+
+
+def sampled(prompt: str, answers: list[list[bool]], stop_early: bool) -> list[Any]:
+    """Each case's samples in order (min_pass 4 of 5); with stop-early, only those drawn
+    until the verdict was decided, as ``--prompteval-stop-early`` leaves them."""
+    from pytest_prompteval.report.flaky import verdict_decided
+
+    results = []
+    for i, draws in enumerate(answers):
+        passed = 0
+        for s, ok in enumerate(draws):
+            if stop_early and verdict_decided(passed, s, 5, 4):
+                break
+            results.append(
+                item(prompt, f"c{i:02}", 0.9 if ok else 0.1, sample=s, samples=5, min_pass=4)
+            )
+            passed += ok
+    return results
+
+
+def test_stop_early_is_compared_on_verdicts_which_it_does_not_bias() -> None:
+    # The same answers, 60 cases x 5 samples: the share of the samples stop-early drew read
+    # "b worse, -5.1%, p=0.027" against the full run; the verdicts are the same.
+    rng = random.Random(7)
+    answers = [[rng.random() < 0.5 for _ in range(5)] for _ in range(60)]
+    for stopped in ((False, True), (True, False), (True, True)):
+        c = compare(
+            sampled("a", answers, stopped[0]), sampled("b", answers, stopped[1]), ("a", "b")
+        )
+        assert c.pass_rate_diff == 0 and c.outcome == "none" and c.on_verdicts
+        assert c.score is None and c.pass_at_k == {}
+        assert "cases passing min_pass +0.0%" in c.verdict
+        assert any("compared on each case's min_pass verdict" in line for line in c.notes())
+    full = compare(sampled("a", answers, False), sampled("b", answers, False), ("a", "b"))
+    assert not full.on_verdicts and full.score is not None
+
+
+def test_the_pass_rate_power_is_exact_mcnemar() -> None:
+    # 40 cases, 10 flips up and 10 down: "80% power" by the t formula was not 80% for the
+    # exact McNemar test the verdict uses; now its exact power at the figure stated is.
+    a = cases("A", [0.8] * 10 + [0.1] * 10 + [0.8] * 20)
+    b = cases("B", [0.1] * 10 + [0.8] * 10 + [0.8] * 20)
+    c = compare(a, b, ("A", "B"))
+    assert c.detectable is not None
+    assert exact_mcnemar_power(40, 0.5, c.detectable, 0.05) == pytest.approx(0.8, abs=1e-3)
+    assert c.pass_rate is not None and c.pass_rate.mcnemar and c.changed_share == 0.5
+    assert any("exact McNemar with 50.0% of them changing" in line for line in block(c))
+
+
+def test_agent_and_repository_figures_leave_errored_items_out() -> None:
+    # "4/6 resolved" where 3/5 ran: an errored item is in no denominator, here neither.
+    from pytest_prompteval.core.result import RepoResult, Trajectory
+
+    results = []
+    for i, (resolved, error) in enumerate(
+        [(True, "api")] + [(True, None)] * 3 + [(False, None)] * 2
+    ):
+        r = item("v", f"c{i}", 1.0 if resolved else 0.0, error_type=error)
+        r.outcome = "error" if error else ("passed" if resolved else "failed")
+        r.repo = RepoResult(resolved, {}, [], [], 1.0, 1.0, "")
+        r.trajectory = Trajectory(max_steps=3, hit_max_steps=bool(error))
+        results.append(r)
+    s = summarize_version("v", results, (1,))
+    assert (s.resolved, s.repo_items) == (3, 5)
+    assert (s.agent_items, s.hit_max_steps) == (5, 0)
+
+
+def test_the_comparison_and_the_summary_name_their_two_figures_apart() -> None:
+    # With unequal samples the pooled pass rate (passing items over items) and the mean of
+    # the per-case shares differ; both were called "pass rate".
+    a = cases("A", [0.9] * 6) + [
+        item("A", f"c{i:02}", 0.9, sample=s) for i in range(3) for s in (1, 2, 3)
+    ]
+    b = cases("B", [0.9] * 3 + [0.1] * 3) + [
+        item("B", f"c{i:02}", 0.1, sample=s) for i in range(3) for s in (1, 2, 3)
+    ]
+    c = compare(a, b, ("A", "B"))
+    pooled = [summarize_version(v, r, (1,)) for v, r in (("A", a), ("B", b))]
+    assert pooled[1].pass_rate - pooled[0].pass_rate == pytest.approx(-0.8)  # type: ignore[operator]
+    assert c.pass_rate_diff == pytest.approx(-0.875)
+    assert "pass@1 -87.5%" in c.verdict and "pass rate" not in c.verdict + " ".join(c.notes())

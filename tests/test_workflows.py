@@ -191,15 +191,16 @@ def test_analyze_trend_is_a_test_over_comparable_complete_runs(tmp_path: Path) -
     assert data["trend"] == {
         "runs": 2,
         "cases": 20,
-        "slope_per_run": pytest.approx(-0.05),
-        "p_value": pytest.approx(0.7357, abs=1e-4),
+        # paired by case: only c13 changed (one case going from pass to fail, z = -1)
+        "slope_per_run": pytest.approx(-1.0),
+        "p_value": pytest.approx(0.3173, abs=1e-4),
     }
-    assert trend_word(data["trend"]) == "no trend (p=0.74)"
+    assert trend_word(data["trend"]) == "no trend (p=0.32)"
     # The pooled pass rate over complete runs, by the summary's denominators: 37 of 50.
     assert data["windowed_pass_rate"] == pytest.approx(37 / 50)
     lines = render_text(report, 5)
-    assert lines[1].split()[-3:] == ["no", "trend", "(p=0.74)"]
-    assert lines[3] == "best version (latest run's mean score): v 0.713 95% [0.563, 0.828]"
+    assert lines[1].split()[-3:] == ["no", "trend", "(p=0.32)"]
+    assert lines[3] == "best version (latest run's mean score): v 0.713 95% [0.570, 0.830]"
     # A real decline is called one, with its p-value.
     _store(tmp_path, "4", _run(4, 20))
     assert trend_word(analyze(tmp_path, 5)["versions"]["v"]["trend"]).startswith("declining (p=")

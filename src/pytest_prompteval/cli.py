@@ -472,13 +472,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 1
     for model, calibration in sorted(found.items()):
         print(f"judge {safe_line(model)}: human 1-5 vs judge 1 + 4 x score, kappa {WEIGHTS}")
-        rows = [["dimension", "n", "kappa", "spearman", "mean |diff|"]]
+        rows = [["dimension", "n", "kappa [95%]", "spearman", "mean |diff|"]]
         for name, agreement in sorted(calibration.dimensions.items()):
             rows.append(
                 [
                     name,
                     str(agreement.n),
-                    figures.score(agreement.kappa),
+                    agreement.kappa_text(),
                     figures.score(agreement.spearman),
                     figures.score(agreement.mean_abs_diff),
                 ]

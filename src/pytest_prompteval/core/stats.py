@@ -4,12 +4,10 @@ correction, agreement between two scorers, spread of repeated judgements, trend 
 from __future__ import annotations
 
 import bisect
-import functools
 import math
-import operator
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -159,93 +157,57 @@ ALPHA = 0.05
 NORMAL = statistics.NormalDist()
 
 
-@dataclass(frozen=True)
-class MeanTest:
-    """A mean of paired differences with the studentized bootstrap behind its interval and
-    p-value: ``interval(alpha)`` excludes 0 exactly when ``p < alpha``, at any level."""
-
-    n: int
-    mean: float
-    sd: float
-    p: float
-    t_star: tuple[float, ...] = ()  # sorted bootstrap t statistics; empty without spread
-    #: the range the mean can take (score differences: -1 to 1); the interval is cut to it,
-    #: which keeps its coverage and whether it holds 0
-    bounds: tuple[float, float] = (-math.inf, math.inf)
-
-    def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
-        low, high = self._interval(alpha)
-        return (max(low, self.bounds[0]), min(high, self.bounds[1]))
-
-    def _interval(self, alpha: float) -> tuple[float, float]:
-        if not self.t_star:
-            # All differences equal: the exact sign-flip test inverted. Any other mean leaves
-            # every shifted difference with one sign (p = 2 / 2**n), so the interval is the
-            # point itself when that rejects, and unbounded when it cannot.
-            point = 2.0 ** (1 - self.n) < alpha
-            return (self.mean, self.mean) if point else (-math.inf, math.inf)
-        # k-th smallest and largest t* with c < k  <=>  (2c + 1) / (B + 1) < alpha.
-        k = math.ceil(((len(self.t_star) + 1) * alpha - 1) / 2)
-        if k < 1:
-            return (-math.inf, math.inf)
-        # From the very t the p-value compares with (not from the mean): a t* that ties it
-        # up to rounding then puts 0 on the same side of the interval as of the p-value.
-        root = math.sqrt(self.n)
-        t_obs, se = self.mean / self.sd * root, self.sd / root
-        return ((t_obs - self.t_star[-k]) * se, (t_obs - self.t_star[k - 1]) * se)
+def bounded_mean_interval(
+    values: Sequence[float], alpha: float = ALPHA, bounds: tuple[float, float] = (-1.0, 1.0)
+) -> tuple[float, float]:
+    """An interval for the mean of values that lie within ``bounds``: Student's t interval
+    of the values with one pseudo-value at each bound added (Bonett and Price's adjusted
+    interval for paired pass rates, for any bounded values), cut to the bounds. Zeros
+    count as data, so a run of unchanged cases keeps the width its number allows (20
+    zeros: +-13.7% for differences within +-1) instead of collapsing on the point;
+    tests/test_coverage.py measures it with ties, skew and pass/fail flips."""
+    low, high = bounds
+    data = [*values, low, high]
+    n = len(data)
+    mean = math.fsum(data) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in data) / (n - 1))
+    half = t_quantile(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+    return max(low, mean - half), min(high, mean + half)
 
 
-def studentized_bootstrap(
-    differences: Sequence[float],
-    *,
-    resamples: int = 1999,
-    seed: int = 0,
-    bounds: tuple[float, float] = (-math.inf, math.inf),
-) -> MeanTest:
-    """The mean with an equal-tailed studentized (bootstrap-t) interval and the two-sided
-    p-value read from the same bootstrap distribution of t: p = (2c + 1) / (resamples + 1),
-    c the count of t* at or beyond the observed t in its smaller tail.
-
-    Chosen by simulation over the percentile bootstrap, BCa, Student's t and the inverted
-    sign-flip test: the only one within 2.5 points of 95% coverage at 5, 20 and 100 cases for
-    normal, skewed and -1/0/+1 differences (tests/test_coverage.py). Resamples with no spread
-    get t* = 0 or +-inf, so an interval end may be unbounded rather than falsely narrow.
-    """
-    n = len(differences)
-    if n == 0:
-        raise ValueError("a mean of no values")
-    mean = statistics.fmean(differences)
-    sd = statistics.stdev(differences) if n > 1 else 0.0
-    if sd == 0:
-        return MeanTest(n, mean, 0.0, 1.0 if mean == 0 else min(1.0, 2.0 ** (1 - n)), (), bounds)
-    rng = random.Random(seed)
-    root = math.sqrt(n)
-    # Centred values keep the one-pass variance below free of cancellation.
-    centred = [x - mean for x in differences]
-    tiny = 1e-12 * sd
-    ts = []
-    for _ in range(resamples):
-        sample = rng.choices(centred, k=n)
-        shift = sum(sample) / n
-        var = (sum(map(operator.mul, sample, sample)) - n * shift * shift) / (n - 1)
-        if var > tiny * tiny:
-            ts.append(shift / math.sqrt(var) * root)
-        else:
-            ts.append(0.0 if abs(shift) <= tiny else math.copysign(math.inf, shift))
-    ts.sort()
-    t_obs = mean / sd * root
-    tail = min(len(ts) - bisect.bisect_left(ts, t_obs), bisect.bisect_right(ts, t_obs))
-    return MeanTest(n, mean, sd, min(1.0, (2 * tail + 1) / (resamples + 1)), tuple(ts), bounds)
-
-
-def resamples_for(n: int) -> int:
-    """Bootstrap resamples that bound pure-Python work on very large suites."""
-    return 1999 if n <= 1000 else 499
+def _t_two_sided_mass(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with integer df (Abramowitz and Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2, term = math.cos(theta) ** 2, 1.0
+    if df % 2 == 0:
+        total = 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        return math.sin(theta) * total
+    total = 0.0 if df == 1 else 1.0
+    for k in range(1, (df - 1) // 2):
+        term *= c2 * (2 * k) / (2 * k + 1)
+        total += term
+    return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
 
 
 def t_quantile(q: float, df: int) -> float:
-    """Student's t quantile (Cornish-Fisher expansion about the normal one: within 1e-3 of
-    the exact value from 5 degrees of freedom at the levels used here)."""
+    """Student's t quantile: exact (bisection of the integer-df distribution) up to 60
+    degrees of freedom, a Cornish-Fisher expansion about the normal one beyond (within 1e-5
+    there at the levels used here)."""
+    if df <= 60:
+        if q < 0.5:
+            return -t_quantile(1 - q, df)
+        low, high = 0.0, 1.0
+        while _t_two_sided_mass(high, df) < 2 * q - 1:
+            low, high = high, 2 * high
+        for _ in range(60):
+            middle = (low + high) / 2
+            low, high = (
+                (middle, high) if _t_two_sided_mass(middle, df) < 2 * q - 1 else (low, middle)
+            )
+        return (low + high) / 2
     z = NORMAL.inv_cdf(q)
     z2 = z * z
     terms = (
@@ -259,22 +221,111 @@ def t_quantile(q: float, df: int) -> float:
 
 def attainable_level(alpha: float, n: int) -> float:
     """The largest p-value at or under alpha that the two-sided sign-flip test of n distinct
-    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it)."""
+    differences can give: a multiple of 2 / 2**n (0 when even the smallest is over it).
+    From 64 pairs that step is under a float's precision of alpha (and 2.0**n overflows
+    from 1,025), so the level is alpha itself."""
+    if n > 64:
+        return alpha
     half = 2.0 ** (n - 1)
     return math.floor(alpha * half + 1e-9) / half
 
 
 def minimum_detectable(sd: float, n: int, power: float = 0.8, alpha: float = ALPHA) -> float | None:
     """The smallest true mean difference the sign-flip test at level ``alpha`` on n pairs
-    with this spread finds with the given power: (t_{1-a/2} + t_{power}) sd / sqrt(n), at the
-    level a the test can attain under alpha and with n - 2 degrees of freedom (the exact
-    test's small-sample price; benchmarks/verdict_errors.py checks 80% by simulation). None
-    with fewer than three pairs, or when the test cannot reach alpha at all."""
+    with this spread finds with the given power, by the t test it approximates:
+    (t_{1-a/2} + t_{power}) sd / sqrt(n) with n - 1 degrees of freedom, at the level a the
+    test can attain under alpha (benchmarks/verdict_errors.py checks 80% by simulation).
+    None with fewer than three pairs, or when the test cannot reach alpha at all."""
     level = attainable_level(alpha, n)
     if n < 3 or level == 0:
         return None
-    df = n - 2
+    df = n - 1
     return (t_quantile(1 - level / 2, df) + t_quantile(power, df)) * sd / math.sqrt(n)
+
+
+#: McNemar's power is summed exactly over the discordant counts while about this many pairs
+#: are expected to be discordant; beyond, the test's discreteness costs about a point of
+#: power and the normal approximation is used (benchmarks/verdict_errors.py checks both).
+MCNEMAR_EXACT_UP_TO = 150
+
+
+def mcnemar_power_curve(
+    n: int, discordant: float, alpha: float = ALPHA
+) -> Callable[[float], float]:
+    """The exact power of the two-sided exact McNemar test at level alpha on n pairs, each
+    discordant with probability ``discordant``, as a function of the difference between
+    the two directions (P(+1) - P(-1)): summed over the number D of discordant pairs (within
+    7 standard deviations of its mean), each with the counts of the rarer direction the
+    test rejects at (2 P(Bin(D, 1/2) <= k) < alpha)."""
+    centre, sd = n * discordant, math.sqrt(n * discordant * (1 - discordant))
+    low, high = max(1, math.floor(centre - 7 * sd)), min(n, math.ceil(centre + 7 * sd))
+    log_alpha = math.log(alpha / 2)
+    rows = []  # per D: its probability and log C(D, i) for each rejected count i
+    for d in range(low, high + 1):
+        head = math.lgamma(d + 1)
+        log_c, mass = [], -math.inf
+        for i in range(d // 2 + 1):
+            term = head - math.lgamma(i + 1) - math.lgamma(d - i + 1)
+            mass = _log_add(mass, term - d * math.log(2))
+            if mass >= log_alpha:
+                break
+            log_c.append(term)
+        if log_c:
+            rows.append((math.exp(_log_binomial_pmf(d, n, discordant)), d, log_c))
+
+    def power(difference: float) -> float:
+        up = min(1.0, (discordant + difference) / (2 * discordant))
+        total = 0.0
+        for weight, d, log_c in rows:
+            tails = 0.0
+            for p in (up, 1 - up):  # fewer up than down by the cut, or the other way
+                if 0 < p < 1:
+                    lp, lq = math.log(p), math.log1p(-p)
+                    tails += math.fsum(
+                        math.exp(c + i * lp + (d - i) * lq) for i, c in enumerate(log_c)
+                    )
+                elif p == 0:
+                    tails += 1.0  # no pair goes that way: the count is 0, always rejected
+            total += weight * min(1.0, tails)
+        return total
+
+    return power
+
+
+def _log_add(a: float, b: float) -> float:
+    top = max(a, b)
+    return top if top == -math.inf else top + math.log(math.exp(a - top) + math.exp(b - top))
+
+
+def mcnemar_detectable(
+    n: int, discordant: float, power: float = 0.8, alpha: float = ALPHA
+) -> float | None:
+    """The smallest difference in pass rate (P(+1) - P(-1), the mean of the -1/0/+1 flips)
+    that the exact McNemar test at level alpha finds with the given power on n pairs whose
+    share of discordant pairs is ``discordant``: exact (the sum over discordant counts) up
+    to MCNEMAR_EXACT_UP_TO expected discordant pairs, beyond by the normal approximation
+    (Connor 1987) with a continuity correction. None when
+    even every discordant pair in one direction is not found that often."""
+    if n < 1 or not 0 < discordant <= 1:
+        return None
+    z_alpha = NORMAL.inv_cdf(1 - alpha / 2)
+
+    def approximate(delta: float) -> float:
+        spread_ = math.sqrt(max(discordant - delta * delta, 1e-300))
+        # with the continuity correction of the count: the exact test needs one pair more
+        shift = math.sqrt(n) * delta - z_alpha * math.sqrt(discordant) - 1 / math.sqrt(n)
+        return NORMAL.cdf(shift / spread_)
+
+    exact = n * discordant <= MCNEMAR_EXACT_UP_TO
+    found = mcnemar_power_curve(n, discordant, alpha) if exact else approximate
+
+    if found(discordant * (1 - 1e-9)) < power:
+        return None
+    low, high = 0.0, discordant
+    for _ in range(24):
+        middle = (low + high) / 2
+        low, high = (middle, high) if found(middle) < power else (low, middle)
+    return high
 
 
 #: Sign patterns are enumerated in full up to this many non-zero differences (meet in the
@@ -287,8 +338,6 @@ EXHAUSTIVE_UP_TO = 24
 #: any level is known after a few hundred draws.
 MONTE_CARLO = 4999
 SEQUENTIAL_HITS = 50
-#: The interval enumerates every pattern of up to this many differences.
-_INVERT_EXHAUSTIVE_UP_TO = 12
 #: Scaled integer differences (pass shares k/n, scores in hundredths) are counted exactly
 #: by convolution up to this much work (differences x support).
 _LATTICE_WORK = 4_000_000
@@ -345,71 +394,16 @@ class SignFlipTest:
         )
 
     def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
-        """The shifts d the test at level alpha keeps (differences minus d not rejected),
-        found by bisection; it holds 0 exactly when p >= alpha."""
-        return self._intervals.get(alpha) or self._intervals.setdefault(alpha, self._invert(alpha))
-
-    @functools.cached_property
-    def _intervals(self) -> dict[float, tuple[float, float]]:
-        return {}
-
-    @functools.cached_property
-    def _patterns(self) -> tuple[list[float], list[int], bool]:
-        """(signed sums, sums of signs, exhaustive) of the patterns the interval tests
-        with: all of them for a few differences, else a seeded draw (the same draw for
-        every shift, so that the p-value is a step function of it)."""
-        d = self.differences
-        n = len(d)
-        if n <= _INVERT_EXHAUSTIVE_UP_TO:
-            sums, signs = [0.0], [0]
-            for x in d:
-                sums = [a + x for a in sums] + [a - x for a in sums]
-                signs = [c + 1 for c in signs] + [c - 1 for c in signs]
-            return sums, signs, True
-        tables = _byte_tables(d)
-        total, width = math.fsum(d), (n + 7) // 8
-        rng = random.Random(self.seed)
-        sums, signs = [], []
-        for _ in range(MONTE_CARLO):
-            bits = rng.getrandbits(n)
-            flipped = sum(map(tuple.__getitem__, tables, bits.to_bytes(width, "little")))
-            sums.append(total - 2 * flipped)
-            signs.append(n - 2 * bits.bit_count())
-        return sums, signs, False
-
-    def _p_shifted(self, shift: float) -> float:
-        sums, signs, exhaustive = self._patterns
-        n = self.n
-        observed = abs(math.fsum(self.differences) - n * shift)
-        cut = observed - 1e-9 * (sum(abs(x - shift) for x in self.differences) + 1e-6)
-        hits = sum(abs(a - shift * c) >= cut for a, c in zip(sums, signs, strict=True))
-        return hits / len(sums) if exhaustive else (1 + hits) / (1 + len(sums))
-
-    def _invert(self, alpha: float) -> tuple[float, float]:
-        mean, (low_bound, high_bound) = self.mean, self.bounds
-        low, high = min(self.differences), max(self.differences)
-        ends = []
-        for edge, bound in ((low - 1e-9, low_bound), (high + 1e-9, high_bound)):
-            if self._p_shifted(edge) >= alpha:  # too few pairs to reject even there
-                ends.append(bound)
-                continue
-            inside, outside = mean, edge
-            for _ in range(25):
-                middle = (inside + outside) / 2
-                if self._p_shifted(middle) >= alpha:
-                    inside = middle
-                else:
-                    outside = middle
-            ends.append(inside)
-        lo, hi = max(ends[0], low_bound), min(ends[1], high_bound)
-        # The drawn patterns may judge 0 a little differently from the p-value's own count:
-        # the p-value decides, so verdict and interval never disagree.
+        """``bounded_mean_interval`` of the differences, made to agree with the test: it
+        holds 0 exactly when p >= alpha (the p-value decides; they differ only where the
+        interval's end is near 0)."""
+        low, high = bounded_mean_interval(self.differences, alpha, self.bounds)
         rejected = self.log_p < math.log(alpha)
-        if rejected and lo <= 0 <= hi:
-            lo, hi = (math.ulp(0.0), hi) if mean > 0 else (lo, -math.ulp(0.0))
-        elif not rejected and not lo <= 0 <= hi:
-            lo, hi = min(lo, 0.0), max(hi, 0.0)
-        return lo, hi
+        if rejected and low <= 0 <= high:
+            return (math.ulp(0.0), high) if self.mean > 0 else (low, -math.ulp(0.0))
+        if not rejected:
+            return min(low, 0.0), max(high, 0.0)
+        return low, high
 
 
 def _byte_tables(values: Sequence[float]) -> list[tuple[float, ...]]:
@@ -579,6 +573,57 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     return math.exp(mcnemar_log_p(only_first, only_second))
 
 
+def _log_hypergeometric_pmf(x: int, passed: int, first: int, second: int) -> float:
+    """log P(X = x): x of ``passed`` passing samples fall in the second of two groups."""
+    total = first + second
+
+    def log_choose(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    return log_choose(second, x) + log_choose(first, passed - x) - log_choose(total, passed)
+
+
+def fisher_log_p(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The log of Fisher's exact p-value, doubled one-sided (capped at 1), that ``after``
+    (passed, samples) passes fewer samples than ``before`` by chance: P(X <= passed after)
+    given the passing samples of both."""
+    (a, n), (b, m) = before, after
+    passed = a + b
+    lowest = max(0, passed - n)
+    logs = [_log_hypergeometric_pmf(x, passed, n, m) for x in range(lowest, b + 1)]
+    top = max(logs)
+    return min(0.0, math.log(2) + top + math.log(math.fsum(math.exp(x - top) for x in logs)))
+
+
+def fisher_min_log_p(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The smallest doubled one-sided Fisher log p-value the two groups' sizes and passing
+    samples allow, in either direction: Tarone's count of which tests can matter."""
+    (a, n), (b, m) = before, after
+    passed = a + b
+    fewest = max(0, passed - n)  # the most the second group can fall behind
+    most = min(m, passed)
+    return min(
+        0.0,
+        math.log(2)
+        + min(
+            _log_hypergeometric_pmf(fewest, passed, n, m),
+            _log_hypergeometric_pmf(passed - most, passed, m, n),
+        ),
+    )
+
+
+def tarone_log_level(min_log_p: Sequence[float], alpha: float = ALPHA) -> float:
+    """Tarone's Bonferroni level for discrete tests, as a log: alpha / K for the smallest K
+    such that at most K of the tests can reach alpha / K at all (a case whose samples all
+    pass on both sides can never be significant, so it does not dilute the others)."""
+    ordered = sorted(min_log_p)
+    for k in range(1, len(ordered) + 1):
+        level = math.log(alpha / k)
+        if bisect.bisect_right(ordered, level) <= k:
+            return level
+    return math.log(alpha / max(1, len(ordered)))
+
+
 def wilson_interval(successes: int, n: int) -> tuple[float, float]:
     """95% Wilson score interval of a proportion (sensible at 0 and n, unlike the Wald one)."""
     if n == 0:
@@ -597,20 +642,29 @@ class Trend:
     p: float
 
 
-def proportion_trend(passed: Sequence[int], totals: Sequence[int]) -> Trend | None:
-    """Cochran-Armitage test for a linear trend of pass rates over runs 0, 1, 2, ..., each run
-    weighted by its number of items. None with fewer than two runs or no variation."""
-    if len(totals) < 2 or sum(totals) == 0:
+def proportion_trend(cases: Sequence[Sequence[tuple[int, int]]]) -> Trend | None:
+    """A trend of the pass rate over runs 0, 1, 2, ... that pairs by case: the
+    Cochran-Armitage test stratified by case (each case's samples permuted among its own
+    runs, Mantel's extension), given per case its (passed, samples) in each run. Re-runs of
+    the same cases are not independent draws of a pass rate: a case that always passes or
+    always fails says nothing of a trend, and the variance of the others is their own. The
+    slope is the within-case change in pass rate per run. None with fewer than two runs or
+    no case that varies."""
+    if not cases or len(cases[0]) < 2:
         return None
-    total = sum(totals)
-    rate = sum(passed) / total
-    mean_x = sum(i * t for i, t in enumerate(totals)) / total
-    sxx = sum(t * (i - mean_x) ** 2 for i, t in enumerate(totals))
-    statistic = sum(
-        (i - mean_x) * (c - t * rate) for i, (c, t) in enumerate(zip(passed, totals, strict=True))
-    )
-    variance = rate * (1 - rate) * sxx
+    statistic = variance = spread_ = 0.0
+    for runs in cases:
+        total = sum(n for _, n in runs)
+        passed = sum(c for c, _ in runs)
+        if total < 2 or passed in (0, total):
+            continue
+        centre = sum(i * n for i, (_, n) in enumerate(runs)) / total
+        squares = sum(n * (i - centre) ** 2 for i, (_, n) in enumerate(runs))
+        statistic += sum((i - centre) * c for i, (c, _) in enumerate(runs))
+        # the passing samples drawn at random among the case's samples (hypergeometric)
+        variance += passed * (total - passed) / (total * (total - 1)) * squares
+        spread_ += squares
     if variance == 0:
         return None
     z = statistic / math.sqrt(variance)
-    return Trend(slope=statistic / sxx, z=z, p=2 * (1 - NORMAL.cdf(abs(z))))
+    return Trend(slope=statistic / spread_, z=z, p=2 * (1 - NORMAL.cdf(abs(z))))

@@ -12,10 +12,17 @@ primary one (ini ``prompteval_gate_metric``: ``pass_rate``, the default, or ``sc
 decides the verdict and the gate; the other is reported beside it, never combined with it.
 The primary p-values of every comparison of the run are one Holm family, the secondary
 ones another (see ``correct``).
+
+A side run with ``--prompteval-stop-early`` drew fewer samples of a case once its verdict
+was decided, which biases the share of the samples drawn (optional stopping: a case at a
+true pass rate of 0.5 shows 0.415 on average under min_pass 4 of 5). Such comparisons are
+decided on each case's min_pass verdict alone, which stopping leaves as the full run's; the
+mean score and pass@k are then not compared.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -27,10 +34,14 @@ from pytest_prompteval.core.stats import (
     ALPHA,
     MIN_PAIRS,
     SignFlipTest,
+    fisher_log_p,
+    fisher_min_log_p,
     holm_log,
+    mcnemar_detectable,
     minimum_detectable,
     pass_at_k,
     sign_flip_test,
+    tarone_log_level,
 )
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.summary import (
@@ -42,9 +53,17 @@ from pytest_prompteval.report.summary import (
     scored_value,
 )
 
+#: the exact power sum is the one slow figure, and the notes, json and pages all ask for it
+_mcnemar_detectable = functools.lru_cache(maxsize=64)(mcnemar_detectable)
 #: scores, pass shares and pass@k lie in [0, 1], so their paired differences in [-1, 1]
 DIFFERENCE_RANGE = (-1.0, 1.0)
-ENDPOINT_NAMES = {"pass_rate": "pass rate", "score": "mean score"}
+ENDPOINT_NAMES = {
+    # the mean over cases of each case's share of passing samples: the summary's pass@1, not
+    # its pass rate (passing items over items, which weighs cases by their samples)
+    "pass_rate": "pass@1",
+    "score": "mean score",
+    "verdicts": "cases passing min_pass",
+}
 TIE_RULE = (
     "each case counts the share of its samples that pass (k/n), so different sample counts "
     "do not bias the test; for regressions a case passes under its min_pass, else when more "
@@ -58,6 +77,8 @@ class CaseView:
     passed: int  # samples that passed
     scored: int  # samples that ran
     verdict: bool  # the case's own pass: min_pass, else more than half
+    #: fewer samples drawn than planned under min_pass: --prompteval-stop-early stopped it
+    stopped: bool = False
 
     @property
     def share(self) -> float:
@@ -108,7 +129,7 @@ class Endpoint:
     @property
     def kind(self) -> str:
         """How its figures are written: a pass rate as a share, a score as a score."""
-        return "share" if self.name == "pass_rate" else "score"
+        return "score" if self.name == "score" else "share"
 
     def write(self, value: float | None, signed: bool = True) -> str:
         return (figures.share if self.kind == "share" else figures.score)(value, signed)
@@ -148,6 +169,9 @@ class Comparison:
     pass_rate: Endpoint | None = None
     regressions: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
+    #: the changed cases whose samples differ by their own exact test (see ``_changes``):
+    #: only these newly fail for the gate
+    reliable: list[str] = field(default_factory=list)
     #: per case that changed: (baseline's passed/scored, other's passed/scored)
     changes: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: samples per case, at most, per version: (baseline, other)
@@ -162,9 +186,14 @@ class Comparison:
     pass_at_k: dict[int, tuple[SignFlipTest, int]] = field(default_factory=dict)
 
     @property
+    def on_verdicts(self) -> bool:
+        """Decided on the cases' min_pass verdicts: a side stopped drawing early."""
+        return self.pass_rate is not None and self.pass_rate.name == "verdicts"
+
+    @property
     def endpoints(self) -> tuple[Endpoint | None, Endpoint | None]:
         """(primary, secondary)."""
-        if self.primary == "score":
+        if self.primary == "score" and not self.on_verdicts:
             return self.score, self.pass_rate
         return self.pass_rate, self.score
 
@@ -188,9 +217,19 @@ class Comparison:
         endpoint = self.decisive
         if endpoint is None or self.paired < MIN_PAIRS or endpoint.test.sd == 0:
             return None
-        return minimum_detectable(
-            endpoint.test.sd, self.paired, alpha=ALPHA / max(1, endpoint.family)
-        )
+        alpha = ALPHA / max(1, endpoint.family)
+        if endpoint.mcnemar:  # exact: the test is discrete in the discordant pairs
+            return _mcnemar_detectable(self.paired, self.changed_share, alpha=alpha)
+        return minimum_detectable(endpoint.test.sd, self.paired, alpha=alpha)
+
+    @property
+    def changed_share(self) -> float:
+        """The share of paired cases whose primary figure changed (McNemar's discordant
+        pairs when it is a pass/fail flip)."""
+        endpoint = self.decisive
+        if endpoint is None or not self.paired:
+            return 0.0
+        return sum(abs(x) > 1e-12 for x in endpoint.test.differences) / self.paired
 
     @property
     def outcome(self) -> str:
@@ -216,12 +255,14 @@ class Comparison:
 
     def new_failures(self, version: str) -> list[tuple[str, str, str]]:
         """(case, passed/scored before, after) of the cases ``version`` fails and the other
-        side passes, by each case's own verdict."""
+        side passes, by each case's own verdict, reliably (its own exact test)."""
+        reliable = set(self.reliable)
         if version == self.other:
-            return [(case, *self.changes[case]) for case in self.regressions]
+            return [(case, *self.changes[case]) for case in self.regressions if case in reliable]
         return [
             (case, after, before)
             for case in self.improvements
+            if case in reliable
             for before, after in [self.changes[case]]
         ]
 
@@ -274,14 +315,33 @@ class Comparison:
                 power = (
                     f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
                     "exact test"
+                    + (
+                        f" with 80% power, {figures.share(self.changed_share, False)} of them "
+                        "changing"
+                        if primary.mcnemar
+                        else ""
+                    )
                 )
             else:
                 level = ALPHA / max(1, primary.family)
+                given = (
+                    f", exact McNemar with {figures.share(self.changed_share, False)} of them "
+                    "changing"
+                    if primary.mcnemar
+                    else ""
+                )
                 power = (
                     f"smallest {primary.label} difference they detect (80% power at the Holm "
-                    f"level {level:.3g}): {primary.write(detectable, signed=False)}"
+                    f"level {level:.3g}{given}): {primary.write(detectable, signed=False)}"
                 )
             lines.append(f"{self.paired} paired cases; {power}")
+            if self.on_verdicts:
+                lines.append(
+                    "--prompteval-stop-early drew fewer samples of some cases: compared on "
+                    "each case's min_pass verdict, which stopping leaves as the full run's "
+                    "(the share of the samples drawn is biased by when they stopped); mean "
+                    "score and pass@k not compared"
+                )
             lines.append(
                 f"decided on {primary.label} (prompteval_gate_metric), "
                 + ("McNemar exact" if primary.mcnemar else primary.test.describe())
@@ -301,6 +361,13 @@ class Comparison:
                     f"{secondary.label} significantly {word} (secondary, not gating): "
                     f"{secondary.figures()}"
                 )
+        unsure = len(self.changes) - len(self.reliable)
+        if unsure:
+            lines.append(
+                f"{unsure} of the {len(self.changes)} changed verdicts rest on too few samples "
+                "to tell (each case's exact test at Tarone's level over the paired cases): "
+                "they do not count as newly failing for prompteval_max_new_failures"
+            )
         base_samples, other_samples = self.samples
         if base_samples != other_samples:
             lines.append(
@@ -335,6 +402,7 @@ class Comparison:
             "paired": self.paired,
             "min_effect": self.min_effect,
             "gate_metric": self.primary,
+            "decided_on_verdicts": self.on_verdicts,
             "score": None if self.score is None else self.score.to_json(),
             "pass_rate": None if self.pass_rate is None else self.pass_rate.to_json(),
             "mean_diff": self.mean_diff,
@@ -342,6 +410,7 @@ class Comparison:
             "detectable_difference": self.detectable,
             "regressions": self.regressions,
             "improvements": self.improvements,
+            "reliable_changes": self.reliable,
             "changes": {case: list(counts) for case, counts in self.changes.items()},
             "samples": {self.baseline: self.samples[0], self.other: self.samples[1]},
             "errored_items": {self.baseline: self.errored[0], self.other: self.errored[1]},
@@ -373,8 +442,10 @@ def _cases(results: Iterable[Result]) -> tuple[dict[tuple[str, str], CaseView], 
     number of errored items."""
     scored: dict[tuple[str, str], list[Result]] = {}
     lost: dict[tuple[str, str], int] = {}
+    drawn: dict[tuple[str, str], int] = {}
     errored = 0
     for r in results:
+        drawn[case_key(r)] = drawn.get(case_key(r), 0) + 1
         outcome = outcome_of(r)
         if outcome == "skipped":
             continue
@@ -386,11 +457,13 @@ def _cases(results: Iterable[Result]) -> tuple[dict[tuple[str, str], CaseView], 
     views = {}
     for key, items in scored.items():
         passed = sum(outcome_of(r) == "passed" for r in items)
+        min_pass = items[0].min_pass
         views[key] = CaseView(
             statistics.fmean(scored_value(r) for r in items),
             passed,
             len(items),
-            _verdict(passed, len(items), lost.get(key, 0), items[0].min_pass),
+            _verdict(passed, len(items), lost.get(key, 0), min_pass),
+            stopped=min_pass is not None and drawn[key] < items[0].samples,
         )
     return views, set(lost) - set(views), errored
 
@@ -425,6 +498,15 @@ def compare(
     if not shared:
         return result
     pairs = [(base_views[k], other_views[k]) for k in shared]
+    if any(b.stopped or o.stopped for b, o in pairs):
+        result.pass_rate = Endpoint(
+            "verdicts",
+            sign_flip_test([o.verdict - b.verdict for b, o in pairs], bounds=DIFFERENCE_RANGE),
+            mcnemar=True,
+        )
+        _changes(result, shared, pairs)
+        correct([result])
+        return result
     result.score = Endpoint(
         "score",
         sign_flip_test([o.score - b.score for b, o in pairs], bounds=DIFFERENCE_RANGE),
@@ -434,11 +516,7 @@ def compare(
         sign_flip_test([o.share - b.share for b, o in pairs], bounds=DIFFERENCE_RANGE),
         mcnemar=all(b.scored == o.scored == 1 for b, o in pairs),
     )
-    # Regressions first: what got worse is what a reader must see.
-    for key, (b, o) in zip(shared, pairs, strict=True):
-        if b.verdict != o.verdict:
-            (result.regressions if b.verdict else result.improvements).append(_label(key))
-            result.changes[_label(key)] = (b.counts, o.counts)
+    _changes(result, shared, pairs)
     base_counts, other_counts = per_case_counts(baseline), per_case_counts(other)
     for k in ks:
         usable = [key for key in shared if base_counts[key][0] >= k and other_counts[key][0] >= k]
@@ -451,6 +529,27 @@ def compare(
             result.pass_at_k[k] = (sign_flip_test(kdiffs, bounds=DIFFERENCE_RANGE), len(usable))
     correct([result])
     return result
+
+
+def _changes(
+    result: Comparison,
+    shared: Sequence[tuple[str, str]],
+    pairs: Sequence[tuple[CaseView, CaseView]],
+) -> None:
+    """The cases whose own verdict changed, regressions first: what got worse is what a
+    reader must see; and those of them that changed reliably: the case's passing samples
+    differ by its own exact test (Fisher's) at Tarone's level over the paired cases,
+    family-wise 5%, so that draws of a flaky case going the other way are no new failure."""
+    counts = [((b.passed, b.scored), (o.passed, o.scored)) for b, o in pairs]
+    level = tarone_log_level([fisher_min_log_p(*c) for c in counts])
+    for key, (b, o), (before, after) in zip(shared, pairs, counts, strict=True):
+        if b.verdict == o.verdict:
+            continue
+        (result.regressions if b.verdict else result.improvements).append(_label(key))
+        result.changes[_label(key)] = (b.counts, o.counts)
+        log_p = fisher_log_p(before, after) if b.verdict else fisher_log_p(after, before)
+        if log_p <= level:
+            result.reliable.append(_label(key))
 
 
 def correct(comparisons: Sequence[Comparison]) -> None:

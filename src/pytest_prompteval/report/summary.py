@@ -115,14 +115,15 @@ class VersionSummary:
     code_failures: Counter[str] = field(default_factory=Counter)
     attempts: int = 0
     code_items: int = 0
-    #: agent cases: items with a conversation, their steps, tool calls, tool errors, and
-    #: the items that reached max_steps
+    #: agent cases: items that ran (passed or failed) with a conversation, their steps,
+    #: tool calls, tool errors, and those of the items that reached max_steps
     agent_items: int = 0
     agent_steps: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
     hit_max_steps: int = 0
-    #: repository cases: items whose tests ran, and those resolved (every listed test passes)
+    #: repository cases: items that ran whose tests ran, and those resolved (every listed
+    #: test passes); an errored item is in no denominator here either
     repo_items: int = 0
     resolved: int = 0
     #: of those, items whose agent changed the test infrastructure (restored for the verdict)
@@ -267,16 +268,18 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         if outcome != "skipped":  # a skipped item made no call
             s.attempts += r.attempts
         s.code_items += r.execution is not None
+        counted = outcome in ("passed", "failed")
         if r.trajectory is not None:
+            s.user_calls += r.user_calls  # spent whatever became of the item
+            s.user_cost_usd += r.user_cost_usd
+            s.cost_usd += r.user_cost_usd
+        if r.trajectory is not None and counted:
             s.agent_items += 1
             s.agent_steps += len(r.trajectory.steps)
             s.tool_calls += len(r.trajectory.calls)
             s.tool_errors += r.trajectory.tool_errors
             s.hit_max_steps += r.trajectory.hit_max_steps
-            s.user_calls += r.user_calls
-            s.user_cost_usd += r.user_cost_usd
-            s.cost_usd += r.user_cost_usd
-        if r.repo is not None:
+        if r.repo is not None and counted:
             s.repo_items += 1
             s.resolved += r.repo.resolved
             s.infrastructure_changed += bool(r.repo.restored)

@@ -15,11 +15,10 @@ from typing import Any
 from pytest_prompteval.core.history import StoredRun, load_run
 from pytest_prompteval.core.stats import (
     ALPHA,
+    bounded_mean_interval,
     pass_fail_table,
     proportion_trend,
-    resamples_for,
     spearman,
-    studentized_bootstrap,
 )
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import compare
@@ -69,19 +68,25 @@ def run_figures(run: StoredRun) -> dict[str, Any]:
 
 
 def trend_test(runs: Sequence[StoredRun]) -> dict[str, Any] | None:
-    """Cochran-Armitage trend of the pass rate over the complete, non-empty runs, each
-    restricted to the cases every one of them ran (so a changed suite is no trend)."""
+    """The trend of the pass rate over the complete, non-empty runs, paired by case: the
+    Cochran-Armitage test stratified by case, on the cases every run ran (so a changed
+    suite is no trend)."""
     usable = [r for r in runs if not r.partial and any(map(counts_in_denominators, r.results))]
     if len(usable) < 2:
         return None
     ran = [{case_key(x) for x in r.results if counts_in_denominators(x)} for r in usable]
-    common = set.intersection(*ran)
-    passed, totals = [], []
+    common = sorted(set.intersection(*ran))
+    table: dict[tuple[str, str], list[tuple[int, int]]] = {key: [] for key in common}
     for run in usable:
-        kept = [x for x in run.results if counts_in_denominators(x) and case_key(x) in common]
-        passed.append(sum(outcome_of(x) == "passed" for x in kept))
-        totals.append(len(kept))
-    test = proportion_trend(passed, totals)
+        counts = {key: (0, 0) for key in common}
+        for x in run.results:
+            key = case_key(x)
+            if counts_in_denominators(x) and key in counts:
+                passed, total = counts[key]
+                counts[key] = (passed + (outcome_of(x) == "passed"), total + 1)
+        for key in common:
+            table[key].append(counts[key])
+    test = proportion_trend(list(table.values()))
     return {
         "runs": len(usable),
         "cases": len(common),
@@ -122,11 +127,10 @@ def _best(histories: dict[str, VersionHistory]) -> dict[str, Any] | None:
         return None
     ranked = sorted(latest, key=lambda v: statistics.fmean(latest[v][1]), reverse=True)
     run, scores = latest[ranked[0]]
-    test = studentized_bootstrap(scores, resamples=resamples_for(len(scores)), bounds=(0, 1))
     best: dict[str, Any] = {
         "version": ranked[0],
-        "mean_score": test.mean,
-        "ci95": test.interval(),
+        "mean_score": statistics.fmean(scores),
+        "ci95": bounded_mean_interval(scores, bounds=(0.0, 1.0)),
     }
     if len(ranked) > 1:
         runner = latest[ranked[1]][0]
@@ -238,7 +242,8 @@ def render_text(report: dict[str, Any], window: int) -> list[str]:
     lines += table(rows)
     lines.append(
         "pass rates over the items that ran (errored and skipped in no denominator); trend: "
-        "Cochran-Armitage test over complete runs, on the cases all of them ran"
+        "Cochran-Armitage test stratified by case (paired), over complete runs, on the cases "
+        "all of them ran"
     )
     best = report["best"]
     if best:
