@@ -78,6 +78,8 @@ def environment() -> dict[str, str]:
 #: other sandboxes share, whose processes would count against RLIMIT_NPROC here.
 _uid = NOBODY
 _bound = Bound()
+#: Above every descriptor the server may hold (its own limit, before a child lowers it).
+_MAX_FD = max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1 << 16)
 
 
 def _unprivileged() -> None:
@@ -90,6 +92,16 @@ def _unprivileged() -> None:
     os.chdir(editor.REPO)
 
 
+def _only(keep: tuple[int, ...] = ()) -> None:
+    """Close every descriptor above stderr but ``keep``: nothing of the server's (its job
+    and answer pipes, the shell's, the cgroup's folders once joined) stays in a child."""
+    start = 3
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, _MAX_FD)
+
+
 def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
     pid = os.fork()
     if pid == 0:
@@ -98,7 +110,7 @@ def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
             os.dup2(stdout, 1)
             os.dup2(stdout, 2)
             _unprivileged()
-            os.closerange(3, 1 << 16)  # the cgroup's folders too, once joined
+            _only()
             os.execve(argv[0], argv, environment())
         finally:
             os._exit(127)
@@ -268,9 +280,14 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read)
         try:
             _unprivileged()
+            # its stdin and stdout were the server's job and answer pipes: what the child
+            # opened by mistake (a link swapped in) could forge answers through them
+            null = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            _only((write,))
             data = json.dumps(work()).encode()
         except BaseException as exc:  # the child reports, never raises
             data = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
@@ -324,12 +341,10 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
         file.write(script)
     os.chmod(path, 0o644)
     read, write = os.pipe()
-    pid = _spawn(
-        ["/bin/bash", "--noprofile", "--norc", path],
-        os.open("/dev/null", os.O_RDONLY),
-        write,
-    )
-    os.close(write)
+    null = os.open("/dev/null", os.O_RDONLY)
+    pid = _spawn(["/bin/bash", "--noprofile", "--norc", path], null, write)
+    for fd in (null, write):
+        os.close(fd)
     output = Output()
     deadline = _now() + timeout
     timed_out = False
