@@ -309,6 +309,26 @@ def test_a_tree_deeper_than_the_recursion_limit_makes_no_error(project: Path) ->
     assert found.passed and found.diff.count("x/") == 1200  # +++ b/x/.../deep.py
 
 
+def test_a_copy_past_the_walks_bound_fails_the_agent_and_makes_no_error(project: Path) -> None:
+    # restoring the test files walks the copy: millions of files took it past the time the
+    # verdict waits, an error of the item; past the bound the agent fails instead
+    case = case_of(project)
+    with Copy(snapshot_of(case)) as copy:
+        with Workspace(copy.path) as workspace:
+            for command in (FIX, "mkdir many && touch many/f{1..60}"):
+                assert workspace.bash(command, 30)["status"] == 0
+        refused = verdict(case, copy, limit=50)
+        fixed = verdict(case, copy, limit=1000)
+    said = (
+        "the tests were not run: /repo holds more than 50 entries (files and folders): no "
+        "more are walked to restore the test files"
+    )
+    assert not refused.passed and refused.broken == said
+    assert refused.message().startswith(said + "\nfail_to_pass not fixed: ")
+    assert "+++ b/slug.py" in refused.diff  # the diff is still the agent's
+    assert fixed.passed
+
+
 def test_the_test_folder_restored_is_the_nearest_one() -> None:
     files, folders = files_of_tests(
         ["numpy/testing/tests/test_utils.py::test_a", "test_top.py::t", "name (module.Class)"]

@@ -65,9 +65,18 @@ SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHES = ("__pycache__", ".pytest_cache")
 #: The test runner's own modules: restored whenever changed.
 RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py"})
+#: Entries (files, links and folders) a walk of a tree lists; the diff compares as many
+#: (``treediff``). The snapshot holds no more (``trees``): past them the copy is the
+#: agent's doing, and is refused (the tests are not run, the agent fails), never walked
+#: past the time the verdict waits (which would make its failure an error).
+MAX_ENTRIES = 100_000
 #: How many of the restored paths the answer names, and how much of each (the agent chose
 #: how many there are and how long: past the sandbox's answer bound the verdict would err).
 NAMED, NAME_SHOWN = 20, 200
+
+
+class TooManyEntries(Exception):
+    """A tree past a walk's bound: the copy is refused."""
 
 
 def _kind(path: str) -> str | None:
@@ -86,22 +95,31 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def entries(top: str, skip: str = "", open_up: bool = False) -> Iterator[tuple[str, str | None]]:
+def entries(
+    top: str, skip: str = "", open_up: bool = False, limit: int = MAX_ENTRIES
+) -> Iterator[tuple[str, str | None]]:
     """(path relative to ``top``, kind) of everything below it, a folder before what it
     holds; links are not followed, folders named ``skip`` not entered. Iterative (an
     agent's tree may be deeper than Python's recursion limit) and, with ``open_up``, each
-    folder made its owner's to list and change first (an agent may close its folders)."""
+    folder made its owner's to list and change first (an agent may close its folders).
+    Past ``limit`` entries, TooManyEntries: no more names are held at once (a folder may
+    hold millions)."""
     stack = [""]
+    count = 0
     while stack:
         rel = stack.pop()
         folder = os.path.join(top, rel) if rel else top
         if open_up:
             writable(folder)
         try:
-            names = sorted(os.listdir(folder), reverse=True)
+            with os.scandir(folder) as found:
+                names = list(itertools.islice((e.name for e in found), limit - count + 1))
         except OSError:
             continue
-        for name in names:
+        count += len(names)
+        if count > limit:
+            raise TooManyEntries(f"{top} holds more than {limit:,} entries (files and folders)")
+        for name in sorted(names, reverse=True):
             path = f"{rel}/{name}" if rel else name
             kind = _kind(os.path.join(top, path))
             yield path, kind
@@ -204,12 +222,12 @@ def _put(rel: str) -> None:
     _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
-def _walk(top: str) -> list[str]:
+def _walk(top: str, limit: int) -> list[str]:
     """Every path below ``top`` but folders (links to them included), ``.git`` aside; in
     /repo each ``.git`` folder becomes the snapshot's (gone where it has none): the
     verdict's diff never shows one, so nothing in it may reach the tests."""
     found = []
-    for rel, kind in list(entries(top, ".git", top == REPO)):
+    for rel, kind in list(entries(top, ".git", top == REPO, limit)):
         if kind != "dir":
             found.append(rel)
         elif top == REPO and rel.rpartition("/")[2] == ".git":
@@ -351,15 +369,27 @@ def _copy(source: str, target: str) -> None:
             file.write(_read(source) or b"")
 
 
-def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[str, Any]:
+def restore(
+    named: list[str], folders: list[str], allowed: list[str], limit: int = MAX_ENTRIES
+) -> dict[str, Any]:
     """Restore ``named`` and the test infrastructure (``folders``: where a module would
     shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
-    as the agent left them, even inside a restored test folder)."""
+    as the agent left them, even inside a restored test folder). A tree of more than
+    ``limit`` entries is ``refused``, why in a sentence: the verdict runs no test."""
     for rel in (*named, *folders, *allowed):  # checked by the case's parser already
         parts = rel.split("/")
         if rel.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
             raise ValueError(f"not a path inside the repository: {rel!r}")
-    found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
+    try:
+        return _restore(named, folders, allowed, limit)
+    except TooManyEntries as exc:
+        return {"refused": f"{exc}: no more are walked to restore the test files"}
+
+
+def _restore(
+    named: list[str], folders: list[str], allowed: list[str], limit: int
+) -> dict[str, Any]:
+    found = [p for top in (BASE, REPO) for p in _walk(top, limit)]  # /repo's opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
     loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
     plugins = _plugins([*loading, *named])

@@ -9,8 +9,9 @@ way. Line-by-line diffs take at most ``DIFF_SECONDS`` of CPU in all (difflib is 
 on some inputs): the file at hand when they are spent is summarised. Past the budget, what
 is left out is named (at most ``LISTED`` names, then a count).
 Names are quoted as git quotes them (``"a/new\\nline"``): a name cannot forge a header.
-The walk lists at most ``MAX_ENTRIES`` entries a tree (folders count), without recursion,
-in sorted order. Lines end at newlines only, as git's do.
+The walk lists at most ``MAX_ENTRIES`` entries a tree (folders count; restore's bound, past
+which the verdict runs no test), without recursion, in sorted order. Lines end at newlines
+only, as git's do.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import stat
 from collections.abc import Callable, Iterator
 
 from pytest_prompteval.core.result import MAX_DIFF
-from pytest_prompteval.sandbox.restore import writable
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, writable
 
 DIFF_BUDGET = MAX_DIFF
 #: What one file's diff may take of the budget.
@@ -36,8 +37,6 @@ NOTE_ROOM = 32 << 10
 LISTED = 100
 #: How much of a name the note shows, in bytes.
 NAME_SHOWN = 200
-#: Entries a tree's walk lists; past them the diff says it compared only these.
-MAX_ENTRIES = 100_000
 #: CPU seconds the line-by-line diffs may take in all.
 DIFF_SECONDS = 10.0
 #: Where a NUL makes a file binary, as git decides.

@@ -39,6 +39,7 @@ from pytest_prompteval.sandbox.client import (
     server_command,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, TooManyEntries
 from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
 #: Anthropic's client tools this module runs, by their ``type``.
@@ -206,13 +207,17 @@ class Workspace:
         folders: Sequence[str],
         allowed: Sequence[str],
         timeout: float = 60.0,
+        limit: int = MAX_ENTRIES,
     ) -> list[str]:
         """Put ``named`` and the test infrastructure back from ``/base`` (``restore.py``);
-        the infrastructure paths the agent had changed, bar ``allowed``."""
+        the infrastructure paths the agent had changed, bar ``allowed``. A copy of more
+        than ``limit`` entries is refused: TooManyEntries, why in its message."""
         job = {"op": "restore", "named": list(named), "folders": list(folders)}
-        answer = self.job({**job, "allowed": list(allowed)}, timeout)
+        answer = self.job({**job, "allowed": list(allowed), "limit": limit}, timeout)
         if "error" in answer:
             raise PromptevalError(f"restoring the test files failed: {answer['error']}")
+        if "refused" in answer:
+            raise TooManyEntries(str(answer["refused"]))
         return [str(p) for p in answer["restored"]]
 
     def close(self) -> None:

@@ -429,7 +429,8 @@ def main() -> None:
             work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
             answer = in_child(work, timeout)
         elif op == "restore":
-            work = functools.partial(restore.restore, job["named"], job["folders"], job["allowed"])
+            paths = job["named"], job["folders"], job["allowed"]
+            work = functools.partial(restore.restore, *paths, int(job["limit"]))
             answer = in_child(work, timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}

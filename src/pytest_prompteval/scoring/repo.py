@@ -24,9 +24,12 @@ from typing import Any
 from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, TooManyEntries
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
 
+#: How ``broken`` starts when the tests were not run at all (the agent fails).
+NOT_RUN = "the tests were not run: "
 #: How much of the diff a failure message shows.
 MESSAGE_DIFF = 4000
 #: How many failing tests of each list a failure message names.
@@ -69,7 +72,8 @@ class RepoVerdict:
 
     @property
     def passed(self) -> bool:
-        return len(self._passing(self.listed)) == len(self.listed)
+        ran = not (self.broken or "").startswith(NOT_RUN)
+        return ran and len(self._passing(self.listed)) == len(self.listed)
 
     @property
     def fixed(self) -> float:
@@ -98,7 +102,8 @@ class RepoVerdict:
         infrastructure restored, then the agent's diff."""
         lines = []
         if self.broken:
-            lines.append(f"the test command failed: {self.broken}")
+            ran = not self.broken.startswith(NOT_RUN)
+            lines.append(f"the test command failed: {self.broken}" if ran else self.broken)
         if broken := self.failing(self.fail_to_pass):
             lines.append("fail_to_pass not fixed: " + broken)
         if broken := self.failing(self.pass_to_pass):
@@ -206,11 +211,14 @@ def _control(case: RepoCase, tests: Sequence[str], hidden: Sequence[str | Path])
         )
 
 
-def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
+def verdict(
+    case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = (), limit: int = MAX_ENTRIES
+) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
     the agent left it, then the tests with the test files and infrastructure restored. A
     run whose test command failed, or that leaves a listed id unmatched, is run again on the
-    snapshot with the case's own fix to tell the case's fault from the agent's."""
+    snapshot with the case's own fix to tell the case's fault from the agent's. A copy of
+    more than ``limit`` entries fails, its tests not run (restoring them would walk it)."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
@@ -218,7 +226,12 @@ def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> Re
         copy.path, base=copy.base(), hidden=hidden, memory_mb=case.memory_mb
     ) as workspace:
         diff = workspace.diff()
-        restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
+        try:
+            restored = workspace.restore(named, folders, case.agent_may_change, case.timeout, limit)
+        except TooManyEntries as exc:
+            return RepoVerdict(
+                {}, case.fail_to_pass, case.pass_to_pass, diff, broken=f"{NOT_RUN}{exc}"
+            )
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
     if run.fatal or run.unmatched:
