@@ -329,6 +329,24 @@ def test_a_copy_past_the_walks_bound_fails_the_agent_and_makes_no_error(project:
     assert fixed.passed
 
 
+#: 120 MB in three files the sandbox may write (64 MiB each at most).
+LARGE = "for i in 1 2 3; do head -c 40000000 /dev/zero | tr '\\0' x > {}/big$i; done"
+
+
+def test_large_files_the_agent_left_make_the_restore_no_error(project: Path) -> None:
+    # a test folder is compared with the snapshot's (all of it held at once: past the
+    # sandbox's memory, an error of the item), and a path the case lets the agent change
+    # kept aside (in the sandbox's /tmp, 64 MiB: full, an error too)
+    fill = LARGE.format("tests")
+    # pytest's section of a settings file is parsed (3,000,000 keys: past 64 MiB)
+    keys = "python3 -c 'for i in range(3_000_000): print(f\"k{i} =\", i)' > pyproject.toml"
+    found = after(case_of(project, "  memory_mb: 64\n"), FIX, fill, keys)
+    assert found.passed and found.restored == ("pyproject.toml",)
+    case = case_of(project, "  agent_may_change: [tests/data]\n")
+    kept = after(case, FIX, "mkdir tests/data", LARGE.format("tests/data"), "ls tests/data")
+    assert kept.passed and "Large file tests/data/big3 added (40,000,000 bytes)" in kept.diff
+
+
 def test_the_test_folder_restored_is_the_nearest_one() -> None:
     files, folders = files_of_tests(
         ["numpy/testing/tests/test_utils.py::test_a", "test_top.py::t", "name (module.Class)"]

@@ -73,6 +73,9 @@ MAX_ENTRIES = 100_000
 #: How many of the restored paths the answer names, and how much of each (the agent chose
 #: how many there are and how long: past the sandbox's answer bound the verdict would err).
 NAMED, NAME_SHOWN = 20, 200
+CHUNK = 1 << 16
+#: A mixed settings file larger than this is compared whole, never parsed.
+MAX_SETTINGS = 1 << 20
 
 
 class TooManyEntries(Exception):
@@ -87,12 +90,29 @@ def _kind(path: str) -> str | None:
     return "link" if stat.S_ISLNK(mode) else "dir" if stat.S_ISDIR(mode) else "file"
 
 
+def read_only(path: str) -> int:
+    """``path`` opened to read, never through a link, never waiting (a FIFO)."""
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
 def _read(path: str) -> bytes | None:
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
+        with open(read_only(path), "rb") as file:
             return file.read()
     except OSError:
         return None
+
+
+def same_bytes(old: str, new: str) -> bool:
+    """Whether two files hold the same bytes, read in chunks (never whole: the agent
+    chose their size)."""
+    with open(read_only(old), "rb") as a, open(read_only(new), "rb") as b:
+        while True:
+            left, right = a.read(CHUNK), b.read(CHUNK)
+            if left != right:
+                return False
+            if not left:
+                return True
 
 
 def entries(
@@ -128,26 +148,41 @@ def entries(
 
 
 def _signature(path: str, kind: str | None) -> object:
+    """All of an entry but a file's bytes: its kind, a link's target, a file's type,
+    executable bit and size."""
     if kind == "link":
-        return os.readlink(path)
+        return kind, os.readlink(path)
     if kind == "file":
-        return os.lstat(path).st_mode & stat.S_IXUSR, _read(path)
+        info = os.lstat(path)
+        return kind, stat.S_IFMT(info.st_mode), info.st_mode & stat.S_IXUSR, info.st_size
     return kind
+
+
+def _same_files(old: str, new: str) -> bool:
+    try:
+        return same_bytes(old, new)
+    except OSError:  # one the agent made unreadable: restored
+        return False
 
 
 def _same(old: str, new: str) -> bool:
     """Whether ``new`` is ``old``: kind, link target, bytes and executable bit, and for a
-    folder every entry."""
+    folder every entry. Bytes are compared in chunks, and only once all else matches: the
+    files of a folder the agent changed may be many, and large."""
     kinds = _kind(old), _kind(new)
     if kinds[0] != kinds[1] or _signature(old, kinds[0]) != _signature(new, kinds[1]):
         return False
     if kinds[0] != "dir":
-        return True
+        return kinds[0] != "file" or _same_files(old, new)
     trees = [
         {rel: _signature(os.path.join(top, rel), kind) for rel, kind in entries(top, "", up)}
         for top, up in ((old, False), (new, True))
     ]
-    return trees[0] == trees[1]
+    return trees[0] == trees[1] and all(
+        _same_files(os.path.join(old, rel), os.path.join(new, rel))
+        for rel, signature in trees[0].items()
+        if isinstance(signature, tuple) and signature[0] == "file"
+    )
 
 
 def _section(path: str, name: str) -> object:
@@ -177,10 +212,17 @@ def _toml(text: str) -> dict[str, Any]:
 def _differs(rel: str) -> bool:
     old, new = os.path.join(BASE, rel), os.path.join(REPO, rel)
     name = os.path.basename(rel)
-    mixed = name in SECTIONS or name == PYPROJECT
-    if mixed and _kind(old) in ("file", None) and _kind(new) in ("file", None):
+    # parsed only when small files: the agent chose the size (compared whole past it)
+    small = all(_kind(p) is None or _size(p) <= MAX_SETTINGS for p in (old, new))
+    if (name in SECTIONS or name == PYPROJECT) and small:
         return _section(old, name) != _section(new, name)
     return not _same(old, new)
+
+
+def _size(path: str) -> int:
+    """A file's size; a folder or link counts as too large to parse."""
+    info = os.lstat(path)
+    return info.st_size if stat.S_ISREG(info.st_mode) else MAX_SETTINGS + 1
 
 
 def writable(folder: str) -> None:
@@ -355,6 +397,14 @@ def _plugins(files: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
+def _real_folders(rel: str) -> bool:
+    """Whether every folder on the way to ``/repo/rel`` is one, not a link."""
+    parts = rel.split("/")[:-1]
+    return all(
+        _kind(os.path.join(REPO, *parts[:depth])) == "dir" for depth in range(1, len(parts) + 1)
+    )
+
+
 def _copy(source: str, target: str) -> None:
     """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
     kind = _kind(source)
@@ -365,8 +415,8 @@ def _copy(source: str, target: str) -> None:
     elif kind == "file":
         executable = os.lstat(source).st_mode & stat.S_IXUSR
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
-        with open(fd, "wb") as file:
-            file.write(_read(source) or b"")
+        with open(fd, "wb") as file, open(read_only(source), "rb") as data:
+            shutil.copyfileobj(data, file)
 
 
 def restore(
@@ -395,10 +445,14 @@ def _restore(
     plugins = _plugins([*loading, *named])
     candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
     changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
-    kept = tempfile.mkdtemp(prefix="agent-may-change-")
-    allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
-    for at, rel in enumerate(allowed):
-        _copy(os.path.join(REPO, rel), os.path.join(kept, str(at)))
+    # moved aside within the copy, never copied: the agent chose their size (the sandbox's
+    # /tmp is 64 MiB); a folder before what it holds, which moves with it
+    kept = tempfile.mkdtemp(prefix=".agent-may-change-", dir=REPO)
+    moved: list[str] = []
+    for rel in sorted(allowed):
+        if _real_folders(rel) and _kind(os.path.join(REPO, rel)) is not None:
+            os.rename(os.path.join(REPO, rel), os.path.join(kept, str(len(moved))))
+            moved.append(rel)
     for rel in named:
         if not _same(os.path.join(BASE, rel), os.path.join(REPO, rel)):
             _put(rel)
@@ -408,11 +462,11 @@ def _restore(
     for rel in changed:
         if _differs(rel):  # not restored with a test folder already
             _put(rel)
-    for at, rel in enumerate(allowed):
+    for at, rel in enumerate(moved):
         _put(rel)  # its folders as the snapshot has them, then the agent's version
         remove(os.path.join(REPO, rel))
-        _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
-    remove(kept)
+        os.rename(os.path.join(kept, str(at)), os.path.join(REPO, rel))
+    os.rmdir(kept)
     return {"restored": named_briefly(changed)}
 
 

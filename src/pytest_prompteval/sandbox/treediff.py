@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Iterator
 
 from pytest_prompteval.core.result import MAX_DIFF
-from pytest_prompteval.sandbox.restore import MAX_ENTRIES, writable
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, read_only, same_bytes, writable
 
 DIFF_BUDGET = MAX_DIFF
 #: What one file's diff may take of the budget.
@@ -41,7 +41,6 @@ NAME_SHOWN = 200
 DIFF_SECONDS = 10.0
 #: Where a NUL makes a file binary, as git decides.
 SNIFF = 8000
-CHUNK = 1 << 16
 
 
 def quote(name: str) -> str:
@@ -104,23 +103,8 @@ def walk(
     return found, False
 
 
-def _open(path: str) -> int:
-    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-
-
-def _same(old: str, new: str) -> bool:
-    """Whether two regular files of one size hold the same bytes, read in chunks."""
-    with open(_open(old), "rb") as a, open(_open(new), "rb") as b:
-        while True:
-            left, right = a.read(CHUNK), b.read(CHUNK)
-            if left != right:
-                return False
-            if not left:
-                return True
-
-
 def _head(path: str, size: int) -> bytes:
-    with open(_open(path), "rb") as file:
+    with open(read_only(path), "rb") as file:
         return file.read(size)
 
 
@@ -148,7 +132,7 @@ class _Side:
             return os.readlink(self.path) != os.readlink(other.path)
         if self.kind == "special":
             return self.mode != other.mode
-        return self.size != other.size or not _same(self.path, other.path)
+        return self.size != other.size or not same_bytes(self.path, other.path)
 
     def lines(self) -> list[str] | None:
         """The text's lines (a link's target as one line); None when binary or too large."""

@@ -296,9 +296,11 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     os.close(write)
     buffer = bytearray()
     deadline = _now() + timeout
+    ended = False
     while _wait(read, deadline):
         chunk = os.read(read, 1 << 16)
         if not chunk:
+            ended = True
             break
         buffer += chunk
         if len(buffer) > 4 * OUTPUT_STOP:
@@ -309,6 +311,8 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     try:
         return json.loads(buffer)
     except ValueError:
+        if ended:  # killed (out of memory) before it could answer
+            return {"error": "its process ended without an answer (out of memory?)"}
         return {"error": f"no answer within {timeout:g} s"}
 
 
