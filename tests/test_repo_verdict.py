@@ -329,6 +329,27 @@ def test_a_copy_past_the_walks_bound_fails_the_agent_and_makes_no_error(project:
     assert fixed.passed
 
 
+#: A tree past PATH_MAX (4,096 bytes), a file at its bottom.
+DEEP = (
+    "python3 -c 'import os\nfor _ in range(2100): os.mkdir(\"x\"); os.chdir(\"x\")\n"
+    "open(\"deep.py\", \"w\").write(\"y = 1\\n\")'"
+)
+
+
+def test_a_path_past_path_max_is_named_by_the_diff_and_fails_the_agent(project: Path) -> None:
+    # no call reaches a file there: the diff skipped it without a word (a change hidden),
+    # the restore erred (the agent's failure an error of the item)
+    found = after(case_of(project), FIX, DEEP)
+    assert not found.passed
+    assert found.broken is not None and found.broken.startswith(
+        "the tests were not run: /repo holds a path longer than 4,095 bytes (x/x/x/"
+    )
+    assert found.broken.endswith("...): the test files cannot be restored past it")
+    unread = [line for line in found.diff.splitlines() if line.startswith("[not compared: ")]
+    assert len(unread) == 1 and unread[0].startswith("[not compared: x/x/x/")
+    assert unread[0].endswith("... (unreadable)]")
+
+
 #: 120 MB in three files the sandbox may write (64 MiB each at most).
 LARGE = "for i in 1 2 3; do head -c 40000000 /dev/zero | tr '\\0' x > {}/big$i; done"
 

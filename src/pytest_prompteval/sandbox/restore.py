@@ -78,8 +78,13 @@ CHUNK = 1 << 16
 MAX_SETTINGS = 1 << 20
 
 
-class TooManyEntries(Exception):
-    """A tree past a walk's bound: the copy is refused."""
+#: Bytes of a path the system takes (its NUL included): past them no call reaches a file.
+PATH_MAX = 4096
+
+
+class CopyRefused(Exception):
+    """A tree past a walk's bounds (entries, a path's length): the copy is refused, why in
+    the message."""
 
 
 def _kind(path: str) -> str | None:
@@ -122,8 +127,8 @@ def entries(
     holds; links are not followed, folders named ``skip`` not entered. Iterative (an
     agent's tree may be deeper than Python's recursion limit) and, with ``open_up``, each
     folder made its owner's to list and change first (an agent may close its folders).
-    Past ``limit`` entries, TooManyEntries: no more names are held at once (a folder may
-    hold millions)."""
+    Past ``limit`` entries, CopyRefused: no more names are held at once (a folder may
+    hold millions); so is a path past ``PATH_MAX``, which no call could reach."""
     stack = [""]
     count = 0
     while stack:
@@ -138,9 +143,17 @@ def entries(
             continue
         count += len(names)
         if count > limit:
-            raise TooManyEntries(f"{top} holds more than {limit:,} entries (files and folders)")
+            raise CopyRefused(
+                f"{top} holds more than {limit:,} entries (files and folders): no more are "
+                "walked to restore the test files"
+            )
         for name in sorted(names, reverse=True):
             path = f"{rel}/{name}" if rel else name
+            if len(os.fsencode(os.path.join(top, path))) >= PATH_MAX:
+                raise CopyRefused(
+                    f"{top} holds a path longer than {PATH_MAX - 1:,} bytes "
+                    f"({named_briefly([path])[0]}): the test files cannot be restored past it"
+                )
             kind = _kind(os.path.join(top, path))
             yield path, kind
             if kind == "dir" and name != skip:
@@ -425,15 +438,16 @@ def restore(
     """Restore ``named`` and the test infrastructure (``folders``: where a module would
     shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
     as the agent left them, even inside a restored test folder). A tree of more than
-    ``limit`` entries is ``refused``, why in a sentence: the verdict runs no test."""
+    ``limit`` entries, or with a path past ``PATH_MAX``, is ``refused``, why in a
+    sentence: the verdict runs no test."""
     for rel in (*named, *folders, *allowed):  # checked by the case's parser already
         parts = rel.split("/")
         if rel.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
             raise ValueError(f"not a path inside the repository: {rel!r}")
     try:
         return _restore(named, folders, allowed, limit)
-    except TooManyEntries as exc:
-        return {"refused": f"{exc}: no more are walked to restore the test files"}
+    except CopyRefused as exc:
+        return {"refused": str(exc)}
 
 
 def _restore(

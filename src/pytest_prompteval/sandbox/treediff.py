@@ -31,8 +31,8 @@ DIFF_BUDGET = MAX_DIFF
 FILE_BUDGET = DIFF_BUDGET // 4
 #: Larger files are compared, never diffed line by line.
 TEXT_MAX = FILE_BUDGET
-#: Room kept in the budget for the closing note naming what was left out.
-NOTE_ROOM = 32 << 10
+#: Room kept in the budget for the closing notes naming what was left out or unread.
+NOTE_ROOM = 64 << 10
 #: How many names of files left out the note lists.
 LISTED = 100
 #: How much of a name the note shows, in bytes.
@@ -63,13 +63,15 @@ def quote(name: str) -> str:
 
 def walk(
     top: str, limit: int = MAX_ENTRIES, open_up: bool = False
-) -> tuple[dict[str, os.stat_result], bool]:
+) -> tuple[dict[str, os.stat_result], bool, list[str]]:
     """Relative path -> lstat of every entry but folders (a link to one included) below
-    ``top``, never following links nor entering ``.git``; and whether it stopped at
-    ``limit`` entries, folders counted. A stack, not recursion: a tree of any depth. With
-    ``open_up`` each folder is made its owner's to list first (an agent that closed one
-    does not hide its change)."""
+    ``top``, never following links nor entering ``.git`` (the verdict's tests get the
+    snapshot's: ``restore``); whether it stopped at ``limit`` entries, folders counted;
+    and the entries it could not read (a path past ``PATH_MAX``), so that the diff names
+    them. A stack, not recursion: a tree of any depth. With ``open_up`` each folder is made
+    its owner's to list first (an agent that closed one does not hide its change)."""
     found: dict[str, os.stat_result] = {}
+    unread: list[str] = []
     seen = 0  # folders
     todo = [""]
     while todo:
@@ -83,6 +85,7 @@ def walk(
                 room = limit - len(found) - seen + 1
                 listed = heapq.nsmallest(room, entries, key=lambda entry: entry.name)
         except OSError:
+            unread.append(folder or ".")
             continue
         inner = []
         for entry in listed:
@@ -90,9 +93,10 @@ def walk(
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
+                unread.append(name)
                 continue
             if len(found) + seen >= limit:  # folders count: a million empty ones take long
-                return found, True
+                return found, True, unread
             if stat.S_ISDIR(info.st_mode):
                 seen += 1
                 if entry.name != ".git":
@@ -100,7 +104,7 @@ def walk(
                 continue
             found[name] = info
         todo.extend(reversed(inner))  # the first popped first
-    return found, False
+    return found, False, unread
 
 
 def _head(path: str, size: int) -> bytes:
@@ -196,9 +200,9 @@ def _clip(name: str) -> str:
     return shown[:NAME_SHOWN].decode(errors="ignore") + "..."
 
 
-def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], bool]:
-    before, stopped_before = walk(base)
-    after, stopped_after = walk(top, open_up=True)
+def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], bool, list[str]]:
+    before, stopped_before, unread_before = walk(base)
+    after, stopped_after, unread_after = walk(top, open_up=True)
 
     def changes() -> Iterator[tuple[str, _Side, _Side]]:
         for name in sorted(before.keys() | after.keys()):
@@ -209,7 +213,8 @@ def _changed(base: str, top: str) -> tuple[Iterator[tuple[str, _Side, _Side]], b
             except OSError:
                 yield name, old, new
 
-    return changes(), stopped_before or stopped_after
+    unread = sorted(set(unread_before) | set(unread_after))
+    return changes(), stopped_before or stopped_after, unread
 
 
 class _OutOfTime(Exception):
@@ -241,7 +246,7 @@ def _timed(work: Callable[[], str], seconds: float) -> tuple[str | None, float]:
 def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_SECONDS) -> str:
     """The unified diff of ``base`` against ``top`` (``a/``, ``b/`` prefixes, files in
     order), at most ``budget`` bytes of UTF-8 and ``seconds`` of CPU."""
-    changes, stopped = _changed(base, top)
+    changes, stopped, unread = _changed(base, top)
     room, allowed = budget - NOTE_ROOM, seconds
     parts: list[str] = []
     left_out: list[str] = []
@@ -276,6 +281,10 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_S
             + (f" and {more:,} more" if more else "")
             + "]\n"
         )
+    for name in unread[:LISTED]:
+        parts.append(f"[not compared: {_clip(name)} (unreadable)]\n")
+    if len(unread) > LISTED:
+        parts.append(f"[not compared: {len(unread) - LISTED:,} more (unreadable)]\n")
     if stopped:
         parts.append(
             f"[only the first {MAX_ENTRIES:,} entries (files and folders) of each tree "

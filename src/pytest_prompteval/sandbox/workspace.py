@@ -39,7 +39,7 @@ from pytest_prompteval.sandbox.client import (
     server_command,
 )
 from pytest_prompteval.sandbox.isolation import NOBODY
-from pytest_prompteval.sandbox.restore import MAX_ENTRIES, TooManyEntries
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
 from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
 #: Anthropic's client tools this module runs, by their ``type``.
@@ -211,13 +211,14 @@ class Workspace:
     ) -> list[str]:
         """Put ``named`` and the test infrastructure back from ``/base`` (``restore.py``);
         the infrastructure paths the agent had changed, bar ``allowed``. A copy of more
-        than ``limit`` entries is refused: TooManyEntries, why in its message."""
+        than ``limit`` entries, or a path too long to reach, is refused: CopyRefused, why
+        in its message."""
         job = {"op": "restore", "named": list(named), "folders": list(folders)}
         answer = self.job({**job, "allowed": list(allowed), "limit": limit}, timeout)
         if "error" in answer:
             raise PromptevalError(f"restoring the test files failed: {answer['error']}")
         if "refused" in answer:
-            raise TooManyEntries(str(answer["refused"]))
+            raise CopyRefused(str(answer["refused"]))
         return [str(p) for p in answer["restored"]]
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
-from pytest_prompteval.sandbox.restore import MAX_ENTRIES, TooManyEntries
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
 
@@ -218,7 +218,8 @@ def verdict(
     the agent left it, then the tests with the test files and infrastructure restored. A
     run whose test command failed, or that leaves a listed id unmatched, is run again on the
     snapshot with the case's own fix to tell the case's fault from the agent's. A copy of
-    more than ``limit`` entries fails, its tests not run (restoring them would walk it)."""
+    more than ``limit`` entries, or with a path too long to reach, fails, its tests not
+    run (restoring them would walk it)."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
@@ -228,7 +229,7 @@ def verdict(
         diff = workspace.diff()
         try:
             restored = workspace.restore(named, folders, case.agent_may_change, case.timeout, limit)
-        except TooManyEntries as exc:
+        except CopyRefused as exc:
             return RepoVerdict(
                 {}, case.fail_to_pass, case.pass_to_pass, diff, broken=f"{NOT_RUN}{exc}"
             )
