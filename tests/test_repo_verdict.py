@@ -331,8 +331,8 @@ def test_a_copy_past_the_walks_bound_fails_the_agent_and_makes_no_error(project:
 
 #: A tree past PATH_MAX (4,096 bytes), a file at its bottom.
 DEEP = (
-    "python3 -c 'import os\nfor _ in range(2100): os.mkdir(\"x\"); os.chdir(\"x\")\n"
-    "open(\"deep.py\", \"w\").write(\"y = 1\\n\")'"
+    'python3 -c \'import os\nfor _ in range(2100): os.mkdir("x"); os.chdir("x")\n'
+    'open("deep.py", "w").write("y = 1\\n")\''
 )
 
 
