@@ -336,6 +336,36 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 
+def test_a_copy_on_tmpfs_counts_in_the_sandboxs_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where the host's /tmp is tmpfs the copy is RAM, and only 64 MiB a file is bounded:
+    # in the sandbox's cgroup what its processes write there counts as their memory
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    mounts = Path("/proc/self/mounts").read_text().split("\n")
+    if not any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in mounts if line):
+        pytest.skip("no tmpfs at /dev/shm")
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    try:
+        with (
+            Copy(Snapshot(folder=make_project(tmp_path))) as copy,
+            Workspace(copy.path, memory_mb=64) as workspace,
+        ):
+            if workspace.info["memory"] != "cgroup":
+                pytest.skip("no cgroup can be made here: the copy's size is not bounded")
+            run = Executor(workspace, TOOLS, timeout=120.0)
+            done = run(
+                "bash", {"command": "for i in 1 2 3; do head -c 50000000 /dev/zero > f$i; done"}
+            )
+    finally:
+        os.rmdir(folder)
+    assert done.text.endswith(
+        "[out of memory: the sandbox's 64 MiB, shared by its processes; one was killed]"
+    )
+
+
 def test_a_cgroup_a_killed_pytest_left_behind_is_removed_by_the_next() -> None:
     from pytest_prompteval.sandbox.memory import Cgroup
 
