@@ -25,9 +25,11 @@ a word: ``__pycache__`` (a forged entry would stand for a restored source) and
 ``.pytest_cache`` (``--lf``, ``--sw``); so is every ``.git`` folder (the verdict's diff
 never shows one: what the tests could import from it would be seen nowhere).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
-``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
-deeper than the recursion limit) also walk and remove a copy on the host, and list it for
-the verdict's diff.
+``lstat`` and never followed. The agent chose the copy's size: a walk stops past
+``MAX_ENTRIES`` or at a path past ``PATH_MAX`` (the copy is refused, the agent fails), files
+are compared in chunks, and the paths the case lets it change are moved aside, not copied.
+``entries`` and ``remove`` are iterative: an agent's tree may be deeper than the recursion
+limit.
 """
 
 from __future__ import annotations
