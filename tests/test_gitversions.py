@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -235,3 +236,37 @@ def test_a_version_at_a_ref_is_read_under_its_own_name_not_through_a_link(
 
     result.assert_outcomes(passed=4)
     assert sorted(calls(root)) == ["old prompt", "old prompt", "old system", "old system"]
+
+
+def test_a_blob_over_its_bound_is_refused_before_git_inflates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # half a megabyte of objects can be 512 MiB of zeros: git held the blob whole in its own
+    # memory while pytest read its first 16 MiB; its size is asked first now
+    from pytest_prompteval.core.errors import PromptevalError
+    from pytest_prompteval.core.gitversions import GitRefError
+    from pytest_prompteval.core.paths import MAX_FILE_BYTES, MAX_RECORDING_BYTES
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+
+    top = tmp_path / "project"
+    (top / "prompts").mkdir(parents=True)
+    (top / "prompt_recordings").mkdir()
+    (top / "prompts" / "big.yaml").write_bytes(b"\0" * (MAX_FILE_BYTES + 1))
+    (top / "prompt_recordings" / "r.json").write_bytes(b" " * (MAX_RECORDING_BYTES + 1))
+    git(top, "init", "-q", "-b", "main")
+    git(top, "add", ".")
+    git(top, "commit", "-q", "-m", "large")
+    log, wrapper = tmp_path / "calls.log", tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    repo = repository(top)
+    with pytest.raises(GitRefError, match=r"big.yaml at main is larger than 16,777,216 bytes"):
+        repo.read(top / "prompts" / "big.yaml", "main")
+    recordings = TrustedRecordings(repo, top / "prompt_recordings", "main")
+    (top / "prompt_recordings" / "r.json").write_text("{}")  # not the ref's: read from git
+    with pytest.raises(PromptevalError, match="as committed at main: it is larger than 8,388"):
+        recordings.content(top / "prompt_recordings" / "r.json")
+    assert "cat-file blob" not in log.read_text()
+    assert repo.read(top / "prompts" / "none.yaml", "main") is None

@@ -8,6 +8,7 @@ the way pytest would be; it reports what every tool call answered and what it le
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -172,6 +173,69 @@ def test_the_editor_commands_follow_the_api(tmp_path: Path) -> None:
         run({"command": "undo_edit", "path": "a.py"}, top)
 
 
+@pytest.mark.parametrize("swapped", ["src", "src/m.py"])
+@pytest.mark.parametrize("command", ["view", "create", "str_replace", "insert"])
+def test_a_link_swapped_in_after_the_editors_check_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str, command: str
+) -> None:
+    # the agent's background process replaces a folder or the file by a link (to
+    # /proc/self/fd/1, the server's answer pipe, say) between the check and the open
+    top, outside = tmp_path / "repo", tmp_path / "outside"
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "m.py").write_text("mine = 1\n")
+    (top / "link").symlink_to("src/m.py")
+    (outside / "src").mkdir(parents=True)
+    (outside / "src" / "m.py").write_text("secret = 1\n")
+    shown = editor.run({"command": "view", "path": "link"}, str(top))
+    assert shown.endswith("     1\tmine = 1")  # a link inside the copy is still followed
+    checked = editor.resolve
+
+    def racing(path: object, folder: str = editor.REPO) -> str:
+        real = checked(path, folder)
+        (top / swapped).rename(tmp_path / "moved")
+        (top / swapped).symlink_to(outside / swapped)
+        return real
+
+    monkeypatch.setattr(editor, "resolve", racing)
+    calls = {
+        "view": {},
+        "create": {"file_text": "pwned"},
+        "str_replace": {"old_str": "secret", "new_str": "pwned"},
+        "insert": {"insert_line": 0, "insert_text": "pwned"},
+    }
+    refused = r"^Error: cannot open .*: (Too many levels|Not a directory)"
+    with pytest.raises(editor.EditError, match=refused):
+        editor.run({"command": command, "path": "src/m.py", **calls[command]}, str(top))
+    assert (outside / "src" / "m.py").read_text() == "secret = 1\n"
+
+
+def test_the_editors_process_holds_none_of_the_servers_descriptors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the server's stdin and stdout are pytest's job and answer pipes: a child that opened
+    # /proc/self/fd/1 could write answers; it holds /dev/null and its own pipe only
+    from pytest_prompteval.sandbox import workspace_server
+
+    monkeypatch.setattr(workspace_server, "_unprivileged", lambda: None)  # not the point
+    pipes = os.pipe(), os.pipe()  # the server's other pipes (the shell's)
+
+    def held() -> dict[str, str]:
+        found = {}
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own is closed
+                found[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        return found
+
+    try:
+        found = workspace_server.in_child(held, 60.0)
+    finally:
+        for fd in (*pipes[0], *pipes[1]):
+            os.close(fd)
+    assert [found[fd] for fd in ("0", "1", "2")] == ["/dev/null"] * 3, found
+    others = [target for fd, target in found.items() if fd not in ("0", "1", "2")]
+    assert len(others) == 1 and others[0].startswith("pipe:"), found  # its answer's
+
+
 def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
     from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
 
@@ -270,6 +334,36 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
     assert ("PermissionError" in outside.text) is not cgroup  # the cgroup counts them
     assert files == ToolResult("1024\n" if cgroup else "256\n", False)
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
+
+
+def test_a_copy_on_tmpfs_counts_in_the_sandboxs_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where the host's /tmp is tmpfs the copy is RAM, and only 64 MiB a file is bounded:
+    # in the sandbox's cgroup what its processes write there counts as their memory
+    from pytest_prompteval.sandbox.workspace import Copy, Executor, Snapshot, Workspace
+
+    mounts = Path("/proc/self/mounts").read_text().split("\n")
+    if not any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in mounts if line):
+        pytest.skip("no tmpfs at /dev/shm")
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    try:
+        with (
+            Copy(Snapshot(folder=make_project(tmp_path))) as copy,
+            Workspace(copy.path, memory_mb=64) as workspace,
+        ):
+            if workspace.info["memory"] != "cgroup":
+                pytest.skip("no cgroup can be made here: the copy's size is not bounded")
+            run = Executor(workspace, TOOLS, timeout=120.0)
+            done = run(
+                "bash", {"command": "for i in 1 2 3; do head -c 50000000 /dev/zero > f$i; done"}
+            )
+    finally:
+        os.rmdir(folder)
+    assert done.text.endswith(
+        "[out of memory: the sandbox's 64 MiB, shared by its processes; one was killed]"
+    )
 
 
 def test_a_cgroup_a_killed_pytest_left_behind_is_removed_by_the_next() -> None:

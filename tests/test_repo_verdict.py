@@ -309,6 +309,65 @@ def test_a_tree_deeper_than_the_recursion_limit_makes_no_error(project: Path) ->
     assert found.passed and found.diff.count("x/") == 1200  # +++ b/x/.../deep.py
 
 
+def test_a_copy_past_the_walks_bound_fails_the_agent_and_makes_no_error(project: Path) -> None:
+    # restoring the test files walks the copy: millions of files took it past the time the
+    # verdict waits, an error of the item; past the bound the agent fails instead
+    case = case_of(project)
+    with Copy(snapshot_of(case)) as copy:
+        with Workspace(copy.path) as workspace:
+            for command in (FIX, "mkdir many && touch many/f{1..60}"):
+                assert workspace.bash(command, 30)["status"] == 0
+        refused = verdict(case, copy, limit=50)
+        fixed = verdict(case, copy, limit=1000)
+    said = (
+        "the tests were not run: /repo holds more than 50 entries (files and folders): no "
+        "more are walked to restore the test files"
+    )
+    assert not refused.passed and refused.broken == said
+    assert refused.message().startswith(said + "\nfail_to_pass not fixed: ")
+    assert "+++ b/slug.py" in refused.diff  # the diff is still the agent's
+    assert fixed.passed
+
+
+#: A tree past PATH_MAX (4,096 bytes), a file at its bottom.
+DEEP = (
+    'python3 -c \'import os\nfor _ in range(2100): os.mkdir("x"); os.chdir("x")\n'
+    'open("deep.py", "w").write("y = 1\\n")\''
+)
+
+
+def test_a_path_past_path_max_is_named_by_the_diff_and_fails_the_agent(project: Path) -> None:
+    # no call reaches a file there: the diff skipped it without a word (a change hidden),
+    # the restore erred (the agent's failure an error of the item)
+    found = after(case_of(project), FIX, DEEP)
+    assert not found.passed
+    assert found.broken is not None and found.broken.startswith(
+        "the tests were not run: /repo holds a path longer than 4,095 bytes (x/x/x/"
+    )
+    assert found.broken.endswith("...): the test files cannot be restored past it")
+    unread = [line for line in found.diff.splitlines() if line.startswith("[not compared: ")]
+    assert len(unread) == 1 and unread[0].startswith("[not compared: x/x/x/")
+    assert unread[0].endswith("... (unreadable)]")
+
+
+#: 120 MB in three files the sandbox may write (64 MiB each at most).
+LARGE = "for i in 1 2 3; do head -c 40000000 /dev/zero | tr '\\0' x > {}/big$i; done"
+
+
+def test_large_files_the_agent_left_make_the_restore_no_error(project: Path) -> None:
+    # a test folder is compared with the snapshot's (all of it held at once: past the
+    # sandbox's memory, an error of the item), and a path the case lets the agent change
+    # kept aside (in the sandbox's /tmp, 64 MiB: full, an error too)
+    fill = LARGE.format("tests")
+    # pytest's section of a settings file is parsed (3,000,000 keys: past 64 MiB)
+    keys = "python3 -c 'for i in range(3_000_000): print(f\"k{i} =\", i)' > pyproject.toml"
+    found = after(case_of(project, "  memory_mb: 64\n"), FIX, fill, keys)
+    assert found.passed and found.restored == ("pyproject.toml",)
+    case = case_of(project, "  agent_may_change: [tests/data]\n")
+    kept = after(case, FIX, "mkdir tests/data", LARGE.format("tests/data"), "ls tests/data")
+    assert kept.passed and "Large file tests/data/big3 added (40,000,000 bytes)" in kept.diff
+
+
 def test_the_test_folder_restored_is_the_nearest_one() -> None:
     files, folders = files_of_tests(
         ["numpy/testing/tests/test_utils.py::test_a", "test_top.py::t", "name (module.Class)"]

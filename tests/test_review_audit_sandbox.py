@@ -101,7 +101,7 @@ def test_folders_count_against_the_walks_limit(tmp_path: Path) -> None:
     for number in range(10):
         (tmp_path / f"d{number}").mkdir()
     (tmp_path / "d9" / "f").write_text("")
-    listed, stopped = walk(str(tmp_path), limit=4)
+    listed, stopped, _ = walk(str(tmp_path), limit=4)
     assert stopped and len(listed) == 0
 
 
@@ -157,7 +157,7 @@ def test_the_walk_holds_no_more_of_a_folder_than_its_limit(tmp_path: Path) -> No
         os.close(top)
     tracemalloc.start()
     try:
-        listed, stopped = walk(str(tmp_path), limit=10)
+        listed, stopped, _ = walk(str(tmp_path), limit=10)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

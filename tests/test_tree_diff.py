@@ -96,7 +96,7 @@ def test_a_diff_that_would_take_long_is_summarised_and_the_rest_left_out(
 def test_the_walk_lists_at_most_its_limit_of_entries(tmp_path: Path) -> None:
     for number in range(10):
         (tmp_path / f"f{number}").write_text("")
-    listed, stopped = walk(str(tmp_path), limit=4)
+    listed, stopped, _ = walk(str(tmp_path), limit=4)
     assert (sorted(listed), stopped) == (["f0", "f1", "f2", "f3"], True)
     assert walk(str(tmp_path), limit=10)[1] is False
 

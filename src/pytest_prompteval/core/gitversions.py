@@ -156,17 +156,25 @@ class Repository:
         Bounded as a file of the checkout is (``MAX_FILE_BYTES``): a larger blob is an error,
         read no further (half a megabyte of objects can be 512 MiB of zeros)."""
         name = f"{self.commit(ref)}:{self.relative(path)}"
+        return self.blob(name, MAX_FILE_BYTES, f"{display(path)} at {ref}")
+
+    def blob(self, name: str, limit: int, what: str) -> bytes | None:
+        """The blob ``name`` (an id, or ``commit:path``); None when there is none. Its size
+        is asked first: one over ``limit`` bytes is a GitRefError naming ``what``, never
+        inflated (git would hold it whole in its own memory before we stop reading)."""
+        sized = self.git("cat-file", "-s", name)
+        if sized.returncode != 0:
+            return None
+        size = int(sized.stdout)
+        if size > limit:
+            raise GitRefError(f"{what} is larger than {limit:,} bytes")
         process = self.stream("cat-file", "blob", name, stderr=subprocess.DEVNULL)
         assert process.stdout is not None
         with process.stdout:
-            content = process.stdout.read(MAX_FILE_BYTES + 1)
-            if len(content) > MAX_FILE_BYTES:
+            content = process.stdout.read(limit + 1)  # the size asked: no more is read
+            if len(content) > limit:
                 process.kill()
-                process.wait()
-                raise GitRefError(
-                    f"{display(path)} at {ref} is larger than {MAX_FILE_BYTES:,} bytes"
-                )
-        return content if process.wait() == 0 else None
+        return content if process.wait() == 0 and len(content) <= limit else None
 
     def names(self, directory: Path, ref: str) -> list[str]:
         """Names of the files in ``directory`` as committed at ``ref``."""

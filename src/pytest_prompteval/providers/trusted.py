@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.gitversions import Repository
+from pytest_prompteval.core.gitversions import GitRefError, Repository
 from pytest_prompteval.core.paths import MAX_RECORDING_BYTES, read_bounded
 
 #: git's modes of a regular file; a link or a submodule at the ref is no recording
@@ -90,10 +90,17 @@ class TrustedRecordings:
         mine = _unchanged(path, blob)
         if mine is not None:
             return mine
-        done = self.repo.git("cat-file", "blob", blob)
-        if done.returncode != 0 or len(done.stdout) > MAX_RECORDING_BYTES:
-            raise PromptevalError(f"cannot read this recording as committed at {self.ref}", path)
-        return done.stdout
+        try:
+            content = self.repo.blob(blob, MAX_RECORDING_BYTES, "it")
+        except GitRefError as exc:  # too large: its size was asked first
+            reason = f": {exc.message}"
+        else:
+            if content is not None:
+                return content
+            reason = ""
+        raise PromptevalError(
+            f"cannot read this recording as committed at {self.ref}{reason}", path
+        )
 
     def changes(self) -> Changes:
         """What the checkout's recordings folder holds beyond, or other than, the ref's."""

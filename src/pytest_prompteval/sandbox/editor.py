@@ -3,7 +3,9 @@ sandbox by a process without privileges: ``view``, ``create``, ``str_replace``, 
 
 Paths are the model's: absolute under ``/repo`` or relative to it. A path that leaves the
 copy, by its name or through a symlink, is refused in the result (the sandbox would stop a
-write anyway; refusing says so instead of editing a file the task never meant). Results
+write anyway; refusing says so instead of editing a file the task never meant); the path
+checked is then opened from ``/repo`` down without following any link, so a link swapped in
+after the check (by the agent's processes, which run on) is refused too. Results
 carry the API's documented error texts, so a model reacts as it was trained to.
 """
 
@@ -42,32 +44,79 @@ def resolve(path: Any, top: str = REPO) -> str:
     return real
 
 
-def _read(path: str) -> str:
+def _open(path: str, top: str, flags: int) -> int:
+    """``path`` (a real path below ``top``, from ``resolve``) opened from ``top`` down, each
+    folder on the way and the file itself without following a link: a link put in place
+    since ``resolve`` looked (by the agent's process in the background) is refused, never
+    followed out of the copy (to ``/proc/self/fd``, say)."""
+    parts = [p for p in path[len(os.path.realpath(top)) :].split("/") if p]
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        info = os.stat(path)
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        # non-blocking: a FIFO put in place opens at once (and is refused)
+        last = flags | os.O_NOFOLLOW | os.O_NONBLOCK
+        return os.open(parts[-1] if parts else ".", last, 0o666, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _opened(path: str, top: str, flags: int) -> int:
+    try:
+        return _open(path, top, flags)
     except FileNotFoundError:
+        if flags & os.O_CREAT:
+            raise EditError(f"Error: the folder of {path} does not exist") from None
         raise EditError(f"Error: File not found: {path}") from None
+    except IsADirectoryError:
+        raise EditError(f"Error: {path} is a directory") from None
+    except PermissionError:
+        if flags & os.O_CREAT:
+            raise EditError("Error: Permission denied. Cannot write to file.") from None
+        raise EditError(f"Error: Permission denied. Cannot read {path}") from None
+    except OSError as exc:  # a link or a file on the way: ELOOP, ENOTDIR
+        raise EditError(f"Error: cannot open {path}: {exc.strerror}") from None
+
+
+def _regular(fd: int, path: str) -> os.stat_result:
+    info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise EditError(f"Error: {path} is not a regular file")
-    if info.st_size > MAX_FILE:
+    return info
+
+
+def _contents(fd: int, path: str) -> str:
+    """The text of the open file ``fd``, at most ``MAX_FILE`` bytes of it."""
+    if _regular(fd, path).st_size > MAX_FILE:
         raise EditError(f"Error: {path} is larger than {MAX_FILE} bytes")
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as file:
-            return file.read()
-    except PermissionError:
-        raise EditError(f"Error: Permission denied. Cannot read {path}") from None
+    with open(fd, "rb", closefd=False) as file:
+        data = file.read(MAX_FILE + 1)  # it may have grown since
+    if len(data) > MAX_FILE:
+        raise EditError(f"Error: {path} is larger than {MAX_FILE} bytes")
+    return data.decode("utf-8", errors="surrogateescape")
 
 
-def _write(path: str, text: str) -> None:
+def _read(path: str, top: str) -> str:
+    fd = _opened(path, top, os.O_RDONLY)
     try:
-        with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as file:
-            file.write(text)
-    except PermissionError:
-        raise EditError("Error: Permission denied. Cannot write to file.") from None
-    except FileNotFoundError:
-        raise EditError(f"Error: the folder of {path} does not exist") from None
+        return _contents(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, top: str, text: str) -> None:
+    fd = _opened(path, top, os.O_WRONLY | os.O_CREAT)
+    try:
+        _regular(fd, path)  # emptied only once known to be a file: a FIFO stays as it is
+        os.ftruncate(fd, 0)
+        with open(fd, "wb", closefd=False) as file:
+            file.write(text.encode("utf-8", errors="surrogateescape"))
     except OSError as exc:
         raise EditError(f"Error: cannot write {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def _bounded(text: str, limit: int = MAX_TEXT) -> str:
@@ -83,31 +132,49 @@ def _numbered(text: str, first: int) -> str:
     return "\n".join(f"{number:6}\t{line}" for number, line in enumerate(lines, first))
 
 
-def _listing(top: str) -> str:
-    """Files and folders up to two levels deep, hidden ones left out (as the API's own)."""
-    found = [top]
-    for depth in (1, 2):
-        for folder in [p for p in found if p.count("/") == top.count("/") + depth - 1]:
-            if not os.path.isdir(folder) or os.path.islink(folder):
-                continue
-            try:
-                names = sorted(os.listdir(folder))
-            except OSError:
-                continue
-            found += [os.path.join(folder, n) for n in names if not n.startswith(".")]
-    shown = [p + ("/" if os.path.isdir(p) and not os.path.islink(p) else "") for p in found]
+def _names(fd: int) -> list[tuple[str, bool]]:
+    """The names in the open folder ``fd`` but hidden ones, sorted, and whether each is a
+    folder (a link to one is not)."""
+    try:
+        with os.scandir(fd) as found:
+            listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in found]
+    except OSError:
+        return []
+    return sorted((name, folder) for name, folder in listed if not name.startswith("."))
+
+
+def _listing(fd: int, top: str) -> str:
+    """Files and folders up to two levels deep, hidden ones left out (as the API's own);
+    read from the open folder ``fd``, never through a link."""
+    first = _names(fd)
+    shown = [f"{top}/"] + [f"{top}/{name}" + ("/" if folder else "") for name, folder in first]
+    for name, folder in first:
+        if not folder:
+            continue
+        try:
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            continue
+        try:
+            shown += [f"{top}/{name}/{n}" + ("/" if f else "") for n, f in _names(inner)]
+        finally:
+            os.close(inner)
     return (
         f"Here are the files and directories up to 2 levels deep in {top}, excluding "
         "hidden items:\n" + "\n".join(shown)
     )
 
 
-def _view(path: str, shown: str, view_range: Any) -> str:
-    if os.path.isdir(path):
-        if view_range is not None:
-            raise EditError("Error: view_range is not allowed when path points to a directory")
-        return _listing(path)
-    text = _read(path)
+def _view(path: str, top: str, shown: str, view_range: Any) -> str:
+    fd = _opened(path, top, os.O_RDONLY)
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            if view_range is not None:
+                raise EditError("Error: view_range is not allowed when path points to a directory")
+            return _listing(fd, path)
+        text = _contents(fd, path)
+    finally:
+        os.close(fd)
     first = 1
     if view_range is not None:
         lines = text.split("\n")
@@ -148,13 +215,11 @@ def run(command: Mapping[str, Any], top: str = REPO, max_characters: int | None 
     path = resolve(shown, top)
     if name == "view":
         limit = min(max_characters or MAX_TEXT, MAX_TEXT)
-        return _bounded(_view(path, str(shown), command.get("view_range")), limit)
+        return _bounded(_view(path, top, str(shown), command.get("view_range")), limit)
     if name == "create":
-        if os.path.isdir(path):
-            raise EditError(f"Error: {shown} is a directory")
-        _write(path, _text(command, "file_text"))
+        _write(path, top, _text(command, "file_text"))
         return f"File created successfully at: {shown}"
-    text = _read(path)
+    text = _read(path, top)
     if name == "str_replace":
         old = _text(command, "old_str")
         new = command.get("new_str", "")
@@ -170,7 +235,7 @@ def run(command: Mapping[str, Any], top: str = REPO, max_characters: int | None 
                 f"Error: Found {count} matches for replacement text. Please provide more "
                 "context to make a unique match."
             )
-        _write(path, text.replace(old, new, 1))
+        _write(path, top, text.replace(old, new, 1))
         return "Successfully replaced text at exactly one location."
     # insert: the docs name the text new_str, the models send insert_text
     new = _text(command, "insert_text", "new_str")
@@ -185,5 +250,5 @@ def run(command: Mapping[str, Any], top: str = REPO, max_characters: int | None 
     if before and not before.endswith("\n"):
         before += "\n"
     added = new if new.endswith("\n") or line == len(lines) else new + "\n"
-    _write(path, before + added + "".join(lines[line:]))
+    _write(path, top, before + added + "".join(lines[line:]))
     return f"Text inserted at line {line} of {shown}."

@@ -25,9 +25,11 @@ a word: ``__pycache__`` (a forged entry would stand for a restored source) and
 ``.pytest_cache`` (``--lf``, ``--sw``); so is every ``.git`` folder (the verdict's diff
 never shows one: what the tests could import from it would be seen nowhere).
 Nothing runs concurrently here (the agent's processes are gone), so paths are checked with
-``lstat`` and never followed. ``entries`` and ``remove`` (iterative: an agent's tree may be
-deeper than the recursion limit) also walk and remove a copy on the host, and list it for
-the verdict's diff.
+``lstat`` and never followed. The agent chose the copy's size: a walk stops past
+``MAX_ENTRIES`` or at a path past ``PATH_MAX`` (the copy is refused, the agent fails), files
+are compared in chunks, and the paths the case lets it change are moved aside, not copied.
+``entries`` and ``remove`` are iterative: an agent's tree may be deeper than the recursion
+limit.
 """
 
 from __future__ import annotations
@@ -65,9 +67,26 @@ SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHES = ("__pycache__", ".pytest_cache")
 #: The test runner's own modules: restored whenever changed.
 RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py"})
+#: Entries (files, links and folders) a walk of a tree lists; the diff compares as many
+#: (``treediff``). The snapshot holds no more (``trees``): past them the copy is the
+#: agent's doing, and is refused (the tests are not run, the agent fails), never walked
+#: past the time the verdict waits (which would make its failure an error).
+MAX_ENTRIES = 100_000
 #: How many of the restored paths the answer names, and how much of each (the agent chose
 #: how many there are and how long: past the sandbox's answer bound the verdict would err).
 NAMED, NAME_SHOWN = 20, 200
+CHUNK = 1 << 16
+#: A mixed settings file larger than this is compared whole, never parsed.
+MAX_SETTINGS = 1 << 20
+
+
+#: Bytes of a path the system takes (its NUL included): past them no call reaches a file.
+PATH_MAX = 4096
+
+
+class CopyRefused(Exception):
+    """A tree past a walk's bounds (entries, a path's length): the copy is refused, why in
+    the message."""
 
 
 def _kind(path: str) -> str | None:
@@ -78,31 +97,65 @@ def _kind(path: str) -> str | None:
     return "link" if stat.S_ISLNK(mode) else "dir" if stat.S_ISDIR(mode) else "file"
 
 
+def read_only(path: str) -> int:
+    """``path`` opened to read, never through a link, never waiting (a FIFO)."""
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
 def _read(path: str) -> bytes | None:
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
+        with open(read_only(path), "rb") as file:
             return file.read()
     except OSError:
         return None
 
 
-def entries(top: str, skip: str = "", open_up: bool = False) -> Iterator[tuple[str, str | None]]:
+def same_bytes(old: str, new: str) -> bool:
+    """Whether two files hold the same bytes, read in chunks (never whole: the agent
+    chose their size)."""
+    with open(read_only(old), "rb") as a, open(read_only(new), "rb") as b:
+        while True:
+            left, right = a.read(CHUNK), b.read(CHUNK)
+            if left != right:
+                return False
+            if not left:
+                return True
+
+
+def entries(
+    top: str, skip: str = "", open_up: bool = False, limit: int = MAX_ENTRIES
+) -> Iterator[tuple[str, str | None]]:
     """(path relative to ``top``, kind) of everything below it, a folder before what it
     holds; links are not followed, folders named ``skip`` not entered. Iterative (an
     agent's tree may be deeper than Python's recursion limit) and, with ``open_up``, each
-    folder made its owner's to list and change first (an agent may close its folders)."""
+    folder made its owner's to list and change first (an agent may close its folders).
+    Past ``limit`` entries, CopyRefused: no more names are held at once (a folder may
+    hold millions); so is a path past ``PATH_MAX``, which no call could reach."""
     stack = [""]
+    count = 0
     while stack:
         rel = stack.pop()
         folder = os.path.join(top, rel) if rel else top
         if open_up:
             writable(folder)
         try:
-            names = sorted(os.listdir(folder), reverse=True)
+            with os.scandir(folder) as found:
+                names = list(itertools.islice((e.name for e in found), limit - count + 1))
         except OSError:
             continue
-        for name in names:
+        count += len(names)
+        if count > limit:
+            raise CopyRefused(
+                f"{top} holds more than {limit:,} entries (files and folders): no more are "
+                "walked to restore the test files"
+            )
+        for name in sorted(names, reverse=True):
             path = f"{rel}/{name}" if rel else name
+            if len(os.fsencode(os.path.join(top, path))) >= PATH_MAX:
+                raise CopyRefused(
+                    f"{top} holds a path longer than {PATH_MAX - 1:,} bytes "
+                    f"({named_briefly([path])[0]}): the test files cannot be restored past it"
+                )
             kind = _kind(os.path.join(top, path))
             yield path, kind
             if kind == "dir" and name != skip:
@@ -110,26 +163,41 @@ def entries(top: str, skip: str = "", open_up: bool = False) -> Iterator[tuple[s
 
 
 def _signature(path: str, kind: str | None) -> object:
+    """All of an entry but a file's bytes: its kind, a link's target, a file's type,
+    executable bit and size."""
     if kind == "link":
-        return os.readlink(path)
+        return kind, os.readlink(path)
     if kind == "file":
-        return os.lstat(path).st_mode & stat.S_IXUSR, _read(path)
+        info = os.lstat(path)
+        return kind, stat.S_IFMT(info.st_mode), info.st_mode & stat.S_IXUSR, info.st_size
     return kind
+
+
+def _same_files(old: str, new: str) -> bool:
+    try:
+        return same_bytes(old, new)
+    except OSError:  # one the agent made unreadable: restored
+        return False
 
 
 def _same(old: str, new: str) -> bool:
     """Whether ``new`` is ``old``: kind, link target, bytes and executable bit, and for a
-    folder every entry."""
+    folder every entry. Bytes are compared in chunks, and only once all else matches: the
+    files of a folder the agent changed may be many, and large."""
     kinds = _kind(old), _kind(new)
     if kinds[0] != kinds[1] or _signature(old, kinds[0]) != _signature(new, kinds[1]):
         return False
     if kinds[0] != "dir":
-        return True
+        return kinds[0] != "file" or _same_files(old, new)
     trees = [
         {rel: _signature(os.path.join(top, rel), kind) for rel, kind in entries(top, "", up)}
         for top, up in ((old, False), (new, True))
     ]
-    return trees[0] == trees[1]
+    return trees[0] == trees[1] and all(
+        _same_files(os.path.join(old, rel), os.path.join(new, rel))
+        for rel, signature in trees[0].items()
+        if isinstance(signature, tuple) and signature[0] == "file"
+    )
 
 
 def _section(path: str, name: str) -> object:
@@ -159,10 +227,17 @@ def _toml(text: str) -> dict[str, Any]:
 def _differs(rel: str) -> bool:
     old, new = os.path.join(BASE, rel), os.path.join(REPO, rel)
     name = os.path.basename(rel)
-    mixed = name in SECTIONS or name == PYPROJECT
-    if mixed and _kind(old) in ("file", None) and _kind(new) in ("file", None):
+    # parsed only when small files: the agent chose the size (compared whole past it)
+    small = all(_kind(p) is None or _size(p) <= MAX_SETTINGS for p in (old, new))
+    if (name in SECTIONS or name == PYPROJECT) and small:
         return _section(old, name) != _section(new, name)
     return not _same(old, new)
+
+
+def _size(path: str) -> int:
+    """A file's size; a folder or link counts as too large to parse."""
+    info = os.lstat(path)
+    return info.st_size if stat.S_ISREG(info.st_mode) else MAX_SETTINGS + 1
 
 
 def writable(folder: str) -> None:
@@ -204,12 +279,12 @@ def _put(rel: str) -> None:
     _copy(os.path.join(BASE, rel), os.path.join(REPO, rel))
 
 
-def _walk(top: str) -> list[str]:
+def _walk(top: str, limit: int) -> list[str]:
     """Every path below ``top`` but folders (links to them included), ``.git`` aside; in
     /repo each ``.git`` folder becomes the snapshot's (gone where it has none): the
     verdict's diff never shows one, so nothing in it may reach the tests."""
     found = []
-    for rel, kind in list(entries(top, ".git", top == REPO)):
+    for rel, kind in list(entries(top, ".git", top == REPO, limit)):
         if kind != "dir":
             found.append(rel)
         elif top == REPO and rel.rpartition("/")[2] == ".git":
@@ -337,6 +412,14 @@ def _plugins(files: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
+def _real_folders(rel: str) -> bool:
+    """Whether every folder on the way to ``/repo/rel`` is one, not a link."""
+    parts = rel.split("/")[:-1]
+    return all(
+        _kind(os.path.join(REPO, *parts[:depth])) == "dir" for depth in range(1, len(parts) + 1)
+    )
+
+
 def _copy(source: str, target: str) -> None:
     """``target`` (not there) becomes a copy of ``source``: link, file or folder."""
     kind = _kind(source)
@@ -347,28 +430,45 @@ def _copy(source: str, target: str) -> None:
     elif kind == "file":
         executable = os.lstat(source).st_mode & stat.S_IXUSR
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if executable else 0o644)
-        with open(fd, "wb") as file:
-            file.write(_read(source) or b"")
+        with open(fd, "wb") as file, open(read_only(source), "rb") as data:
+            shutil.copyfileobj(data, file)
 
 
-def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[str, Any]:
+def restore(
+    named: list[str], folders: list[str], allowed: list[str], limit: int = MAX_ENTRIES
+) -> dict[str, Any]:
     """Restore ``named`` and the test infrastructure (``folders``: where a module would
     shadow the runner); the infrastructure paths the agent changed, bar ``allowed`` (kept
-    as the agent left them, even inside a restored test folder)."""
+    as the agent left them, even inside a restored test folder). A tree of more than
+    ``limit`` entries, or with a path past ``PATH_MAX``, is ``refused``, why in a
+    sentence: the verdict runs no test."""
     for rel in (*named, *folders, *allowed):  # checked by the case's parser already
         parts = rel.split("/")
         if rel.startswith("/") or {"", ".", "..", ".git"} & {*parts}:
             raise ValueError(f"not a path inside the repository: {rel!r}")
-    found = [p for top in (BASE, REPO) for p in _walk(top)]  # /repo's folders opened up
+    try:
+        return _restore(named, folders, allowed, limit)
+    except CopyRefused as exc:
+        return {"refused": str(exc)}
+
+
+def _restore(
+    named: list[str], folders: list[str], allowed: list[str], limit: int
+) -> dict[str, Any]:
+    found = [p for top in (BASE, REPO) for p in _walk(top, limit)]  # /repo's opened up
     infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
     loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
     plugins = _plugins([*loading, *named])
     candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
     changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
-    kept = tempfile.mkdtemp(prefix="agent-may-change-")
-    allowed = [p for p in allowed if _kind(os.path.join(REPO, p)) is not None]
-    for at, rel in enumerate(allowed):
-        _copy(os.path.join(REPO, rel), os.path.join(kept, str(at)))
+    # moved aside within the copy, never copied: the agent chose their size (the sandbox's
+    # /tmp is 64 MiB); a folder before what it holds, which moves with it
+    kept = tempfile.mkdtemp(prefix=".agent-may-change-", dir=REPO)
+    moved: list[str] = []
+    for rel in sorted(allowed):
+        if _real_folders(rel) and _kind(os.path.join(REPO, rel)) is not None:
+            os.rename(os.path.join(REPO, rel), os.path.join(kept, str(len(moved))))
+            moved.append(rel)
     for rel in named:
         if not _same(os.path.join(BASE, rel), os.path.join(REPO, rel)):
             _put(rel)
@@ -378,11 +478,11 @@ def restore(named: list[str], folders: list[str], allowed: list[str]) -> dict[st
     for rel in changed:
         if _differs(rel):  # not restored with a test folder already
             _put(rel)
-    for at, rel in enumerate(allowed):
+    for at, rel in enumerate(moved):
         _put(rel)  # its folders as the snapshot has them, then the agent's version
         remove(os.path.join(REPO, rel))
-        _copy(os.path.join(kept, str(at)), os.path.join(REPO, rel))
-    remove(kept)
+        os.rename(os.path.join(kept, str(at)), os.path.join(REPO, rel))
+    os.rmdir(kept)
     return {"restored": named_briefly(changed)}
 
 

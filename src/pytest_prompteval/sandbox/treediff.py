@@ -9,8 +9,9 @@ way. Line-by-line diffs take at most ``DIFF_SECONDS`` of CPU in all (difflib is 
 on some inputs): the file at hand when they are spent is summarised. Past the budget, what
 is left out is named (at most ``LISTED`` names, then a count).
 Names are quoted as git quotes them (``"a/new\\nline"``): a name cannot forge a header.
-The walk lists at most ``MAX_ENTRIES`` entries a tree (folders count), without recursion,
-in sorted order. Lines end at newlines only, as git's do.
+The walk lists at most ``MAX_ENTRIES`` entries a tree (folders count; restore's bound, past
+which the verdict runs no test), without recursion, in sorted order. Lines end at newlines
+only, as git's do.
 """
 
 from __future__ import annotations
@@ -23,26 +24,23 @@ import stat
 from collections.abc import Callable, Iterator
 
 from pytest_prompteval.core.result import MAX_DIFF
-from pytest_prompteval.sandbox.restore import writable
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, read_only, same_bytes, writable
 
 DIFF_BUDGET = MAX_DIFF
 #: What one file's diff may take of the budget.
 FILE_BUDGET = DIFF_BUDGET // 4
 #: Larger files are compared, never diffed line by line.
 TEXT_MAX = FILE_BUDGET
-#: Room kept in the budget for the closing note naming what was left out.
-NOTE_ROOM = 32 << 10
+#: Room kept in the budget for the closing notes naming what was left out or unread.
+NOTE_ROOM = 64 << 10
 #: How many names of files left out the note lists.
 LISTED = 100
 #: How much of a name the note shows, in bytes.
 NAME_SHOWN = 200
-#: Entries a tree's walk lists; past them the diff says it compared only these.
-MAX_ENTRIES = 100_000
 #: CPU seconds the line-by-line diffs may take in all.
 DIFF_SECONDS = 10.0
 #: Where a NUL makes a file binary, as git decides.
 SNIFF = 8000
-CHUNK = 1 << 16
 
 
 def quote(name: str) -> str:
@@ -65,13 +63,15 @@ def quote(name: str) -> str:
 
 def walk(
     top: str, limit: int = MAX_ENTRIES, open_up: bool = False
-) -> tuple[dict[str, os.stat_result], bool]:
+) -> tuple[dict[str, os.stat_result], bool, list[str]]:
     """Relative path -> lstat of every entry but folders (a link to one included) below
-    ``top``, never following links nor entering ``.git``; and whether it stopped at
-    ``limit`` entries, folders counted. A stack, not recursion: a tree of any depth. With
-    ``open_up`` each folder is made its owner's to list first (an agent that closed one
-    does not hide its change)."""
+    ``top``, never following links nor entering ``.git`` (the verdict's tests get the
+    snapshot's: ``restore``); whether it stopped at ``limit`` entries, folders counted;
+    and the entries it could not read (a path past ``PATH_MAX``), so that the diff names
+    them. A stack, not recursion: a tree of any depth. With ``open_up`` each folder is made
+    its owner's to list first (an agent that closed one does not hide its change)."""
     found: dict[str, os.stat_result] = {}
+    unread: list[str] = []
     seen = 0  # folders
     todo = [""]
     while todo:
@@ -85,6 +85,7 @@ def walk(
                 room = limit - len(found) - seen + 1
                 listed = heapq.nsmallest(room, entries, key=lambda entry: entry.name)
         except OSError:
+            unread.append(folder or ".")
             continue
         inner = []
         for entry in listed:
@@ -92,9 +93,10 @@ def walk(
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
+                unread.append(name)
                 continue
             if len(found) + seen >= limit:  # folders count: a million empty ones take long
-                return found, True
+                return found, True, unread
             if stat.S_ISDIR(info.st_mode):
                 seen += 1
                 if entry.name != ".git":
@@ -102,26 +104,11 @@ def walk(
                 continue
             found[name] = info
         todo.extend(reversed(inner))  # the first popped first
-    return found, False
-
-
-def _open(path: str) -> int:
-    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-
-
-def _same(old: str, new: str) -> bool:
-    """Whether two regular files of one size hold the same bytes, read in chunks."""
-    with open(_open(old), "rb") as a, open(_open(new), "rb") as b:
-        while True:
-            left, right = a.read(CHUNK), b.read(CHUNK)
-            if left != right:
-                return False
-            if not left:
-                return True
+    return found, False, unread
 
 
 def _head(path: str, size: int) -> bytes:
-    with open(_open(path), "rb") as file:
+    with open(read_only(path), "rb") as file:
         return file.read(size)
 
 
@@ -149,7 +136,7 @@ class _Side:
             return os.readlink(self.path) != os.readlink(other.path)
         if self.kind == "special":
             return self.mode != other.mode
-        return self.size != other.size or not _same(self.path, other.path)
+        return self.size != other.size or not same_bytes(self.path, other.path)
 
     def lines(self) -> list[str] | None:
         """The text's lines (a link's target as one line); None when binary or too large."""
@@ -215,9 +202,9 @@ def _clip(name: str) -> str:
 
 def _changed(
     base: str, top: str, exclude: frozenset[str]
-) -> tuple[Iterator[tuple[str, _Side, _Side]], bool]:
-    before, stopped_before = walk(base)
-    after, stopped_after = walk(top, open_up=True)
+) -> tuple[Iterator[tuple[str, _Side, _Side]], bool, list[str]]:
+    before, stopped_before, unread_before = walk(base)
+    after, stopped_after, unread_after = walk(top, open_up=True)
 
     def changes() -> Iterator[tuple[str, _Side, _Side]]:
         for name in sorted((before.keys() | after.keys()) - exclude):
@@ -228,7 +215,8 @@ def _changed(
             except OSError:
                 yield name, old, new
 
-    return changes(), stopped_before or stopped_after
+    unread = sorted(set(unread_before) | set(unread_after))
+    return changes(), stopped_before or stopped_after, unread
 
 
 class _OutOfTime(Exception):
@@ -266,7 +254,7 @@ def diff(
 ) -> str:
     """The unified diff of ``base`` against ``top`` (``a/``, ``b/`` prefixes, files in
     order), at most ``budget`` bytes of UTF-8 and ``seconds`` of CPU."""
-    changes, stopped = _changed(base, top, exclude)
+    changes, stopped, unread = _changed(base, top, exclude)
     room, allowed = budget - NOTE_ROOM, seconds
     parts: list[str] = []
     left_out: list[str] = []
@@ -301,6 +289,10 @@ def diff(
             + (f" and {more:,} more" if more else "")
             + "]\n"
         )
+    for name in unread[:LISTED]:
+        parts.append(f"[not compared: {_clip(name)} (unreadable)]\n")
+    if len(unread) > LISTED:
+        parts.append(f"[not compared: {len(unread) - LISTED:,} more (unreadable)]\n")
     if stopped:
         parts.append(
             f"[only the first {MAX_ENTRIES:,} entries (files and folders) of each tree "

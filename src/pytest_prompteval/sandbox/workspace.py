@@ -40,6 +40,7 @@ from pytest_prompteval.sandbox.client import (
 )
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.isolation import NOBODY
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
 from pytest_prompteval.sandbox.trees import copy_folder, git_tree, give_tree, remove_tree
 
 #: Anthropic's client tools this module runs, by their ``type``.
@@ -218,13 +219,18 @@ class Workspace:
         folders: Sequence[str],
         allowed: Sequence[str],
         timeout: float = 60.0,
+        limit: int = MAX_ENTRIES,
     ) -> list[str]:
         """Put ``named`` and the test infrastructure back from ``/base`` (``restore.py``);
-        the infrastructure paths the agent had changed, bar ``allowed``."""
+        the infrastructure paths the agent had changed, bar ``allowed``. A copy of more
+        than ``limit`` entries, or a path too long to reach, is refused: CopyRefused, why
+        in its message."""
         job = {"op": "restore", "named": list(named), "folders": list(folders)}
-        answer = self.job({**job, "allowed": list(allowed)}, timeout)
+        answer = self.job({**job, "allowed": list(allowed), "limit": limit}, timeout)
         if "error" in answer:
             raise PromptevalError(f"restoring the test files failed: {answer['error']}")
+        if "refused" in answer:
+            raise CopyRefused(str(answer["refused"]))
         return [str(p) for p in answer["restored"]]
 
     def close(self) -> None:

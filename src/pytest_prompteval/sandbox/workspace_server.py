@@ -96,6 +96,8 @@ def environment() -> dict[str, str]:
 #: other sandboxes share, whose processes would count against RLIMIT_NPROC here.
 _uid = NOBODY
 _bound = Bound()
+#: Above every descriptor the server may hold (its own limit, before a child lowers it).
+_MAX_FD = max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1 << 16)
 
 
 def _unprivileged() -> None:
@@ -108,6 +110,16 @@ def _unprivileged() -> None:
     os.chdir(editor.REPO)
 
 
+def _only(keep: tuple[int, ...] = ()) -> None:
+    """Close every descriptor above stderr but ``keep``: nothing of the server's (its job
+    and answer pipes, the shell's, the cgroup's folders once joined) stays in a child."""
+    start = 3
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, _MAX_FD)
+
+
 def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
     pid = os.fork()
     if pid == 0:
@@ -116,7 +128,7 @@ def _spawn(argv: list[str], stdin: int, stdout: int) -> int:
             os.dup2(stdout, 1)
             os.dup2(stdout, 2)
             _unprivileged()
-            os.closerange(3, 1 << 16)  # the cgroup's folders too, once joined
+            _only()
             os.execve(argv[0], argv, environment())
         finally:
             os._exit(127)
@@ -286,9 +298,14 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read)
         try:
             _unprivileged()
+            # its stdin and stdout were the server's job and answer pipes: what the child
+            # opened by mistake (a link swapped in) could forge answers through them
+            null = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            _only((write,))
             data = json.dumps(work()).encode()
         except BaseException as exc:  # the child reports, never raises
             data = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
@@ -297,9 +314,11 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     os.close(write)
     buffer = bytearray()
     deadline = _now() + timeout
+    ended = False
     while _wait(read, deadline):
         chunk = os.read(read, 1 << 16)
         if not chunk:
+            ended = True
             break
         buffer += chunk
         if len(buffer) > 4 * OUTPUT_STOP:
@@ -310,6 +329,8 @@ def in_child(work: Callable[[], Any], timeout: float) -> Any:
     try:
         return json.loads(buffer)
     except ValueError:
+        if ended:  # killed (out of memory) before it could answer
+            return {"error": "its process ended without an answer (out of memory?)"}
         return {"error": f"no answer within {timeout:g} s"}
 
 
@@ -342,12 +363,10 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
         file.write(script)
     os.chmod(path, 0o644)
     read, write = os.pipe()
-    pid = _spawn(
-        ["/bin/bash", "--noprofile", "--norc", path],
-        os.open("/dev/null", os.O_RDONLY),
-        write,
-    )
-    os.close(write)
+    null = os.open("/dev/null", os.O_RDONLY)
+    pid = _spawn(["/bin/bash", "--noprofile", "--norc", path], null, write)
+    for fd in (null, write):
+        os.close(fd)
     output = Output()
     deadline = _now() + timeout
     timed_out = False
@@ -441,7 +460,8 @@ def main() -> None:
             work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
             answer = in_child(work, timeout)
         elif op == "restore":
-            work = functools.partial(restore.restore, job["named"], job["folders"], job["allowed"])
+            paths = job["named"], job["folders"], job["allowed"]
+            work = functools.partial(restore.restore, *paths, int(job["limit"]))
             answer = in_child(work, timeout)
         else:
             answer = {"error": f"unknown job {op!r}"}

@@ -26,9 +26,12 @@ from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import RepoResult
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
+from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
 from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
 
+#: How ``broken`` starts when the tests were not run at all (the agent fails).
+NOT_RUN = "the tests were not run: "
 #: How much of the diff a failure message shows.
 MESSAGE_DIFF = 4000
 #: How many failing tests of each list a failure message names.
@@ -71,7 +74,8 @@ class RepoVerdict:
 
     @property
     def passed(self) -> bool:
-        return len(self._passing(self.listed)) == len(self.listed)
+        ran = not (self.broken or "").startswith(NOT_RUN)
+        return ran and len(self._passing(self.listed)) == len(self.listed)
 
     @property
     def fixed(self) -> float:
@@ -100,7 +104,8 @@ class RepoVerdict:
         infrastructure restored, then the agent's diff."""
         lines = []
         if self.broken:
-            lines.append(f"the test command failed: {self.broken}")
+            ran = not self.broken.startswith(NOT_RUN)
+            lines.append(f"the test command failed: {self.broken}" if ran else self.broken)
         if broken := self.failing(self.fail_to_pass):
             lines.append("fail_to_pass not fixed: " + broken)
         if broken := self.failing(self.pass_to_pass):
@@ -236,18 +241,25 @@ def verdict(
     hidden: Sequence[str | Path] = (),
     environment: Environment | None = None,
     products: Collection[str] = (),
+    limit: int = MAX_ENTRIES,
 ) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
     the agent left it (the install's ``products`` are not the agent's), then the tests with
     the test files and infrastructure restored. A run whose test command failed, or that
     leaves a listed id unmatched, is run again on the snapshot with the case's own fix to
-    tell the case's fault from the agent's."""
+    tell the case's fault from the agent's. A copy of more than ``limit`` entries, or with a
+    path too long to reach, fails, its tests not run (restoring them would walk it)."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
     with _sandbox(case, copy.path, hidden, environment, copy.base()) as workspace:
         diff = workspace.diff(exclude=products)
-        restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
+        try:
+            restored = workspace.restore(named, folders, case.agent_may_change, case.timeout, limit)
+        except CopyRefused as exc:
+            return RepoVerdict(
+                {}, case.fail_to_pass, case.pass_to_pass, diff, broken=f"{NOT_RUN}{exc}"
+            )
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
     if run.fatal or run.unmatched:
