@@ -206,7 +206,7 @@ def _file_diff(name: str, old: _Side, new: _Side) -> str:
     return "".join(parts)
 
 
-def _clip(name: str) -> str:
+def clip(name: str) -> str:
     shown = quote(name).encode()
     if len(shown) <= NAME_SHOWN:
         return shown.decode()
@@ -266,7 +266,7 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_S
     for name, old, new in changes:
         if left_out or room <= 0 or seconds <= 0:
             if len(left_out) < LISTED:
-                left_out.append(_clip(name))
+                left_out.append(clip(name))
             else:
                 more += 1
             continue
@@ -280,7 +280,7 @@ def diff(base: str, top: str, budget: int = DIFF_BUDGET, seconds: float = DIFF_S
         )
         size = len(part.encode(errors="surrogateescape"))
         if size > room:
-            left_out.append(_clip(name))
+            left_out.append(clip(name))
             continue
         parts.append(part)
         room -= size

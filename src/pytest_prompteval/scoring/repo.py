@@ -15,6 +15,7 @@ and the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ class RepoVerdict:
     #: the test infrastructure the agent changed, restored for the verdict
     restored: tuple[str, ...] = ()
     broken: str | None = None
+    #: each file-state check (``file_key``) with its outcome and reason, on the copy as
+    #: the agent left it
+    files: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, result: RepoResult) -> RepoVerdict:
@@ -124,6 +128,10 @@ class RepoVerdict:
             "restored": list(self.restored),
             "broken": self.broken,
         }
+
+
+def file_key(job: Mapping[str, str]) -> str:
+    return json.dumps(job, sort_keys=True)
 
 
 def snapshot_of(case: RepoCase) -> Snapshot:
@@ -206,11 +214,17 @@ def _control(case: RepoCase, tests: Sequence[str], hidden: Sequence[str | Path])
         )
 
 
-def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> RepoVerdict:
-    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
-    the agent left it, then the tests with the test files and infrastructure restored. A
-    run whose test command failed, or that leaves a listed id unmatched, is run again on the
-    snapshot with the case's own fix to tell the case's fault from the agent's."""
+def verdict(
+    case: RepoCase,
+    copy: Copy,
+    hidden: Sequence[str | Path] = (),
+    files: Sequence[Mapping[str, str]] = (),
+) -> RepoVerdict:
+    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff and
+    the file-state checks (``files``: ``file_job``s) on the copy as the agent left it, then
+    the tests with the test files and infrastructure restored. A run whose test command
+    failed, or that leaves a listed id unmatched, is run again on the snapshot with the
+    case's own fix to tell the case's fault from the agent's."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
@@ -218,6 +232,7 @@ def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> Re
         copy.path, base=copy.base(), hidden=hidden, memory_mb=case.memory_mb
     ) as workspace:
         diff = workspace.diff()
+        checked = workspace.check_files(files, case.timeout) if files else []
         restored = workspace.restore(named, folders, case.agent_may_change, case.timeout)
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
@@ -231,4 +246,8 @@ def verdict(case: RepoCase, copy: Copy, hidden: Sequence[str | Path] = ()) -> Re
         run.output,
         tuple(restored),
         run.broken,
+        {
+            file_key(job): (bool(c["passed"]), str(c["reason"]))
+            for job, c in zip(files, checked, strict=True)
+        },
     )
