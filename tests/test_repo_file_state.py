@@ -5,9 +5,12 @@ is followed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_prompteval.core.patterns import pattern
+from pytest_prompteval.sandbox import filestate
 from pytest_prompteval.sandbox.filestate import glob_pattern
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
@@ -98,3 +101,20 @@ def test_a_glob_matches_whole_paths_and_only_its_own_folders(
     found = pattern(glob_pattern(glob))
     assert [p for p in matching if found.search(p)] == matching
     assert [p for p in not_matching if found.search(p)] == []
+
+
+def test_a_glob_past_the_walks_bound_never_passes_as_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an agent that buries a forbidden file past the entries the walk looks at
+    for i in range(5):
+        (tmp_path / f"a{i}.txt").write_text("")
+    (tmp_path / "z.orig").write_text("")
+    monkeypatch.setattr(filestate, "REPO", str(tmp_path))
+    monkeypatch.setattr(filestate, "MAX_ENTRIES", 3)
+    checks = [{"type": t, "path": "*.orig"} for t in ("file_not_exists", "file_exists")]
+    reasons = [(c["passed"], c["reason"]) for c in filestate.check(checks)["checks"]]
+    assert reasons == [
+        (False, "file_not_exists *.orig: none in the first 3 entries, the rest not looked at"),
+        (False, "file_exists *.orig: none in the first 3 entries, the rest not looked at"),
+    ]

@@ -117,12 +117,13 @@ def _kind(info: os.stat_result) -> str:
 
 
 def _exists(glob: str, wanted: bool) -> tuple[bool, str]:
-    found, stopped = walk(REPO, MAX_ENTRIES, open_up=True)
+    found, stopped = walk(REPO, MAX_ENTRIES, open_up=True)  # folders made readable first
     match = pattern(glob_pattern(glob))
     hits = sorted(rel for rel in found if match.search(rel))
-    partial = f" (only the first {MAX_ENTRIES:,} entries were looked at)" if stopped else ""
     if not hits:
-        return not wanted, f"no such file{partial}"
+        if stopped:  # what was not looked at may hold one: neither check can pass
+            return False, f"none in the first {MAX_ENTRIES:,} entries, the rest not looked at"
+        return not wanted, "no such file"
     shown = ", ".join(clip(h) for h in hits[:NAMED]) + (
         f" and {len(hits) - NAMED} more" if len(hits) > NAMED else ""
     )
