@@ -98,9 +98,11 @@ def _lstat(top: str, rel: str) -> tuple[int, os.stat_result] | None:
         raise
     try:
         return folder, os.lstat(parts[-1], dir_fd=folder)
-    except (FileNotFoundError, NotADirectoryError):
+    except BaseException as exc:
         os.close(folder)
-        return None
+        if isinstance(exc, FileNotFoundError | NotADirectoryError):
+            return None
+        raise
 
 
 def _chunks(folder: int, name: str) -> Iterator[bytes]:
