@@ -15,9 +15,10 @@ process's wall time. Start-up is measured too: the same pytest command with
 ``import anthropic`` adds to a bare interpreter.
 
 Then ``--agent-items`` agent cases of ``--agent-steps`` model calls each (a scripted tool call
-per step, then the answer) at the default settings: their conversations are walked ahead on
-the pool, so the call phase is set beside the ideal for as many independent calls
-(items x steps x latency / concurrency) and beside the plain items' call phase measured above.
+per step, then the answer) at the default settings: their conversations are walked ahead,
+each step a call of the pool in turn with the others, so the call phase is set beside the
+ideal for as many independent calls (items x steps x latency / concurrency) and beside the
+plain items' call phase measured above.
 
 Then a run at the default settings against the server enforcing ``--per-minute`` requests in
 bursts of ``--burst`` (a token bucket, announced in the API's ``anthropic-ratelimit-requests-*``

@@ -216,6 +216,22 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
             "{json_field: {path: day, equals: 2024-01-01}}",
             "*json_field: equals: datetime.date(2024, 1, 1) is no JSON value (quote a date *",
         ),
+        (
+            "{file_matches: {path: m.py, regx: 'x'}}",
+            "*c.yaml:5: case 'c1', assert[[]0[]]: file_matches: unknown key 'regx'; did you "
+            "mean 'regex'?; allowed: path, regex",
+        ),
+        ("{file_matches: {path: m.py, regex: '(?=x)'}}", "*file_matches: regex: invalid reg*"),
+        (
+            "{file_exists: '../etc/passwd'}",
+            "*assert[[]0[]]: file_exists: expected a glob's path within the repository "
+            "(relative, no '..'), got '../etc/passwd'",
+        ),
+        ("{file_unchanged: 'src/*.py'}", "*file_unchanged: expected a file's path * no wildcard*"),
+        (
+            "{file_exists: src/x.py}",
+            "*c.yaml:4: case 'c1': assertion file_exists needs a repository case (kind: repo)*",
+        ),
     ],
     ids=[
         "typo",
@@ -230,6 +246,11 @@ def test_prompt_level_assertions_apply_to_every_case(project: pytest.Pytester) -
         "field-approx",
         "field-tolerance",
         "field-date",
+        "file-key",
+        "file-regex",
+        "file-outside",
+        "file-wildcard",
+        "file-not-repo",
     ],
 )
 def test_bad_assertions_are_collection_errors(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 import threading
 import time
 from typing import Any
 
 import pytest
 
-from pytest_prompteval.testing import AnthropicServer
+from pytest_prompteval.providers.ratelimit import DEFAULT_CONCURRENCY
+from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
 from .conftest import generated_project
 
@@ -86,3 +89,58 @@ def test_exitfirst_stops_new_calls(
     # of 4 (the rate gate may let the first item's call wait behind one round), never the
     # whole suite.
     assert len(anthropic_server.requests) <= 1 + 8 < 12
+
+
+def test_agent_conversations_walked_ahead_take_turns_for_the_calls(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    # four conversations of three steps, two calls at a time: the first item walks its own;
+    # the other three are walked ahead, each step queued behind the steps already asked for
+    # (the rate gate may let a waiting call pass another, never a whole conversation). A
+    # walk that held a place for its whole conversation made the fourth wait for the second
+    # or third to end (the last conversations then ran alone, places idle)
+    scripted = ScriptedAgent({"Order": [[call("lookup", n=1)]] * 2 + [["Done."]]})
+    arrivals: list[tuple[str, int]] = []
+
+    def respond(request: dict[str, Any]) -> Any:
+        first = request["messages"][0]["content"]
+        text = first if isinstance(first, str) else first[0]["text"]
+        arrivals.append((text, len(request["messages"]) // 2 + 1))
+        return scripted(request)
+
+    anthropic_server.responder = respond
+    anthropic_server.latency = 0.1  # room for every walk to ask its first step in turn
+    pytester.makefile(
+        ".yaml",
+        **{
+            "prompts/v": "user_prompt: 'Order {n}'\ninclude_input: false\n"
+            "model_config: {model: claude-haiku-4-5}\n"
+            "tools:\n  - {name: lookup, input_schema: {type: object}}\n",
+            "prompt_cases/c": "cases:\n"
+            + "".join(
+                f"- id: c{i}\n  input: {{n: {i}}}\n  tool_results: [{{tool: lookup, result: ok}}]"
+                "\n  assert: [{contains: Done}]\n"
+                for i in range(4)
+            ),
+        },
+    )
+    result = pytester.runpytest("--prompt=v", "--prompteval-concurrency=2", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    assert len(arrivals) == 12
+    order = {step: i for i, step in enumerate(arrivals)}
+    assert order[("Order 3", 1)] < min(order[("Order 1", 3)], order[("Order 2", 3)]), arrivals
+    assert anthropic_server.max_in_flight <= 3  # two ahead, and the first item's own
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
+def test_the_loopback_server_holds_as_many_pending_connections_as_a_run_opens() -> None:
+    # socketserver's backlog of 5 dropped the handshakes of the 32 connections a run opens
+    # at once; each was sent again a second later, the run's first second at a fraction of
+    # its concurrency
+    with AnthropicServer(answer_all) as server:
+        port = server.url.rsplit(":", 1)[1]
+        listed = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+        )
+    backlog = int(listed.stdout.split()[2])  # State Recv-Q Send-Q: a listener's backlog
+    assert backlog >= DEFAULT_CONCURRENCY

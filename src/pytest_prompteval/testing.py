@@ -275,6 +275,14 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    #: connections the kernel holds before they are accepted: socketserver's 5 dropped the
+    #: handshakes of a client opening more at once (the plugin opens up to its concurrency,
+    #: 32 by default), which the client sent again a second later
+    request_queue_size = 256
+
+
 class AnthropicServer:
     def __init__(self, responder: Responder = default_responder, latency: float = 0.0):
         self.responder = responder
@@ -318,8 +326,7 @@ class AnthropicServer:
         self.faults.extend(faults)
 
     def start(self) -> AnthropicServer:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        server.daemon_threads = True
+        server = _HTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, daemon=True)
         self._thread.start()

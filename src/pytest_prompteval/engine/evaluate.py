@@ -31,6 +31,7 @@ from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
+    FILE_TYPES,
     JUDGED_TYPES,
     TRAJECTORY_TYPES,
     Assertion,
@@ -40,13 +41,14 @@ from pytest_prompteval.scoring.assertions import (
     check_trajectory,
     combine,
     custom_score,
+    file_job,
     scored,
 )
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.hybrid import judged
 from pytest_prompteval.scoring.judge import Verdict
-from pytest_prompteval.scoring.repo import RepoVerdict
+from pytest_prompteval.scoring.repo import RepoVerdict, file_key
 from pytest_prompteval.scoring.score import Score
 
 
@@ -210,6 +212,7 @@ def run_check(
     response: Response,
     result: ItemResult,
     ledger: Ledger,
+    repo: RepoVerdict | None = None,
 ) -> Checked:
     seen = Observed(
         response.text,
@@ -221,6 +224,10 @@ def run_check(
     if assertion.type in TRAJECTORY_TYPES:
         assert result.trajectory is not None  # the spec admits them on agent cases only
         return check_trajectory(assertion, result.trajectory)
+    if assertion.type in FILE_TYPES:
+        assert repo is not None  # the spec admits them on repository cases only
+        passed, reason = repo.files[file_key(file_job(assertion))]
+        return Checked(assertion.type, passed, float(passed), assertion.weight, reason)
     simple = check_simple(assertion, seen)
     if simple is not None:
         return simple
@@ -361,7 +368,8 @@ def _score_parts(
         result.scorer = spec.scorer
     ledger.settle(result)
     parts.checks = [
-        run_check(engine, spec, a, request, response, result, ledger) for a in spec.assertions
+        run_check(engine, spec, a, request, response, result, ledger, parts.repo)
+        for a in spec.assertions
     ]
 
 

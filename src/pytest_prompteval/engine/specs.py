@@ -17,7 +17,12 @@ from pytest_prompteval.engine.evaluate import REPOSITORY, ItemSpec, scorer_for
 from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
 from pytest_prompteval.interaction.repository import RepoTask, repo_task
 from pytest_prompteval.interaction.strategies import Strategy
-from pytest_prompteval.scoring.assertions import TRAJECTORY_TYPES, Assertion, parse_assertions
+from pytest_prompteval.scoring.assertions import (
+    FILE_TYPES,
+    TRAJECTORY_TYPES,
+    Assertion,
+    parse_assertions,
+)
 from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
 
 #: (prompt version, sample, samples) -> the item's spec
@@ -70,7 +75,11 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
                 engine.settings.max_tool_calls,
             )
             _check_tool_names(case, prompt, assertions, agent)
-            task = None if repo is None else repo_task(case, repo, prompt, agent, environment)
+            task = (
+                None
+                if repo is None
+                else repo_task(case, repo, prompt, agent, environment, assertions)
+            )
             scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
             found = (assertions, strategy, scorer, agent, task)
             by_version[prompt.version] = found
@@ -92,6 +101,12 @@ def _check_tool_names(
     ``tool_not_called`` would pass whatever the agent does."""
     where = (case.path, line_of(case.raw, "assert"))
     for assertion in assertions:
+        if assertion.type in FILE_TYPES and not is_repo_case(case):
+            raise PromptevalError(
+                f"case {case.id!r}: assertion {assertion.type} needs a repository case "
+                "(kind: repo): it checks the copy the agent leaves",
+                *where,
+            )
         if assertion.type not in TRAJECTORY_TYPES:
             continue
         if agent is None:

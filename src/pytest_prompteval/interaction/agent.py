@@ -590,7 +590,7 @@ def converse_ahead(
     going: Callable[[], bool],
     deadline: Deadline | None = None,
 ) -> None:
-    """Walk the conversation ahead of its item (on the store's pool): each step's outcome
+    """Walk the conversation ahead of its item (on the store's walkers): each step's outcome
     is kept for the item's own walk, with the outcomes of the Python tools its calls ran,
     so that walk makes no call and runs no tool again. ``going``: False once the run stops
     (no new calls)."""
@@ -598,7 +598,9 @@ def converse_ahead(
     def get(asked: Request, purpose: Purpose) -> Fetched:
         if not going():
             raise PromptevalError("stopping: no new calls")  # left for the item
-        return store.get(asked, for_purpose(context, purpose), keep=True)
+        step = for_purpose(context, purpose)
+        store.prefetch(asked, step)  # a call of the pool, in turn with every other
+        return store.get(asked, step, keep=True)
 
     _walk(agent, store, get, request, context, execute, True, deadline=deadline)
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_prompteval.core.cases import Case
@@ -40,7 +41,8 @@ from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
-from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
+from pytest_prompteval.scoring.assertions import FILE_TYPES, Assertion, file_job
+from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, verdict
 
 #: What a recording's request holds in place of a tool result's content (not keyed).
 NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
@@ -70,6 +72,8 @@ class RepoTask:
     max_characters: Mapping[str, int] = field(default_factory=dict)
     #: what the repository's commands run with (built before any call)
     environment: Environment | None = None
+    #: the file-state checks of its assertions (``file_job``), taken on the final copy
+    files: tuple[Mapping[str, str], ...] = ()
 
 
 def repo_task(
@@ -78,6 +82,7 @@ def repo_task(
     prompt: PromptVersion,
     agent: AgentSpec | None,
     environment: Environment | None = None,
+    assertions: Sequence[Assertion] = (),
 ) -> RepoTask:
     """The task, checked: the version gives the client tools the workspace runs, and no
     other (nothing else could answer them in the sandbox)."""
@@ -116,7 +121,10 @@ def repo_task(
         )
     tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
     hidden = () if case.root is None else (str(case.root),)
-    return RepoTask(repo, agent, tools, hidden, limits, environment)
+    files = tuple(dict.fromkeys(file_key(file_job(a)) for a in assertions if a.type in FILE_TYPES))
+    return RepoTask(
+        repo, agent, tools, hidden, limits, environment, tuple(json.loads(f) for f in files)
+    )
 
 
 def keyed(request: Request) -> Request:
@@ -209,7 +217,7 @@ def run_task(
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden, task.environment, products)
+            found = verdict(task.case, copy, task.hidden, task.environment, products, task.files)
     finally:
         copy.remove()
     return outcome, trajectory, found

@@ -39,6 +39,10 @@ from pytest_prompteval.providers.recording_file import (
 from pytest_prompteval.providers.trusted import TrustedRecordings, UnverifiedRecording
 
 MODES = ("none", "new", "all")
+#: Conversations walked ahead at once, per call the concurrency allows: more walks than
+#: calls keep every place busy while a walk runs its tools or waits for its turn, and the
+#: last conversations do not run alone at the end, a step at a time, with places idle.
+WALKS_PER_CALL = 4
 #: Why an answer cannot be used (a verdict that misses its schema), or None when it can.
 Check = Callable[[Response], str | None]
 
@@ -78,6 +82,7 @@ class Store:
         self._lock = threading.Lock()
         self.budget: Budget | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._walkers: ThreadPoolExecutor | None = None
         #: sample keys a message batch answered with an error: their items fail with it
         self.batch_failures: dict[str, str] = {}
         self._inflight: dict[str, Future[Fetched]] = {}
@@ -92,9 +97,13 @@ class Store:
         return self.root / f"{key}.json"
 
     def start_pool(self, concurrency: int) -> None:
-        """Let ``prefetch`` send up to ``concurrency`` calls at once, ahead of the items."""
+        """Let ``prefetch`` send up to ``concurrency`` calls at once, ahead of the items, and
+        ``submit`` walk up to ``WALKS_PER_CALL`` times as many conversations."""
         if concurrency > 1 and self.mode != "none" and self._pool is None:
             self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="prompteval-call")
+            self._walkers = ThreadPoolExecutor(
+                WALKS_PER_CALL * concurrency, thread_name_prefix="prompteval-walk"
+            )
 
     def prefetch(self, request: Request, context: CallContext) -> bool:
         """Start the call for this sample in the background, if it is one to make; whether
@@ -108,18 +117,22 @@ class Store:
             if key in self._recorded or (self.mode != "all" and self._replays(self.path_for(key))):
                 return False  # a replay needs no head start
             if self._pool is not None:
-                self._inflight[key] = self._pool.submit(self._fetch, request, context)
+                try:
+                    self._inflight[key] = self._pool.submit(self._fetch, request, context)
+                except RuntimeError:  # the pool shut down meanwhile (a stop)
+                    return False
             return True
 
     def submit(self, task: Callable[[], None]) -> Future[None] | None:
-        """Run ``task`` (a conversation walked ahead of its item) on the pool, if there is
-        one: it holds a worker for the whole walk, so the calls in flight stay within the
-        concurrency."""
-        if self._pool is None:
+        """Run ``task`` (a conversation walked ahead of its item) on a walker, if there are
+        any. A walk holds no call's place: each of its steps is a call of the pool
+        (``prefetch``), queued behind the calls already asked for, so conversations advance
+        a step each in turn and none waits for a whole conversation to free a place."""
+        if self._walkers is None:
             return None
         try:
-            return self._pool.submit(task)
-        except RuntimeError:  # the pool shut down meanwhile (a stop)
+            return self._walkers.submit(task)
+        except RuntimeError:  # the walkers shut down meanwhile (a stop)
             return None
 
     def keep(self, request: Request, sample: int, outcome: Fetched) -> None:
@@ -129,9 +142,15 @@ class Store:
 
     def stop(self) -> None:
         """Start no more calls (``-x``, a stop, the end): drop what has not started."""
+        walkers = self._walkers
+        if walkers is not None:
+            walkers.shutdown(wait=False, cancel_futures=True)
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if walkers is not None:  # a walk waiting on a cancelled call ends with it
+            walkers.shutdown(wait=True)
+            self._walkers = None
 
     def get(
         self,

@@ -3,9 +3,9 @@ process keeps up to ``--prompteval-concurrency`` of them in flight while items s
 one by one, in pytest's order. Code items' samples are queued on the sandbox pool as soon as
 their answers are there.
 
-An agent item's whole conversation is walked ahead, step after step, on one of the pool's
-workers: its item waits for the walk and finds every step answered (the Python tools' outcomes
-with them, so each runs once).
+An agent item's whole conversation is walked ahead, step after step, on a walker thread of
+its own, each step a call of the pool in turn with the others: its item waits for the walk
+and finds every step answered (the Python tools' outcomes with them, so each runs once).
 
 Which items come next: the rest of the work list (in ``session.items``' order) without
 xdist; under xdist, the indices waiting in this worker's queue (xdist hands each worker its
@@ -76,8 +76,8 @@ class Lookahead:
                 )
 
     def _converse(self, work: Work, agent: AgentSpec, request: Request) -> None:
-        """The whole conversation walked ahead, step after step, on one of the pool's
-        workers; its item waits for the walk, then finds its steps answered."""
+        """The whole conversation walked ahead, step after step, on a walker; its item
+        waits for the walk, then finds its steps answered."""
         spec, context, store = work.spec, work.context, self.engine.store
 
         def going() -> bool:

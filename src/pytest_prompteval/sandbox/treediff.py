@@ -193,7 +193,7 @@ def _file_diff(name: str, old: _Side, new: _Side) -> str:
     return "".join(parts)
 
 
-def _clip(name: str) -> str:
+def clip(name: str) -> str:
     shown = quote(name).encode()
     if len(shown) <= NAME_SHOWN:
         return shown.decode()
@@ -262,7 +262,7 @@ def diff(
     for name, old, new in changes:
         if left_out or room <= 0 or seconds <= 0:
             if len(left_out) < LISTED:
-                left_out.append(_clip(name))
+                left_out.append(clip(name))
             else:
                 more += 1
             continue
@@ -276,7 +276,7 @@ def diff(
         )
         size = len(part.encode(errors="surrogateescape"))
         if size > room:
-            left_out.append(_clip(name))
+            left_out.append(clip(name))
             continue
         parts.append(part)
         room -= size
@@ -290,7 +290,7 @@ def diff(
             + "]\n"
         )
     for name in unread[:LISTED]:
-        parts.append(f"[not compared: {_clip(name)} (unreadable)]\n")
+        parts.append(f"[not compared: {clip(name)} (unreadable)]\n")
     if len(unread) > LISTED:
         parts.append(f"[not compared: {len(unread) - LISTED:,} more (unreadable)]\n")
     if stopped:

@@ -213,6 +213,17 @@ class Workspace:
         ``size``; an empty text when it is not there."""
         return self.job({"op": "read", "path": path, "limit": limit}, timeout)
 
+    def check_files(
+        self, checks: Sequence[Mapping[str, Any]], timeout: float = 60.0
+    ) -> list[dict[str, Any]]:
+        """The file-state checks (``filestate.py``) on /repo as it is, each's ``passed``
+        and ``reason``."""
+        answer = self.job({"op": "files", "checks": [dict(c) for c in checks]}, timeout)
+        if "error" in answer or len(answer.get("checks", ())) != len(checks):
+            why = answer.get("error", "not one answer a check")
+            raise PromptevalError(f"checking the repository's files failed: {why}")
+        return [dict(c) for c in answer["checks"]]
+
     def restore(
         self,
         named: Sequence[str],

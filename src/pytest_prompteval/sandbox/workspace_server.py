@@ -13,6 +13,7 @@ JSON job per line:
 - ``run`` runs a script in a fresh shell (the verdict's patches and tests);
 - ``diff`` is the unified diff of ``/base`` (the snapshot, read-only) against ``/repo``,
   bounded (``treediff``);
+- ``files`` checks a repository task's file-state assertions on /repo (``filestate``);
 - ``restore`` puts the verdict's test files and test infrastructure back (``restore.py``);
 - ``read`` gives back a file of the sandbox's /tmp, bounded (the verdict's test report).
 
@@ -40,7 +41,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_prompteval.sandbox import editor, restore, treediff
+from pytest_prompteval.sandbox import editor, filestate, restore, treediff
 from pytest_prompteval.sandbox.environments import SITE_VARIABLE
 from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
 from pytest_prompteval.sandbox.memory import Bound, hold
@@ -459,6 +460,8 @@ def main() -> None:
         elif op == "read":
             work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
             answer = in_child(work, timeout)
+        elif op == "files":
+            answer = in_child(functools.partial(filestate.check, job["checks"]), timeout)
         elif op == "restore":
             paths = job["named"], job["folders"], job["allowed"]
             work = functools.partial(restore.restore, *paths, int(job["limit"]))

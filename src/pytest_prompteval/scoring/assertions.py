@@ -18,6 +18,7 @@ from pytest_prompteval.core.patterns import SPACE, PatternError, pattern
 from pytest_prompteval.core.result import CheckResult, Trajectory
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.sandbox.filestate import glob_pattern
 from pytest_prompteval.scoring.score import Score
 
 _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
@@ -32,12 +33,16 @@ JSON_TYPES = ("is_json", "json_schema", "json_field")
 TRAJECTORY_TYPES = ("tool_called", "tool_not_called", "tool_sequence", "max_steps")
 #: how ``tool_sequence`` compares the calls made with the names listed
 SEQUENCE_MODES = ("exact", "in_order", "any_order", "subset", "superset")
+#: a repository task's final copy: a glob there or not, a file's content, a file as it was
+FILE_TYPES = ("file_exists", "file_not_exists", "file_matches", "file_unchanged")
+FILE_MATCH_KEYS = ("path", "regex")
 BUILTIN_TYPES = (
     *STRING_TYPES,
     *PATTERN_TYPES,
     *LIMIT_TYPES,
     *JSON_TYPES,
     *TRAJECTORY_TYPES,
+    *FILE_TYPES,
     "topics",
 )
 #: what a ``json_field`` compares the field with: exactly one of these
@@ -148,6 +153,7 @@ def parse_assertions(
             )
         _check_value(kind, value, fail)
         _check_trajectory(kind, entry, fail)
+        _check_file(kind, value, fail)
         if kind == "json_field":
             value = _parse_field(value, fail)
         votes = entry.get("votes", 1)
@@ -204,6 +210,52 @@ def _check_trajectory(
                 pattern(source)
             except PatternError as exc:
                 raise fail(f"tool_called: input: {exc}") from None
+
+
+def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    """A path (a glob for the ``*exists`` two) within the repository; ``file_matches``
+    takes ``{path: P, regex: R}``."""
+    if kind not in FILE_TYPES:
+        return
+    if kind == "file_matches":
+        if not isinstance(value, Mapping):
+            raise fail("file_matches: expected {path: FILE, regex: PATTERN}")
+        for key in value:
+            if key not in FILE_MATCH_KEYS:
+                raise fail(
+                    f"file_matches: unknown key {key!r}{suggestion(str(key), FILE_MATCH_KEYS)}; "
+                    f"allowed: {', '.join(FILE_MATCH_KEYS)}"
+                )
+        if not isinstance(value.get("regex"), str):
+            raise fail("file_matches: regex: expected a regular expression")
+        try:
+            pattern(value["regex"])
+        except PatternError as exc:
+            raise fail(f"file_matches: regex: {exc}") from None
+        path, what = value.get("path"), "file_matches: path"
+    else:
+        path, what = value, kind
+    glob = kind in ("file_exists", "file_not_exists")
+    text = path if isinstance(path, str) else ""
+    parts = text.split("/")
+    if {"", ".", ".."} & {*parts} or (not glob and any(c in text for c in "*?[")):
+        raise fail(
+            f"{what}: expected a {'glob' if glob else 'file'}'s path within the repository "
+            f"(relative, no '..'{'' if glob else ', no wildcard'}), got {path!r:.80}"
+        )
+    if glob:
+        try:
+            pattern(glob_pattern(text))
+        except PatternError as exc:
+            raise fail(f"{kind}: glob {path!r}: {exc}") from None
+
+
+def file_job(assertion: Assertion) -> dict[str, str]:
+    """What the verdict's sandbox checks for a file assertion."""
+    value = assertion.value
+    if assertion.type == "file_matches":
+        return {"type": assertion.type, "path": value["path"], "regex": value["regex"]}
+    return {"type": assertion.type, "path": value}
 
 
 def _regexes(value: Any) -> Iterator[str]:

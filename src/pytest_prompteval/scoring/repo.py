@@ -15,6 +15,7 @@ and the seed's partial-correctness view (share of ``fail_to_pass`` fixed, of
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class RepoVerdict:
     #: the test infrastructure the agent changed, restored for the verdict
     restored: tuple[str, ...] = ()
     broken: str | None = None
+    #: each file-state check (``file_key``) with its outcome and reason, on the copy as
+    #: the agent left it
+    files: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, result: RepoResult) -> RepoVerdict:
@@ -131,6 +135,10 @@ class RepoVerdict:
             "restored": list(self.restored),
             "broken": self.broken,
         }
+
+
+def file_key(job: Mapping[str, str]) -> str:
+    return json.dumps(job, sort_keys=True)
 
 
 def snapshot_of(case: RepoCase) -> Snapshot:
@@ -241,24 +249,32 @@ def verdict(
     hidden: Sequence[str | Path] = (),
     environment: Environment | None = None,
     products: Collection[str] = (),
+    files: Sequence[Mapping[str, str]] = (),
     limit: int = MAX_ENTRIES,
 ) -> RepoVerdict:
-    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff as
-    the agent left it (the install's ``products`` are not the agent's), then the tests with
-    the test files and infrastructure restored. A run whose test command failed, or that
-    leaves a listed id unmatched, is run again on the snapshot with the case's own fix to
-    tell the case's fault from the agent's. A copy of more than ``limit`` entries, or with a
-    path too long to reach, fails, its tests not run (restoring them would walk it)."""
+    """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff (the
+    install's ``products`` are not the agent's) and the file-state checks (``files``:
+    ``file_job``s) on the copy as the agent left it, then the tests with the test files and
+    infrastructure restored. A run whose test command failed, or that leaves a listed id
+    unmatched, is run again on the snapshot with the case's own fix to tell the case's fault
+    from the agent's. A copy of more than ``limit`` entries, or with a path too long to
+    reach, fails, its tests not run (restoring them would walk it)."""
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
     with _sandbox(case, copy.path, hidden, environment, copy.base()) as workspace:
         diff = workspace.diff(exclude=products)
+        checked = workspace.check_files(files, case.timeout) if files else []
+        states = {
+            file_key(job): (bool(c["passed"]), str(c["reason"]))
+            for job, c in zip(files, checked, strict=True)
+        }
         try:
             restored = workspace.restore(named, folders, case.agent_may_change, case.timeout, limit)
         except CopyRefused as exc:
+            broken = f"{NOT_RUN}{exc}"
             return RepoVerdict(
-                {}, case.fail_to_pass, case.pass_to_pass, diff, broken=f"{NOT_RUN}{exc}"
+                {}, case.fail_to_pass, case.pass_to_pass, diff, "", (), broken, states
             )
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
@@ -272,4 +288,5 @@ def verdict(
         run.output,
         tuple(restored),
         run.broken,
+        states,
     )
