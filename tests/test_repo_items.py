@@ -131,6 +131,7 @@ def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
     anthropic_server: AnthropicServer,
     monkeypatch: pytest.MonkeyPatch,
     xdist_args: list[str],
+    request: pytest.FixtureRequest,
 ) -> None:
     anthropic_server.responder = AGENT
     cases = [("right_fix", "RIGHT", 60), ("breaks_kept", "BREAK", 60), ("no_change", "NOTHING", 60)]
@@ -138,6 +139,7 @@ def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
     snapshot = digest(repo)
     # the items' copies and sandbox homes go here (xdist's workers read TMPDIR)
     private = Path(tempfile.mkdtemp(prefix="prompteval-items-"))
+    request.addfinalizer(lambda: shutil.rmtree(private, ignore_errors=True))
     monkeypatch.setenv("TMPDIR", str(private))
     monkeypatch.setattr(tempfile, "tempdir", str(private))
     result = pytester.runpytest("--prompt=fixer", "-p", "no:randomly", *xdist_args)

@@ -9,9 +9,11 @@ the way pytest would be; it reports what every tool call answered and what it le
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -105,7 +107,9 @@ def make_project(top: Path) -> Path:
 
 
 @pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "unprivileged"])
-def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: bool) -> None:
+def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(
+    unprivileged: bool, request: pytest.FixtureRequest
+) -> None:
     # the script imports this file: the helpers only where pytest runs it
     from tests.test_sandbox_hostile import (
         KEY,
@@ -119,6 +123,8 @@ def test_a_hostile_agent_is_contained_and_the_snapshot_unchanged(unprivileged: b
         pytest.skip("the root mode needs root")
     project = make_project(Path(tempfile.mkdtemp(prefix="prompteval-snapshot-")))
     outside = Path(tempfile.mkdtemp(prefix="prompteval-outside-", dir=outside_tmp()))
+    for made in (project, outside):
+        request.addfinalizer(functools.partial(shutil.rmtree, made, ignore_errors=True))
     for folder in (project, project / "src", outside):
         folder.chmod(0o777)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_API_KEY": KEY}
