@@ -261,9 +261,10 @@ SIGN_FLIP_DRAWS = 500
 def _sign_flip_detectable(n: int, patterns: int, power: float) -> float:
     """The mean difference, in standard deviations, at which the sign-flip test rejecting
     the ``patterns`` most extreme sign patterns on each side finds normal differences with
-    the given power: per seeded sample the smallest shift it rejects at (bisection), then
-    an upper bound of that shift's ``power`` quantile over the samples. Rejecting at least the pattern with
-    every difference positive, its power is at least Phi(d)^n, which bounds the search."""
+    the given power: per seeded sample the smallest shift it rejects at (bisection), then an
+    upper bound of that shift's ``power`` quantile over the samples. Rejecting at least the
+    pattern with every difference positive, its power is at least Phi(d)^n, which bounds
+    the search."""
     rng = random.Random(f"sign-flip-{n}")
     high = NORMAL.inv_cdf(power ** (1 / n))
     shifts = []
