@@ -1,7 +1,7 @@
 """How often the verdict and the gate are wrong, by simulation through the plugin's own
 comparison, Holm correction and gate (issue #23).
 
-    python benchmarks/verdict_errors.py [--quick] [--runs N] [--workers 2]
+    python benchmarks/verdict_errors.py [--quick] [--runs N] [--workers 2] [--power-only]
 
 Identical versions (every version draws its answers from the same distribution per case):
 for continuous scores, for 80% of cases whose answer never changes (temperature 0) and for
@@ -14,7 +14,8 @@ prompteval_max_new_failures = 0 fails the gate.
 
 Then real differences: runs whose true mean paired difference is the minimum detectable
 effect the comparison reports (at the Holm level of 2 and of 8 versions), and the share in
-which the same test finds it; 80% is claimed: normal differences (the t formula) and
+which the same test finds it; 80% is claimed: normal differences (the t formula, or the
+sign-flip test's simulated power where its level leaves it few sign patterns) and
 pass/fail flips (McNemar's exact power, given the share of cases that change).
 
 Then identical versions where the earlier rounds went wrong: ``--prompteval-stop-early``
@@ -265,12 +266,50 @@ def _large_cell(args: tuple[str, int, int]) -> tuple[int, int]:
     return verdicts, gates
 
 
+def _print_power(
+    power: dict[tuple[int, int, int], tuple[float, float]],
+    flip_power: dict[tuple[int, float, int, int], tuple[float, float]],
+) -> None:
+    print(
+        "\nreal differences (normal, sd 0.2): power at the minimum detectable effect, 80% claimed"
+    )
+    for (n, versions, _), (effect, found) in power.items():
+        print(f"  n={n:<4} {versions} versions (Holm level {ALPHA / (versions - 1):.4f}): "
+              f"effect {effect:.3f}, found in {found:.1%}")  # fmt: skip
+    print("\nreal differences (pass/fail flips, McNemar): power at the stated difference, 80%")
+    for (n, changed, versions, _), (effect, found) in flip_power.items():
+        print(f"  n={n:<5} {changed:.0%} of cases change, {versions} versions: "
+              f"difference {effect:.3f}, found in {found:.1%}")  # fmt: skip
+
+
+def _power_only(runs: int, workers: int) -> None:
+    started = time.perf_counter()
+    powers = [(n, versions, runs) for n in SIZES[:3] for versions in (2, 8)]
+    flips = [
+        (n, changed, versions, runs) for n, changed in ((20, 0.6), (50, 0.3)) for versions in (2, 8)
+    ]
+    with ProcessPoolExecutor(workers) as pool:
+        power = dict(zip(powers, pool.map(_power_cell, powers), strict=True))
+        flip_power = dict(zip(flips, pool.map(_mcnemar_power_cell, flips), strict=True))
+    print(f"{runs} runs per row (80% is measured to +-{2 * math.sqrt(0.16 / runs):.1%})")
+    _print_power(power, flip_power)
+    print(f"\n{time.perf_counter() - started:.0f} s with {workers} workers")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs (a third of the time)")
     parser.add_argument("--runs", type=int, help="identical-version runs per cell")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--power-only",
+        action="store_true",
+        help="only the real differences at 10, 20 and 50 cases (a few minutes)",
+    )
     options = parser.parse_args()
+    if options.power_only:
+        _power_only(200 if options.quick else 400, options.workers)
+        return
     runs = options.runs or (100 if options.quick else 300)
     power_runs = 200 if options.quick else 400
     started = time.perf_counter()
@@ -308,16 +347,7 @@ def main() -> None:
             rule = counts[f"{endpoint}/2"][2] / runs
             print(f"{kind:<11}{n:>4}{samples:>8}{cells_text}{100 * rule:>17.0f}%")
         print(f"highest: false verdicts {worst[0]:.1%}, false gate failures {worst[1]:.1%}")
-    print(
-        "\nreal differences (normal, sd 0.2): power at the minimum detectable effect, 80% claimed"
-    )
-    for (n, versions, _), (effect, found) in power.items():
-        print(f"  n={n:<4} {versions} versions (Holm level {ALPHA / (versions - 1):.4f}): "
-              f"effect {effect:.3f}, found in {found:.1%}")  # fmt: skip
-    print("\nreal differences (pass/fail flips, McNemar): power at the stated difference, 80%")
-    for (n, changed, versions, _), (effect, found) in flip_power.items():
-        print(f"  n={n:<5} {changed:.0%} of cases change, {versions} versions: "
-              f"difference {effect:.3f}, found in {found:.1%}")  # fmt: skip
+    _print_power(power, flip_power)
     print(f"\nstop-early (5 samples, min_pass 4), identical versions, {runs} runs: "
           "false verdicts % | false gate % (nominal 5)")  # fmt: skip
     for (n, both, _), (verdicts, gates) in stop.items():
