@@ -285,6 +285,7 @@ def test_check_cases_and_list_report_every_problem_collection_finds(
         "prompt_cases/a.yaml:2",
         "prompteval: error: prompt_cases/c.yaml:4: case 'c', assert[0]: unknown assertion or "
         "scorer 'contains_all'; did you mean 'contains'?; known: baseline, contains, equals, "
+        "file_exists, file_matches, file_not_exists, file_unchanged, "
         "icontains, is_json, json_field, json_schema, judge, "
         "max_cost_usd, max_latency_ms, max_length, max_steps, max_tokens, min_length, "
         "not_contains, not_regex, regex, tool_called, tool_not_called, tool_sequence, topics",
