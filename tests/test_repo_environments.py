@@ -428,3 +428,68 @@ def test_an_environment_is_compiled_when_built(tmp_path: Path) -> None:
     environment = ensure(None, tmp_path)
     site = site_packages(environment.path, environment.python)
     assert list(site.glob("_pytest/__pycache__/main.cpython-*.pyc"))
+
+
+#: Where .ci/run downloads pytest 7.4.4 and its dependencies as wheels before the tests.
+OLD_PYTEST_WHEELS = "PROMPTEVAL_TEST_WHEELS"
+#: A conftest of the pytest 7 API (boltons' own): pytest 8 and later refuse ``path``.
+OLD_CONFTEST = "def pytest_ignore_collect(path, config):\n    return None\n"
+
+
+@pytest.fixture
+def old_pytest_wheels() -> Path:
+    folder = os.environ.get(OLD_PYTEST_WHEELS, "")
+    if folder and list(Path(folder).glob("pytest-7.4.4-*.whl")):
+        return Path(folder)
+    if os.environ.get("PROMPTEVAL_REQUIRE_OLD_PYTEST"):
+        pytest.fail(f"pytest 7.4.4's wheels are required here, in ${OLD_PYTEST_WHEELS}")
+    pytest.skip(f"no pytest 7.4.4 wheels in ${OLD_PYTEST_WHEELS} (.ci/run downloads them)")
+
+
+def test_a_repository_whose_conftest_needs_an_older_pytest_runs_with_it(
+    pytester: pytest.Pytester,
+    anthropic_server: AnthropicServer,
+    old_pytest_wheels: Path,
+    offline: Path,
+) -> None:
+    fix = call(
+        "str_replace_based_edit_tool",
+        command="str_replace",
+        path="calc.py",
+        old_str="a - b",
+        new_str="a + b",
+    )
+    anthropic_server.responder = ScriptedAgent({"LOOK": [[fix], ["Fixed."]]})
+    repos = {
+        "old": {
+            "conftest.py": OLD_CONFTEST,
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "tests/test_calc.py": "import pytest\nfrom calc import add\n\n\n"
+            "def test_add():\n    assert add(2, 2) == 4\n\n\n"
+            "def test_version():\n    assert pytest.__version__ == '7.4.4'\n",
+        }
+    }
+    listed = ["tests/test_calc.py::test_version"]
+    fixed = "  fail_to_pass: [tests/test_calc.py::test_add]\n  pass_to_pass:"
+    cases = case("old", "old", listed, "{requirements: [pytest==7.4.4]}")
+    project(pytester.path, old_pytest_wheels, repos, cases.replace("  pass_to_pass:", fixed))
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly")
+    reprec.assertoutcome(passed=1)  # resolved: the fix passes under pytest 7.4.4
+    (result,) = item_results(reprec)
+    assert result["repo"]["diff"].startswith("--- a/calc.py\n+++ b/calc.py\n")
+
+    # the same case in the plugin's own pytest: the test command fails, an error before
+    # any call, in pytest's own words
+    anthropic_server.requests.clear()
+    (pytester.path / "prompt_cases" / "repo.yaml").write_text(
+        "cases:\n" + case("old", "old", listed).replace("  pass_to_pass:", fixed)
+    )
+    result_host = pytester.runpytest("--prompt=fixer", "-p", "no:randomly")
+    result_host.assert_outcomes(errors=1)
+    result_host.stdout.fnmatch_lines(
+        [
+            "*repo.yaml:4: case 'old': collecting the repository's tests failed *"
+            "PluginValidationError*pytest_ignore_collect*path*"
+        ]
+    )
+    assert anthropic_server.requests == []
