@@ -470,9 +470,20 @@ def test_a_repository_whose_conftest_needs_an_older_pytest_runs_with_it(
         }
     }
     listed = ["tests/test_calc.py::test_version"]
-    fixed = "  fail_to_pass: [tests/test_calc.py::test_add]\n  pass_to_pass:"
+    fixed = (
+        "  reference_patch: fix.diff\n"
+        "  fail_to_pass: [tests/test_calc.py::test_add]\n  pass_to_pass:"
+    )
     cases = case("old", "old", listed, "{requirements: [pytest==7.4.4]}")
     project(pytester.path, old_pytest_wheels, repos, cases.replace("  pass_to_pass:", fixed))
+    (pytester.path / "prompt_cases" / "fix.diff").write_text(
+        "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n"
+    )
+    # the gold validation under pytest 7.4.4: test_add fails before the fix, passes after
+    checked = prompteval(pytester.path, "check-cases")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "old: reference patch validates 1 fail_to_pass, 1 pass_to_pass" in checked.stdout
     reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly")
     reprec.assertoutcome(passed=1)  # resolved: the fix passes under pytest 7.4.4
     (result,) = item_results(reprec)
@@ -493,3 +504,7 @@ def test_a_repository_whose_conftest_needs_an_older_pytest_runs_with_it(
         ]
     )
     assert anthropic_server.requests == []
+    checked = prompteval(pytester.path, "check-cases")
+    assert checked.returncode == 2
+    said = "repo.yaml:4: case 'old': collecting the repository's tests failed (exit status "
+    assert said in checked.stderr and "PluginValidationError: " in checked.stderr
