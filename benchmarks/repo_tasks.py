@@ -1,6 +1,6 @@
 """Where a repository task's time goes, per item, for the examples' cases.
 
-    python benchmarks/repo_tasks.py [--samples 10]
+    python benchmarks/repo_tasks.py [--samples 10] [--beside-plain-only]
 
 For each case of ``examples/repo-tasks`` and each sample: the private copy, the sandbox's
 start (namespaces, its own root), the shell's first command, one editor call, the reference
@@ -18,6 +18,7 @@ Last, the cost of an item beside plain pytest, as whole processes: the ``feet_to
 case (a src layout, in its environment) with an agent that changes nothing (recorded once,
 replayed), one item per ``pytest`` process, against the environment's own ``python -m
 pytest`` on the same tests of a copy; and per item within one run of ``--samples`` items.
+``--beside-plain-only`` runs this last part alone.
 """
 
 from __future__ import annotations
@@ -190,7 +191,12 @@ def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=10)
-    samples = parser.parse_args().samples
+    parser.add_argument("--beside-plain-only", action="store_true")
+    options = parser.parse_args()
+    samples = options.samples
+    if options.beside_plain_only:
+        beside_plain_pytest(samples)
+        return
     cases = [
         parse_repo_case(c)
         for c in load_case_file(EXAMPLES / "prompt_cases" / "repo.yaml", root=EXAMPLES).cases

@@ -509,3 +509,21 @@ def test_a_sandbox_that_fails_is_an_error_of_the_item_not_a_failure(
     (result,) = item_results(reprec)
     assert result["outcome"] == "error" and result["error_type"] == "sandbox"
     assert "copying 'right_fix''s repository" in result["error"]
+
+
+def test_a_replayed_repository_run_imports_no_client_server_or_templates(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository item whose turns all replay needs neither the SDK nor the view's server
+    nor Jinja2: each process of a one-item run would pay for importing them."""
+    shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
+    with open(pytester.path / "conftest.py", "a") as conftest:
+        conftest.write(
+            "\n\ndef pytest_unconfigure(config):\n    import sys\n\n"
+            '    heavy = ("anthropic", "httpx", "jinja2", "starlette", "uvicorn")\n'
+            '    print("IMPORTED", sorted(n for n in heavy if n in sys.modules))\n'
+        )
+    no_network(monkeypatch)
+    result = pytester.runpytest_subprocess("--prompt=fixer", "-k", "slug_double_space", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["IMPORTED []"])

@@ -17,7 +17,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.patterns import PatternError, pattern
 from pytest_prompteval.core.pricing import PRICE_FIELDS, PriceTable
 from pytest_prompteval.core.schema import check_keys
-from pytest_prompteval.core.yamlload import line_of, load_yaml
+from pytest_prompteval.core.yamlload import SafeLoader, line_of, load_yaml
 
 # Mappings whose keys are the project's to choose, by table; "*" is any top-level key.
 _OPEN = {
@@ -43,7 +43,7 @@ def load_table(
     """The shipped table ``name`` merged with the project's file ``override``; a price file
     may not price a model below the shipped table unless ``allow_lower_prices``."""
     text = resources.files("pytest_prompteval").joinpath(f"data/{name}.yaml").read_text()
-    table: dict[str, Any] = yaml.safe_load(text)
+    table: dict[str, Any] = yaml.load(text, Loader=SafeLoader)
     if override is None:
         return table
     extra = load_yaml(override)

@@ -10,7 +10,8 @@ import yaml
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.paths import MAX_FILE_BYTES, read_bounded
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: libyaml's parser where PyYAML has it: the same values, about ten times faster.
+SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: Values an alias may stand for, summed over a file: aliases share one object, but
 #: ``json.dumps`` and templates expand them (548 bytes of nested aliases are billions).
@@ -38,7 +39,7 @@ class MarkedDict(dict[str, Any]):
         return self.key_lines.get(key, self.line)
 
 
-class _MarkedLoader(_Loader):  # type: ignore[misc,valid-type]
+class _MarkedLoader(SafeLoader):  # type: ignore[misc,valid-type]
     pass
 
 
@@ -193,7 +194,7 @@ def _scalar(loader: Any, event: Any) -> Any:
 
 
 def _from_events(text: str) -> Any:
-    loader = _Loader(text)
+    loader = SafeLoader(text)
     try:
         return _build(loader)
     finally:
