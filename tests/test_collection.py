@@ -216,31 +216,3 @@ def test_pytest_does_not_rewrite_the_plugins_own_modules(pytester: pytest.Pytest
     pytester.makepyfile("def test_x():\n    assert True\n")
     result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["OURS * REWRITTEN [[]'pytest_prompteval'[]]"])
-
-
-def test_pytest_does_not_rewrite_the_libraries_our_dependencies_register_as_plugins(
-    pytester: pytest.Pytester,
-) -> None:
-    """hypothesis and anyio register pytest plugins, so pytest rewrote the asserts of the
-    whole libraries as they loaded (hypothesis is imported by its plugin's terminal summary
-    in every run): with no bytecode cache, over 100 modules parsed and compiled in every
-    process, the largest part of a one-item run's start beyond plain pytest."""
-    pytester.makepyfile(
-        """
-        import sys
-
-        import anyio
-        import hypothesis
-
-        def test_loaders():
-            rewritten = sorted(
-                name for name, module in list(sys.modules.items())
-                if name.split(".")[0] in ("hypothesis", "anyio")
-                and type(getattr(module, "__loader__", None)).__name__
-                == "AssertionRewritingHook"
-            )
-            assert rewritten == []
-        """
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)

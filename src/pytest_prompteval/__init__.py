@@ -5,14 +5,10 @@ import sys
 
 # pytest rewrites the asserts of every module of a plugin's distribution as it imports it:
 # with no bytecode cache (PYTHONDONTWRITEBYTECODE, read-only site-packages) a parse and
-# compile of each of ours in every process, about 1.5 s of CPU. None of ours needs it, nor
-# do the libraries of two dependencies that register a plugin: hypothesis (which its plugin
-# imports in every run's summary) and anyio, over 100 modules; their asserts are their own
-# invariants, the user's tests are rewritten as before.
+# compile of each of ours in every process, about 1.5 s of CPU. None of ours needs it.
 for _finder in sys.meta_path:
     if type(_finder).__name__ == "AssertionRewritingHook":
-        for _name in (__name__, "hypothesis", "anyio"):
-            getattr(_finder, "_must_rewrite", set()).discard(_name)
+        getattr(_finder, "_must_rewrite", set()).discard(__name__)
         getattr(_finder, "_marked_for_rewrite_cache", {}).clear()
 
 from pytest_prompteval.core.cases import Case
