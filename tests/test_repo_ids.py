@@ -10,15 +10,8 @@ import pytest
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent
 
 from .conftest import prompteval
+from .test_repo_environments import PROMPT
 
-PROMPT = """\
-system_prompt: "You fix bugs in the repository at /repo."
-user_prompt: "{issue}"
-max_steps: 4
-tools:
-  - {type: text_editor_20250728, name: str_replace_based_edit_tool}
-  - {type: bash_20250124, name: bash}
-"""
 TEST_PATCH = """\
 --- /dev/null
 +++ b/tests/test_new.py

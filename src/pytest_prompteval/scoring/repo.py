@@ -198,13 +198,14 @@ def _patched(workspace: Workspace, case: RepoCase) -> None:
         install(workspace, case.install, case.timeout)
 
 
-def _sandbox(
+def sandbox_for(
     case: RepoCase,
     path: Path,
     hidden: Sequence[str | Path],
     environment: Environment | None,
     base: Path | None = None,
 ) -> Workspace:
+    """The case's sandbox over ``path``: its memory, its environment."""
     return Workspace(
         path, base=base, hidden=hidden, memory_mb=case.memory_mb, environment=environment
     )
@@ -224,7 +225,7 @@ def _control(
         return
     with (
         Copy(snapshot_of(case)) as pristine,
-        _sandbox(case, pristine.path, hidden, environment) as space,
+        sandbox_for(case, pristine.path, hidden, environment) as space,
     ):
         _patched(space, case)
         if apply_patch(space, case.reference_patch, case.timeout)["status"] != 0:
@@ -262,7 +263,7 @@ def verdict(
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
-    with _sandbox(case, copy.path, hidden, environment, copy.base()) as workspace:
+    with sandbox_for(case, copy.path, hidden, environment, copy.base()) as workspace:
         diff = workspace.diff(exclude=products)
         checked = workspace.check_files(files, case.timeout) if files else []
         states = {

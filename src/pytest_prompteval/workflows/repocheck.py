@@ -21,8 +21,8 @@ from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.workspace import Copy, Workspace
-from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
+from pytest_prompteval.sandbox.workspace import Copy
+from pytest_prompteval.scoring.repo import apply_patch, sandbox_for, snapshot_of
 from pytest_prompteval.scoring.testrun import PASSING, run_tests
 
 
@@ -82,9 +82,7 @@ def _outcomes(
 ) -> dict[str, str]:
     with (
         Copy(snapshot_of(case)) as copy,
-        Workspace(
-            copy.path, hidden=hidden, memory_mb=case.memory_mb, environment=environment
-        ) as workspace,
+        sandbox_for(case, copy.path, hidden, environment) as workspace,
     ):
         for key, text in (("test_patch", case.test_patch), ("reference_patch", patch)):
             if text:
