@@ -106,8 +106,11 @@ def settings() -> str:
     overview = table(
         ["option", "ini key", "environment"],
         (
-            (code(s.option) if s.option else "", code(s.ini) if s.ini else "",
-             code(s.env) if s.env else "")
+            (
+                code(s.option) if s.option else "",
+                code(s.ini) if s.ini else "",
+                code(s.env) if s.env else "",
+            )
             for s in SETTINGS
         ),
     )
@@ -176,8 +179,7 @@ CASE_WORDS = {
     "min_pass": "samples that must pass: a count (`4`) or a share (`0.8`)",
     "notes": "free text for people",
     "pass_to_pass": "repository cases: tests that must still pass",
-    "properties": "code cases: property tests against the reference "
-    "([keys below](#code-cases))",
+    "properties": "code cases: property tests against the reference ([keys below](#code-cases))",
     "quality": "a label: becomes a marker and a row of the accuracy tables",
     "reference": "code cases: a correct solution",
     "reference_patch": "repository cases: the known fix, a patch file",
@@ -189,8 +191,7 @@ CASE_WORDS = {
     "test_patch": "repository cases: applied before the verdict, never shown to the agent",
     "tests": "code cases: the tests ([kinds below](#code-cases))",
     "threshold": "the score an item needs to pass (overrides `prompteval_threshold`)",
-    "timeout": "code cases: CPU seconds a sample may run; repository cases: seconds per "
-    "command",
+    "timeout": "code cases: CPU seconds a sample may run; repository cases: seconds per command",
     "tool_results": "agent cases: scripted tool results ([keys below](#agents))",
     "tools": "agent cases: tools added to the prompt version's",
     "turns": "agent cases: user turns sent, in order, each time the agent ends its turn",
@@ -211,8 +212,7 @@ PROMPT_WORDS = {
     "as `model_config`",
     "model_config": "the model and API parameters ([keys below](#model_config))",
     "name": "a display name",
-    "strategy": "code cases: `self_verify`, `refine` or `best_of_n` "
-    "([keys below](#strategies))",
+    "strategy": "code cases: `self_verify`, `refine` or `best_of_n` ([keys below](#strategies))",
     "system_prompt": "the system prompt template",
     "tool_choice": "agents: sent as it is",
     "tools": "agents: the tools the model may call",
@@ -357,7 +357,7 @@ def case_files() -> str:
             field_table(SIMULATOR_KEYS, SIMULATOR_WORDS, "user_simulator keys"),
             "### Repository tasks\n\n`repo: {git, ref}`:\n",
             field_table(sorted(REPO_KEYS), REPO_WORDS, "repo keys"),
-            "<h3 id=\"environment\">environment</h3>\n\n`environment:`:\n",
+            '<h3 id="environment">environment</h3>\n\n`environment:`:\n',
             field_table(ENVIRONMENT_KEYS, ENVIRONMENT_WORDS, "environment keys"),
         ]
     )
@@ -373,9 +373,7 @@ def prompt_files() -> str:
             "`messages.create` names, and "
             + ", ".join(code(p) for p in sorted(EXTRA_BODY_PARAMS))
             + " (sent in `extra_body` when the SDK does not name them). With the SDK this "
-            "site was built with: "
-            + ", ".join(code(k) for k in sdk)
-            + ".\n",
+            "site was built with: " + ", ".join(code(k) for k in sdk) + ".\n",
             "### Strategies\n\n`strategy: {name: NAME, ...}`, NAME one of "
             + ", ".join(code(s) for s in STRATEGIES)
             + " (`attempts:` for the first two, `n:` for `best_of_n`).\n",
