@@ -102,17 +102,17 @@ def _default(setting: Setting) -> str:
     return code(value)
 
 
+def _anchor(setting: Setting) -> str:
+    return str(setting.option or setting.ini).lstrip("-")
+
+
 def settings() -> str:
+    def linked(name: str | None, setting: Setting) -> str:
+        return f"[{code(name)}](#{_anchor(setting)})" if name else ""
+
     overview = table(
         ["option", "ini key", "environment"],
-        (
-            (
-                code(s.option) if s.option else "",
-                code(s.ini) if s.ini else "",
-                code(s.env) if s.env else "",
-            )
-            for s in SETTINGS
-        ),
+        ((linked(s.option, s), linked(s.ini, s), linked(s.env, s)) for s in SETTINGS),
     )
     parts = [overview]
     for setting in SETTINGS:
@@ -142,7 +142,7 @@ def settings() -> str:
                 "the command line may name any path."
             )
         parts.append(
-            f"### {code(title)}\n\n{setting.help}.\n\n"
+            f"### {code(title)} {{ #{_anchor(setting)} }}\n\n{setting.help}.\n\n"
             + "; ".join(facts)
             + ".\n"
             + "".join(f"\n{n}\n" for n in notes)
@@ -172,8 +172,9 @@ CASE_WORDS = {
     "input": "the case's data: sent as a JSON block after the user prompt, and placeholders",
     "item_timeout": "agent cases: seconds the item's tool calls may run in all",
     "key_terms": "terms the completeness dimension looks for (default: `input.asm` mnemonics)",
-    "kind": "`code` or `repo`: what kind of case this is",
-    "language": "code cases: the language of the answer's code",
+    "kind": "`code` (also implied by `entry_point`) or `repo` (also implied by `repo`)",
+    "language": "code cases: the language of the answer's code (`python`, the only one the "
+    "sandbox runs yet)",
     "max_tool_calls": "agent cases: tool calls one turn may ask for",
     "memory_mb": "repository cases: the sandbox's memory, all its processes (default 2048)",
     "min_pass": "samples that must pass: a count (`4`) or a share (`0.8`)",
