@@ -196,3 +196,24 @@ def test_the_readme_links_resolve_on_github() -> None:
     local = [link for link in links if "://" not in link]
     assert len(local) > 20
     assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+ANSWER = """
+def answer(request, **context):
+    return "A loop optimization: the loop walks rdi through the array (add eax, [rdi])."
+"""
+
+
+def test_the_readme_example_runs(pytester: pytest.Pytester) -> None:
+    """The README's prompt version and case, as written there, pass on an answer that
+    covers them (a python: provider standing in for Claude)."""
+    blocks = re.findall(r"```yaml\n# (\S+?):[^\n]*\n(.*?)```", readme(), re.DOTALL)
+    assert [path for path, _ in blocks] == ["prompts/current.yaml", "prompt_cases/loops.yaml"]
+    for path, text in blocks:
+        target = pytester.path / path
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(text)
+    pytester.makepyfile(app=ANSWER)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest("--prompt=current", "--prompteval-provider=python:app:answer")
+    result.assert_outcomes(passed=1)
