@@ -246,15 +246,12 @@ def test_the_case_page_escapes_the_answer_and_shows_the_request(served: Served) 
     assert "<script>window.pwned" not in page and "&lt;script&gt;window.pwned" in page
     assert 'onerror="window' not in page
     assert "You explain code." in page and "Explain the loop in &lt;b&gt;main&lt;/b&gt;" in page
-    # the agent's transcript, folded, its tool's result escaped
-    assert (
-        '<details class="detail"><summary>Agent transcript: 2 steps, 1 tool calls, '
-        "1 tool errors</summary>" in page
-    )
-    assert (
-        "step 1 (tool_use)" in page and "-&gt; grep({&#34;q&#34;: &#34;loop&#34;}) error: " in page
-    )
-    assert "user: thanks" in page
+    # the agent's conversation, its tool's result escaped
+    assert "<h2>Conversation <small>2 steps, 1 tool calls, 1 tool errors</small></h2>" in page
+    assert '<code class="tool-name">grep</code>' in page and "<th>q</th><td><pre>loop</pre>" in page
+    error = page.split('<div class="msg tool-result tool-error">')[1].split("</div>")[0]
+    assert "&lt;script&gt;window.pwned" in error
+    assert '<span class="role">user</span><pre>thanks</pre>' in page
 
 
 def chromium() -> str:

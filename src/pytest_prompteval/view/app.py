@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import json
 import re
 import secrets
@@ -122,8 +123,10 @@ def _matches(result: ItemResult, marker: str) -> bool:
     return marker in labels or (isinstance(tags, list) and marker in tags)
 
 
-def request_of(recording: dict[str, Any]) -> dict[str, Any]:
-    """A recorded API request as system text and turns of (role, texts) to show."""
+def request_of(recording: dict[str, Any], first: bool = False) -> dict[str, Any]:
+    """A recorded API request as system text and turns of (role, texts) to show; ``first``:
+    only the turns before the model's first (an agent's, whose conversation is shown from
+    its result: a repository's recording holds no tool output)."""
 
     def texts(content: Any) -> list[str]:
         if isinstance(content, str):
@@ -135,14 +138,14 @@ def request_of(recording: dict[str, Any]) -> dict[str, Any]:
         return shown
 
     messages = recording.get("messages")
-    return {
-        "system": "\n\n".join(texts(recording.get("system") or [])),
-        "turns": [
-            (str(m.get("role", "")), texts(m.get("content")))
-            for m in (messages if isinstance(messages, list) else [])
-            if isinstance(m, dict)
-        ],
-    }
+    turns = [
+        (str(m.get("role", "")), texts(m.get("content")))
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict)
+    ]
+    if first:
+        turns = list(itertools.takewhile(lambda turn: turn[0] != "assistant", turns))
+    return {"system": "\n\n".join(texts(recording.get("system") or [])), "turns": turns}
 
 
 def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
@@ -229,7 +232,9 @@ def build_app(config: ViewConfig) -> Starlette:
             title=f"{result.case_id} [{result.prompt}]", name=name, number=number, r=result,
             count=len(run.results), rubric=rubric, rubrics=sorted(config.rubrics),
             dimensions=config.rubrics[rubric], reviews=reviews, mine=mine, reviewer=reviewer,
-            recording=request_of(recording.request) if recording else None,
+            recording=request_of(recording.request, result.trajectory is not None)
+            if recording
+            else None,
             recording_name=Path(result.recording).name if result.recording else "",
             recording_error=recording_error, others=_others(index, name),
             vs_name=vs_name, vs=vs,
