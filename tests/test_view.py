@@ -320,7 +320,7 @@ def test_the_comparison_page_names_what_got_worse_with_scores(served: Served) ->
     v1, v2 = _run_name(served.results, "v1"), _run_name(served.results, "v2")
     status, page = served.get(f"/compare?a={v1}&b={v2}")
     assert status == 200
-    assert 'id="verdict"' in page and "v1 vs v2" in page
+    assert 'id="verdict"' in page and "v2 vs v1" in page
     worse = page.split("<h2>Worse (1)</h2>")[1].split("<h2>Better")[0]
     assert "cases.yaml::loop_001" in worse and "0.900" in worse and "0.300" in worse
     assert f'href="/run/{v1}/item/' in worse and f"?vs={v2}" in worse
@@ -333,7 +333,8 @@ def test_the_comparison_page_names_what_got_worse_with_scores(served: Served) ->
 def test_the_calibration_page_sets_ratings_beside_the_judge(served: Served) -> None:
     name = _run_name(served.results, "v2")
     for number, value in ((0, 4), (1, 1), (2, 5)):
-        rating = {"rubric": "seed", "ratings": {d: value for d, _ in SEED_DIMENSIONS}}
+        rating = {"rubric": "seed", "ratings": {d: value for d, _ in SEED_DIMENSIONS},
+                  "reviewer": "ana"}  # fmt: skip
         assert served.post(f"/run/{name}/item/{number}/review", rating, TOKEN)[0] == 200
     status, page = served.get("/calibration")
     assert status == 200 and "Judge j" in page and "quadratic weights" in page

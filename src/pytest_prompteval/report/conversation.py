@@ -129,7 +129,7 @@ def step_figures(step: Step) -> str:
     parts = [f"{step.input_tokens:,} in / {step.output_tokens or 0:,} out tokens"]
     if step.latency_ms is not None:
         parts.append(f"{figures.milliseconds(step.latency_ms)} ms")
-    parts.append(figures.money(step.cost_usd))
+    parts.append(figures.dollars(step.cost_usd))
     if step.replayed is not None:
         parts.append("replayed" if step.replayed else "live")
     return " · ".join(parts)

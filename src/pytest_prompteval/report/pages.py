@@ -178,7 +178,7 @@ def static_text(name: str) -> str:
     )
 
 
-STATIC_FILES = ("view.css", "view.js")
+STATIC_FILES = ("view.css", "view.js", "favicon.svg")
 
 
 @functools.cache

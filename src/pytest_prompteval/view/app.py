@@ -45,7 +45,7 @@ from pytest_prompteval.providers.recording_file import load as load_recording
 from pytest_prompteval.report import pages
 from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.summary import summarize
-from pytest_prompteval.report.terminal import comparison_block, render
+from pytest_prompteval.report.terminal import comparison_block, notes_block, tables
 from pytest_prompteval.view.index import Index, page_numbers
 from pytest_prompteval.workflows import calibrate
 from pytest_prompteval.workflows.review import (
@@ -63,6 +63,7 @@ CSP = (
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 _RECORDING = re.compile(r"^[0-9A-Za-z_][\w.-]*\.json\Z")
+SVG = "image/svg+xml"
 MAX_COMMENT = 10_000
 MAX_REVIEWER = 100
 
@@ -197,7 +198,7 @@ def build_app(config: ViewConfig) -> Starlette:
         summaries = summarize(run.results, [run.version], (1,))
         return _render(
             "run.html", request, config,
-            title=name, run=run, name=name, blocks=render(summaries, [], True),
+            title=name, run=run, name=name, tables=tables(summaries), notes=notes_block(summaries),
             rows=rows[(number - 1) * CASES_PER_PAGE : number * CASES_PER_PAGE], shown=len(rows),
             numbered_of=lambda r: numbered[id(r)], page=number,
             pages=page_numbers(number, count), last=count,
@@ -262,7 +263,7 @@ def build_app(config: ViewConfig) -> Starlette:
 
         return _render(
             "compare.html", request, config,
-            title=f"{a.version} vs {b.version}", a=a, b=b, a_name=a_name, b_name=b_name,
+            title=f"{b.version} vs {a.version}", a=a, b=b, a_name=a_name, b_name=b_name,
             c=comparison, lines=comparison_block(comparison, True),
             regressions=changed(comparison.regressions),
             improvements=changed(comparison.improvements),
@@ -309,11 +310,14 @@ def build_app(config: ViewConfig) -> Starlette:
         save_review(run.path, entry)
         return JSONResponse({"human_score": entry["human_score"]})
 
+    def favicon(request: Request) -> Response:
+        return Response(pages.static_text("favicon.svg"), media_type=SVG, headers=_HEADERS)
+
     def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in pages.STATIC_FILES:
             raise NotFound(f"no file {name!r}")
-        kind = "text/css" if name.endswith(".css") else "text/javascript"
+        kind = {"css": "text/css", "js": "text/javascript", "svg": SVG}[name.rsplit(".", 1)[1]]
         return Response(pages.static_text(name), media_type=kind, headers=_HEADERS)
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -349,6 +353,7 @@ def build_app(config: ViewConfig) -> Starlette:
         Route("/calibration", guarded(calibration_page)),
         Route("/recording/{name}", guarded(recording_page)),
         Route("/static/{name}", guarded(static)),
+        Route("/favicon.ico", favicon),  # asked for by browsers whatever the page links
     ]
     return Starlette(
         routes=routes,
@@ -388,6 +393,6 @@ def _check_rating(body: Any, config: ViewConfig) -> str:
     comment, reviewer = body.get("comment", ""), body.get("reviewer", "")
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
         return f"a comment is text of at most {MAX_COMMENT} characters"
-    if not isinstance(reviewer, str) or len(reviewer) > MAX_REVIEWER:
-        return f"a reviewer's name is text of at most {MAX_REVIEWER} characters"
+    if not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > MAX_REVIEWER:
+        return f"a rating needs the reviewer's name (text of at most {MAX_REVIEWER} characters)"
     return ""
