@@ -912,7 +912,7 @@ def test_a_replay_miss_names_the_step_and_what_changed(
     assert why in result.stdout.str().replace("\n", " ")
 
 
-def test_the_html_report_folds_each_transcript_and_json_report_carries_the_counts(
+def test_the_html_report_shows_each_conversation_and_json_report_carries_the_counts(
     pytester: pytest.Pytester, agent: AnthropicServer
 ) -> None:
     project(pytester, "    - {type: max_steps, value: 3}")
@@ -923,12 +923,15 @@ def test_the_html_report_folds_each_transcript_and_json_report_carries_the_count
         "--json-report-file=report.json",
     ).assert_outcomes(failed=1)
     page = (pytester.path / "report.html").read_text()
+    # open: a step failed (the first over max_steps, marked)
     assert (
-        '<details class="detail"><summary>Agent transcript: 4 steps, 2 tool calls, '
+        '<details class="detail" open><summary>Agent conversation: 4 steps, 2 tool calls, '
         "1 tool errors</summary>" in page
     )
-    assert "step 2 (tool_use)" in page and "issue_refund" in page
-    assert "user: Can you make it store credit instead?" in page
+    assert '<code class="tool-name">issue_refund</code>' in page
+    assert '<span class="role">user</span><pre>Can you make it store credit instead?' in page
+    assert '<section class="step failed-step" id="step-4">' in page
+    assert "✗ max_steps: expected: 4 steps &lt;= 3" in page
     report = json.loads((pytester.path / "report.json").read_text())
     version = report["prompteval"]["versions"]["agent"]
     assert {k: version[k] for k in ("agent_items", "agent_steps", "tool_calls", "tool_errors",

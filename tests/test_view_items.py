@@ -408,3 +408,26 @@ def test_a_result_written_before_the_step_figures_loads_and_shows(tmp_path: Path
     assert loaded.repo is not None and loaded.repo.output is None
     page = render_html([loaded], summarize([loaded], ["agent"]), [], "old")
     assert "tokens ·" not in page and "issue_refund" in page
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "mode", "step"),
+    [
+        ("tool_not_called", "issue_refund", "exact", 2),
+        ("tool_sequence", ["lookup_order", "cancel"], "exact", 2),  # off at the second call
+        ("tool_sequence", ["lookup_order"], "exact", 2),  # a call more than the sequence
+        ("tool_sequence", ["lookup_order"], "subset", 2),  # the first call outside it
+        ("tool_sequence", ["a", "lookup_order", "issue_refund"], "in_order", None),
+        ("tool_called", "cancel", "exact", None),  # no call broke it: none missing is named
+        ("max_steps", 1, "exact", 2),  # the first step over
+    ],
+)
+def test_a_failed_trajectory_assertion_names_the_step_that_broke_it(
+    kind: str, value: Any, mode: str, step: int | None
+) -> None:
+    from pytest_prompteval.scoring.assertions import Assertion, check_trajectory
+
+    trajectory = agent_item().trajectory
+    assert trajectory is not None
+    checked = check_trajectory(Assertion(kind, value, mode=mode), trajectory)
+    assert not checked.passed and checked.result().step == step
