@@ -431,3 +431,16 @@ def test_a_failed_trajectory_assertion_names_the_step_that_broke_it(
     assert trajectory is not None
     checked = check_trajectory(Assertion(kind, value, mode=mode), trajectory)
     assert not checked.passed and checked.result().step == step
+
+
+def test_a_results_file_with_figures_of_any_shape_still_renders() -> None:
+    # the results folder is hostile input: a figure that is no number shows as none
+    data = agent_item().to_json()
+    step = data["trajectory"]["steps"][0]
+    step.update(input_tokens="lots", output_tokens=[], cost_usd="x", latency_ms={}, number='1"x')
+    step["calls"][0]["input"] = ["not", "a", "mapping"]
+    data["assertions"][0]["step"] = [2]
+    loaded = ItemResult.from_json(json.loads(json.dumps(data)))
+    page = render_html([loaded], summarize([loaded], ["agent"]), [], "hostile")
+    assert 'id="step-1&#34;x"' in page and "lots" not in page
+    assert "<th>input</th>" in page and "520 in / 21 out tokens" in page

@@ -122,15 +122,22 @@ def _clipped(text: str) -> str:
     return text[:SHOWN_RESULT] + f"\n[{len(text) - SHOWN_RESULT:,} more characters not shown]"
 
 
+def _number(value: object) -> float | None:
+    """A figure as a results file holds it: a number, else none (the file may hold any)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def step_figures(step: Step) -> str:
     """The step's call: tokens in/out, latency, cost, replayed or live."""
-    if step.input_tokens is None:
+    tokens_in, tokens_out = _number(step.input_tokens), _number(step.output_tokens)
+    if tokens_in is None or tokens_out is None:
         return ""
-    parts = [f"{step.input_tokens:,} in / {step.output_tokens or 0:,} out tokens"]
-    if step.latency_ms is not None:
-        parts.append(f"{figures.milliseconds(step.latency_ms)} ms")
-    parts.append(figures.dollars(step.cost_usd))
-    if step.replayed is not None:
+    parts = [f"{tokens_in:,.0f} in / {tokens_out:,.0f} out tokens"]
+    latency = _number(step.latency_ms)
+    if latency is not None:
+        parts.append(f"{figures.milliseconds(latency)} ms")
+    parts.append(figures.dollars(_number(step.cost_usd)))
+    if isinstance(step.replayed, bool):
         parts.append("replayed" if step.replayed else "live")
     return " · ".join(parts)
 
@@ -167,7 +174,7 @@ def conversation_of(result: ItemResult) -> ConversationView | None:
     ]
     by_number = {s.number: s for s in steps}
     for check in result.assertions:
-        if not check.passed and check.step in by_number:
+        if not check.passed and isinstance(check.step, int) and check.step in by_number:
             by_number[check.step].failures.append(f"{check.type}: {check.reason}")
     failure = trajectory.failure
     if failure is not None and steps:  # it ended at its last step
