@@ -88,6 +88,12 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[d
     return result, []
 
 
+def but_replayed(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """A trajectory as a replay gives it again: each step's call is marked replayed."""
+    steps = [{k: v for k, v in s.items() if k != "replayed"} for s in trajectory["steps"]]
+    return {**trajectory, "steps": steps}
+
+
 def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
     pytester: pytest.Pytester, agent: AnthropicServer
 ) -> None:
@@ -107,6 +113,14 @@ def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
     assert trajectory["steps"][2]["turn"] == "Can you make it store credit instead?"
     assert result["response"] == "Done: you get store credit of 42.0."
     assert result["calls_live"] == 4 and result["attempts"] == 4
+    # each step's own call: its figures add up to the item's, its thinking kept
+    steps = trajectory["steps"]
+    assert steps[0]["thinking"] == "Look the order up first." and steps[1]["thinking"] == ""
+    assert sum(s["input_tokens"] for s in steps) == result["input_tokens"]
+    assert sum(s["output_tokens"] for s in steps) == result["output_tokens"]
+    assert all(s["output_tokens"] > 0 and s["latency_ms"] is not None for s in steps)
+    assert [s["replayed"] for s in steps] == [False] * 4
+    assert sum(s["cost_usd"] for s in steps) == pytest.approx(result["cost_usd"])
     # what the API received: results answer each call first, thinking passed back unchanged
     bodies = [r.body for r in agent.requests]
     assert len(bodies) == 4 and bodies[0]["tool_choice"] == {"type": "auto"}
@@ -130,7 +144,9 @@ def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
     reprec.assertoutcome(passed=1)
     assert agent.requests == []
     (replayed,) = item_results(reprec)
-    assert replayed["trajectory"] == trajectory and replayed["calls_replayed"] == 4
+    assert replayed["calls_replayed"] == 4
+    assert [s["replayed"] for s in replayed["trajectory"]["steps"]] == [True] * 4
+    assert but_replayed(replayed["trajectory"]) == but_replayed(trajectory)
 
 
 def test_parallel_calls_are_answered_together_in_one_message(
@@ -745,6 +761,7 @@ def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
     (result,) = item_results(reprec)
     trajectory = result["trajectory"]
     assert [s["turn"] for s in trajectory["steps"]] == [None, "Store credit instead?", None]
+    assert [s["simulated"] for s in trajectory["steps"]] == [False, True, False]
     assert (trajectory["user_calls"], trajectory["user_turns"]) == (user_calls, 1)
     # the agent's figures are its own three calls; the user's apart
     assert result["attempts"] == 3 and result["user_calls"] == user_calls
@@ -762,7 +779,8 @@ def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
     again.assertoutcome(passed=1)
     assert anthropic_server.requests == []
     (replayed,) = item_results(again)
-    assert replayed["trajectory"] == trajectory and replayed["user_calls"] == user_calls
+    assert but_replayed(replayed["trajectory"]) == but_replayed(trajectory)
+    assert replayed["user_calls"] == user_calls
 
 
 APP = '''
@@ -894,7 +912,7 @@ def test_a_replay_miss_names_the_step_and_what_changed(
     assert why in result.stdout.str().replace("\n", " ")
 
 
-def test_the_html_report_folds_each_transcript_and_json_report_carries_the_counts(
+def test_the_html_report_shows_each_conversation_and_json_report_carries_the_counts(
     pytester: pytest.Pytester, agent: AnthropicServer
 ) -> None:
     project(pytester, "    - {type: max_steps, value: 3}")
@@ -905,12 +923,15 @@ def test_the_html_report_folds_each_transcript_and_json_report_carries_the_count
         "--json-report-file=report.json",
     ).assert_outcomes(failed=1)
     page = (pytester.path / "report.html").read_text()
+    # open: a step failed (the first over max_steps, marked)
     assert (
-        '<details class="detail"><summary>Agent transcript: 4 steps, 2 tool calls, '
+        '<details class="detail" open><summary>Agent conversation: 4 steps, 2 tool calls, '
         "1 tool errors</summary>" in page
     )
-    assert "step 2 (tool_use)" in page and "issue_refund" in page
-    assert "user: Can you make it store credit instead?" in page
+    assert '<code class="tool-name">issue_refund</code>' in page
+    assert '<span class="role">user</span><pre>Can you make it store credit instead?' in page
+    assert '<section class="step failed-step" id="step-4">' in page
+    assert "✗ max_steps: expected: 4 steps &lt;= 3" in page
     report = json.loads((pytester.path / "report.json").read_text())
     version = report["prompteval"]["versions"]["agent"]
     assert {k: version[k] for k in ("agent_items", "agent_steps", "tool_calls", "tool_errors",

@@ -12,7 +12,7 @@ from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.flaky import case_samples, sample_lines
 from pytest_prompteval.report.markdown import MarkdownRun, render_markdown
 from pytest_prompteval.report.summary import summarize
-from pytest_prompteval.report.terminal import notes_block, versions_block
+from pytest_prompteval.report.terminal import notes_block, table, versions_rows
 
 from .verdict_data import item
 
@@ -43,7 +43,7 @@ def test_pass_at_3_reads_the_same_in_the_versions_table_and_the_samples_block() 
     (s,) = summarize(results, ["v"], (1, 3))
     assert s.pass_at_k[3] == pytest.approx(0.8625)
     # version items passed failed errored skipped | pass rate, score, pass@1, pass@3
-    cells = versions_block([s])[1].split()
+    cells = table(versions_rows([s]))[1].split()
     assert cells[9] == "86.3%"
     # 29 of 40 samples: pass rate and pass@1 are one number, spelled once
     assert cells[6] == cells[8] == "72.5%"
@@ -59,7 +59,7 @@ def test_the_comparison_s_pass_rate_is_the_tables_difference() -> None:
          for s in range(2)]  # fmt: skip
     b = [item("b", f"c{i}", 0.9, sample=s) for i in range(4) for s in range(2)]
     summaries = summarize(a + b, ["b", "a"])
-    assert [row.split()[6] for row in versions_block(summaries)[1:]] == ["100.0%", "75.0%"]
+    assert [row.split()[6] for row in table(versions_rows(summaries))[1:]] == ["100.0%", "75.0%"]
     c = compare(a, b, ("a", "b"))
     assert "pass@1 +25.0% " in c.verdict
 
@@ -84,7 +84,7 @@ def test_one_cost_everywhere_and_a_replay_spends_nothing() -> None:
         for i in range(10)
     ]  # fmt: skip
     (s,) = summarize(results, ["v"])
-    assert versions_block([s])[1].split()[11] == "0.0080"  # cost $, the judge's included
+    assert table(versions_rows([s]))[1].split()[11] == "0.0080"  # cost $, the judge's included
     markdown = render_markdown(MarkdownRun([s], [], cases=case_samples(results)))
     assert "| `v` | 10 | 10 | 100.0% | 0.900 | 100.0% | 100.0% | 0 | 0.0080 |" in markdown
     spent = (
@@ -104,7 +104,7 @@ def test_a_version_that_only_errored_renders_as_dashes() -> None:
         for s in range(5)
     ]
     (s,) = summarize(results, ["v"])
-    assert versions_block([s])[1].split()[6:9] == ["-", "-", "-"]
+    assert table(versions_rows([s]))[1].split()[6:9] == ["-", "-", "-"]
     markdown = render_markdown(MarkdownRun([s], [], cases=case_samples(results)))
     assert "| `v` | 10 | 0 | - | - | - | - | 10 | 0.0000 |" in markdown
     assert sample_lines(case_samples(results), (1,))[1] == (

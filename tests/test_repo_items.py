@@ -199,6 +199,8 @@ def test_the_repository_tests_decide_and_a_replay_gives_the_same_verdicts(
     assert again != first_output and "1 failed, 1 passed" in again
     kept = replayed["breaks_kept"]["repo"]
     assert (kept["fail_to_pass_fixed"], kept["pass_to_pass_kept"]) == (1.0, 0.0)
+    # the test output of an unresolved item is kept (the view shows it), not a resolved one's
+    assert "test_kept" in kept["output"] and right["repo"]["output"] is None
     assert replayed["no_change"]["repo"]["diff"] == ""
     assert digest(repo) == snapshot
 

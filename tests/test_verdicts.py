@@ -17,8 +17,13 @@ from pytest_prompteval.core.stats import agreement, mcnemar_exact
 from pytest_prompteval.report.compare import Comparison, compare, correct
 from pytest_prompteval.report.gates import comparison_gates
 from pytest_prompteval.report.summary import summarize_version
-from pytest_prompteval.report.terminal import comparison_block, group_block, notes_block
-from pytest_prompteval.report.terminal import versions_block as table
+from pytest_prompteval.report.terminal import (
+    comparison_block,
+    group_rows,
+    notes_block,
+    table,
+    versions_rows,
+)
 
 from .verdict_data import exact_mcnemar_power, item
 
@@ -211,8 +216,17 @@ def test_one_denominator_rule_in_every_table() -> None:
     assert s.pass_at_k[1] == pytest.approx(8 / 12)
     assert s.groups["category"] == {"x": (8, 12)}
     assert s.groups["difficulty"] == {"easy": (8, 12)}  # "hard" never ran: no row
-    assert table([s])[1].split()[:8] == ["v", "20", "8", "4", "2", "6", "66.7%", "0.675"]
-    assert group_block([s], "category")[1].split() == ["x", "8/12", "66.7%"]
+    assert table(versions_rows([s]))[1].split()[:8] == [
+        "v",
+        "20",
+        "8",
+        "4",
+        "2",
+        "6",
+        "66.7%",
+        "0.675",
+    ]
+    assert table(group_rows([s], "category"))[1].split() == ["x", "8/12", "66.7%"]
     notes = notes_block([s])
     assert "v: 2 errored, not scored (in no denominator)" in notes
     assert "v: skipped 6 (cost budget spent), in no denominator" in notes
@@ -227,7 +241,7 @@ def test_pass_at_k_says_which_cases_it_covers() -> None:
     s = summarize_version("v", results, (1, 5))
     assert s.pass_at_k_cases == {1: (2, 2), 5: (1, 2)}
     assert s.case_pass_at_k["c.yaml::short"] == {1: 0.0, 5: None}
-    assert table([s])[1].split()[8:12] == ["20.0%", "100.0%", "(1/2", "cases)"]
+    assert table(versions_rows([s]))[1].split()[8:12] == ["20.0%", "100.0%", "(1/2", "cases)"]
     assert "v: pass@5: 1 cases with n < 5 samples, not covered" in notes_block([s])
 
 

@@ -246,15 +246,12 @@ def test_the_case_page_escapes_the_answer_and_shows_the_request(served: Served) 
     assert "<script>window.pwned" not in page and "&lt;script&gt;window.pwned" in page
     assert 'onerror="window' not in page
     assert "You explain code." in page and "Explain the loop in &lt;b&gt;main&lt;/b&gt;" in page
-    # the agent's transcript, folded, its tool's result escaped
-    assert (
-        '<details class="detail"><summary>Agent transcript: 2 steps, 1 tool calls, '
-        "1 tool errors</summary>" in page
-    )
-    assert (
-        "step 1 (tool_use)" in page and "-&gt; grep({&#34;q&#34;: &#34;loop&#34;}) error: " in page
-    )
-    assert "user: thanks" in page
+    # the agent's conversation, its tool's result escaped
+    assert "<h2>Conversation <small>2 steps, 1 tool calls, 1 tool errors</small></h2>" in page
+    assert '<code class="tool-name">grep</code>' in page and "<th>q</th><td><pre>loop</pre>" in page
+    error = page.split('<div class="msg tool-result tool-error">')[1].split("</div>")[0]
+    assert "&lt;script&gt;window.pwned" in error
+    assert '<span class="role">user</span><pre>thanks</pre>' in page
 
 
 def chromium() -> str:
@@ -323,7 +320,7 @@ def test_the_comparison_page_names_what_got_worse_with_scores(served: Served) ->
     v1, v2 = _run_name(served.results, "v1"), _run_name(served.results, "v2")
     status, page = served.get(f"/compare?a={v1}&b={v2}")
     assert status == 200
-    assert 'id="verdict"' in page and "v1 vs v2" in page
+    assert 'id="verdict"' in page and "v2 vs v1" in page
     worse = page.split("<h2>Worse (1)</h2>")[1].split("<h2>Better")[0]
     assert "cases.yaml::loop_001" in worse and "0.900" in worse and "0.300" in worse
     assert f'href="/run/{v1}/item/' in worse and f"?vs={v2}" in worse
@@ -336,7 +333,8 @@ def test_the_comparison_page_names_what_got_worse_with_scores(served: Served) ->
 def test_the_calibration_page_sets_ratings_beside_the_judge(served: Served) -> None:
     name = _run_name(served.results, "v2")
     for number, value in ((0, 4), (1, 1), (2, 5)):
-        rating = {"rubric": "seed", "ratings": {d: value for d, _ in SEED_DIMENSIONS}}
+        rating = {"rubric": "seed", "ratings": {d: value for d, _ in SEED_DIMENSIONS},
+                  "reviewer": "ana"}  # fmt: skip
         assert served.post(f"/run/{name}/item/{number}/review", rating, TOKEN)[0] == 200
     status, page = served.get("/calibration")
     assert status == 200 and "Judge j" in page and "quadratic weights" in page

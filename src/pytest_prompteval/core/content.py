@@ -248,6 +248,11 @@ def text_of(blocks: tuple[Block, ...]) -> str:
     return "".join(b for b in blocks if isinstance(b, str))
 
 
+def thinking_of(blocks: tuple[Block, ...]) -> str:
+    """The thinking an answer showed (redacted thinking has none to show)."""
+    return "\n\n".join(b.thinking for b in blocks if isinstance(b, Thinking))
+
+
 def input_matches(wanted: Any, given: Any) -> bool:
     """Whether a tool call's input ``given`` holds ``wanted``: a mapping's keys as a subset,
     ``{regex: ...}`` searched (RE2) in a string, lists item by item, anything else equal

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
@@ -96,13 +96,30 @@ def _inside(name: str, strip: bool) -> str:
     return "/".join(parts)
 
 
+def hunk_header(line: str) -> tuple[int, int, int, int] | None:
+    """A hunk header's old start and count, new start and count; None if it is none."""
+    found = _HUNK.match(line)
+    if found is None:
+        return None
+    start, count, new_start, new_count = found.groups()
+    one = "1"  # a count left out is one line
+    return int(start), int(count or one), int(new_start), int(new_count or one)
+
+
+def name_of(text: str) -> str:
+    """The name of a ``---``/``+++`` line, unquoted; as written when its quoting is bad."""
+    try:
+        return _name(text)
+    except PatchError:
+        return text
+
+
 def _hunk(lines: Iterator[str], header: str) -> None:
     """Skip a hunk's lines, by the counts of its header."""
-    found = _HUNK.match(header)
-    if found is None:
+    counts = hunk_header(header)
+    if counts is None:
         raise PatchError(f"bad hunk header {header!r:.80}")
-    old = int(found.group(1) if found.group(1) is not None else 1)
-    new = int(found.group(2) if found.group(2) is not None else 1)
+    _, old, _, new = counts
     while old > 0 or new > 0:
         line = next(lines, None)
         if line is None:

@@ -32,6 +32,8 @@ class CheckResult:
     reason: str
     #: a json_field check's field, for the per-field table
     field: str | None = None
+    #: a trajectory assertion's failing step (the call that broke it), when one step did
+    step: int | None = None
 
 
 @dataclass
@@ -65,6 +67,13 @@ class ExecutionResult:
 
 #: The most of an agent's diff a result keeps, in bytes (the verdict builds it within this).
 MAX_DIFF = 1 << 20
+#: The most of the verdict's test output a result keeps, in characters (its end: the
+#: failures and pytest's summary are there).
+MAX_OUTPUT = 64 << 10
+
+
+#: Test outcomes that count as passing, as SWE-bench counts them (pytest's ``-rA`` names).
+PASSING = ("PASSED", "XFAIL")
 
 
 @dataclass
@@ -85,11 +94,18 @@ class RepoResult:
     restored: list[str] = field(default_factory=list)
     #: why the test command did not run the tests (its last lines), when it did not
     broken: str | None = None
+    #: the end of the test run's output, kept when the item was not resolved
+    output: str | None = None
+
+    def passes(self, test: str) -> bool:
+        return self.outcomes.get(test) in PASSING
 
     def __post_init__(self) -> None:
         # the verdict builds it within the bound; a history file may hold anything
         if len(self.diff) > MAX_DIFF:
             self.diff = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
+        if self.output is not None and len(self.output) > MAX_OUTPUT:
+            self.output = "[output cut: its start]\n" + self.output[-MAX_OUTPUT:]
 
 
 @dataclass
@@ -106,13 +122,23 @@ class ToolCall:
 @dataclass
 class Step:
     """One model call of a conversation: why it stopped, what it said, the tools it called
-    and the user turn sent after it (a scripted or simulated user's), if any."""
+    and the user turn sent after it (a scripted or simulated user's), if any; and the
+    call's own figures (none in a result written before they were kept)."""
 
     number: int
     stop_reason: str | None
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     turn: str | None = None
+    #: the turn came from the simulated user (not the case's script)
+    simulated: bool = False
+    #: the model's thinking before it answered, if it showed any
+    thinking: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    replayed: bool | None = None
 
 
 @dataclass
@@ -307,6 +333,7 @@ _JUDGE_DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 _CHECK_DEFAULTS: dict[str, Any] = {
     "type": "", "passed": False, "score": 0.0, "weight": 1.0, "reason": "", "field": None,
+    "step": None,
 }  # fmt: skip
 
 #: JUnit testcase properties: the fields marked for CI dashboards, in the type's order.

@@ -39,6 +39,7 @@ from pytest_prompteval.core.content import (
     ToolResult,
     ToolUse,
     input_matches,
+    thinking_of,
     tool_calls,
 )
 from pytest_prompteval.core.errors import PromptevalError, display
@@ -54,7 +55,7 @@ from pytest_prompteval.interaction.replaydiff import what_changed
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ledger import Ledger, Purpose
+from pytest_prompteval.providers.ledger import Entry, Ledger, Purpose
 from pytest_prompteval.providers.store import Fetched, MissingRecording, Store
 
 DEFAULT_MAX_STEPS = 10
@@ -493,7 +494,9 @@ def conversation(
         response = yield asked
         if response.transcript:  # the app's own agent held the whole conversation
             return transcript_trajectory(response.transcript, agent.max_steps)
-        step = Step(number, response.stop_reason, response.text)
+        step = Step(
+            number, response.stop_reason, response.text, thinking=thinking_of(response.content)
+        )
         trajectory.steps.append(step)
         said = response.blocks
         if messages and messages[-1].role == "assistant":  # the prefill it continued
@@ -542,7 +545,7 @@ def conversation(
             reply = user(simulator_request(simulator, request, messages)).strip()
             if DONE_SIGNAL in reply or not reply:
                 return trajectory
-            step.turn = reply
+            step.turn, step.simulated = reply, True
             trajectory.user_turns += 1
             messages.append(Message("user", (reply,)))
         else:
@@ -574,11 +577,22 @@ def converse(
     under, when not the step's own (a repository task's: without its tools' output);
     ``deadline``: the item's (``conversation``)."""
 
+    calls: list[Entry] = []  # the agent's own, one a step
+
     def get(asked: Request, purpose: Purpose) -> Fetched:
         answers = None if key is None else key(asked)
-        return ledger.get(store, asked, for_purpose(context, purpose), purpose, answers=answers)
+        got = ledger.get(store, asked, for_purpose(context, purpose), purpose, answers=answers)
+        if purpose != "user":
+            calls.append(ledger.entries[-1])
+        return got
 
-    return _walk(agent, store, get, request, context, execute, False, key, deadline)
+    outcome, trajectory = _walk(agent, store, get, request, context, execute, False, key, deadline)
+    if len(calls) == len(trajectory.steps):  # not an app's transcript, read from one answer
+        for step, call in zip(trajectory.steps, calls, strict=True):
+            step.input_tokens, step.output_tokens = call.input_tokens, call.output_tokens
+            step.latency_ms, step.cost_usd = call.latency_ms, call.cost_usd
+            step.replayed = call.replayed
+    return outcome, trajectory
 
 
 def converse_ahead(

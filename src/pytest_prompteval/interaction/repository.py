@@ -236,4 +236,5 @@ def repo_result(found: RepoVerdict) -> RepoResult:
         diff=found.diff,
         restored=list(found.restored),
         broken=found.broken,
+        output=None if found.passed else found.output,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_prompteval.core.content import ToolResult, tool_calls
+from pytest_prompteval.core.content import ToolResult, thinking_of, tool_calls
 from pytest_prompteval.core.request import Message
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 
@@ -27,7 +27,12 @@ def transcript_trajectory(messages: Sequence[Message], max_steps: int) -> Trajec
             if isinstance(b, ToolResult)
         }
         calls = tool_calls(message.content)
-        step = Step(len(trajectory.steps) + 1, "tool_use" if calls else "end_turn", message.text)
+        step = Step(
+            len(trajectory.steps) + 1,
+            "tool_use" if calls else "end_turn",
+            message.text,
+            thinking=thinking_of(message.content),
+        )
         for call in calls:
             answer = results.get(call.id)
             step.calls.append(

@@ -5,14 +5,13 @@ One Jinja environment, autoescaping every value (answers, case files and review 
 hostile input: a ``<script>`` in an answer stays text), and a ``text`` filter that also
 shows control characters and bidirectional overrides as escapes (``core/safetext``). The
 case model is shared: per version and case its samples, k/n, the ``min_pass`` verdict and
-every score with its reason; a case's ``details`` slot takes what later kinds of items
-leave (an agent's transcript, folded; a repository diff) without a template per kind.
+every score with its reason; an agent's conversation (``conversation``) and a repository
+task's verdict with its diff (``repoview``) have their own parts.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,10 +19,12 @@ from typing import Any
 
 import jinja2
 
-from pytest_prompteval.core.result import ItemResult, Trajectory
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.report import figures
+from pytest_prompteval.report.conversation import conversation_of
 from pytest_prompteval.report.flaky import CaseSamples, case_samples
+from pytest_prompteval.report.repoview import repo_view
 from pytest_prompteval.report.summary import counts_in_denominators, outcome_of, scored_value
 
 
@@ -41,70 +42,18 @@ class ScoreLine:
 
 @dataclass(frozen=True)
 class Detail:
-    """A titled block of an item's details; ``steps`` are shown in order (a trajectory's
-    steps, a diff's files), ``text`` as preformatted text."""
+    """A titled block of an item's details, shown as preformatted text."""
 
     title: str
     text: str = ""
-    steps: tuple[Detail, ...] = ()
-    #: shown unfolded; a long block (a transcript) starts folded
-    open: bool = True
-
-
-#: ``extra`` keys of a result that a kind of item fills with its details, by title.
-DETAIL_KEYS: tuple[tuple[str, str], ...] = (("diff", "Diff"),)
-SHOWN_RESULT = 500  # characters of a tool's result in a transcript
-
-
-def _clipped(text: str) -> str:
-    return text if len(text) <= SHOWN_RESULT else text[:SHOWN_RESULT] + "..."
-
-
-def transcript_detail(trajectory: Trajectory) -> Detail:
-    """An agent's conversation, folded: its counts in the title, a block per step (what
-    the agent said, each tool call with its input and result or error, the user's turn)."""
-    calls = trajectory.calls
-    counts = [f"{len(trajectory.steps)} steps", f"{len(calls)} tool calls"]
-    counts.append(f"{trajectory.tool_errors} tool errors")
-    if trajectory.user_calls:
-        counts.append(f"{trajectory.user_calls} simulated user calls")
-    if trajectory.hit_max_steps:
-        counts.append(f"hit max_steps {trajectory.max_steps}")
-    steps = []
-    for step in trajectory.steps:
-        lines = [step.text] if step.text else []
-        for call in step.calls:
-            what = "error" if call.is_error else "result"
-            shown = json.dumps(call.input, ensure_ascii=False, sort_keys=True)
-            lines.append(f"-> {call.name}({shown}) {what}: {_clipped(call.result)}")
-        if step.turn is not None:
-            lines.append(f"user: {step.turn}")
-        steps.append(Detail(f"step {step.number} ({step.stop_reason or '-'})", "\n".join(lines)))
-    if trajectory.failure is not None:
-        steps.append(Detail("ended", trajectory.failure))
-    return Detail(f"Agent transcript: {', '.join(counts)}", steps=tuple(steps), open=False)
-
-
-def _detail(title: str, value: Any) -> Detail:
-    if isinstance(value, list):
-        return Detail(title, steps=tuple(_detail(f"{i + 1}", step) for i, step in enumerate(value)))
-    if isinstance(value, dict):
-        return Detail(title, steps=tuple(_detail(str(k), v) for k, v in value.items()))
-    return Detail(title, text="" if value is None else str(value))
 
 
 def details_of(result: ItemResult) -> list[Detail]:
-    """The item's details slot: the code it ran, and whatever a kind of item left under a
-    known key (shown generically, step by step)."""
-    shown = []
+    """The item's details slot: the code it ran (an agent's conversation and a repository's
+    verdict have their own parts: ``conversation``, ``repoview``)."""
     if result.execution is not None and result.execution.code:
-        shown.append(Detail("Extracted code", result.execution.code))
-    if result.trajectory is not None:
-        shown.append(transcript_detail(result.trajectory))
-    for key, title in DETAIL_KEYS:
-        if key in result.extra:
-            shown.append(_detail(title, result.extra[key]))
-    return shown
+        return [Detail("Extracted code", result.execution.code)]
+    return []
 
 
 def scores_of(result: ItemResult) -> list[ScoreLine]:
@@ -229,7 +178,7 @@ def static_text(name: str) -> str:
     )
 
 
-STATIC_FILES = ("view.css", "view.js")
+STATIC_FILES = ("view.css", "view.js", "favicon.svg")
 
 
 @functools.cache
@@ -249,7 +198,13 @@ def environment() -> jinja2.Environment:
         ms=figures.milliseconds,
         interval=figures.interval,
     )
-    env.globals.update(outcome_of=outcome_of, scores_of=scores_of, details_of=details_of)
+    env.globals.update(
+        outcome_of=outcome_of,
+        scores_of=scores_of,
+        details_of=details_of,
+        conversation_of=conversation_of,
+        repo_view=repo_view,
+    )
     return env
 
 

@@ -30,7 +30,7 @@ def pass_at_k_cell(s: VersionSummary, k: int) -> str:
     return value if covered == total else f"{value} ({covered}/{total} cases)"
 
 
-def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
+def versions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
     rows = [
         [
@@ -69,19 +69,19 @@ def versions_block(summaries: Sequence[VersionSummary]) -> list[str]:
                 figures.milliseconds(s.latency_p95_ms),
             ]
         )
-    return table(rows)
+    return rows
 
 
-def dimensions_block(summaries: Sequence[VersionSummary]) -> list[str]:
+def dimensions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     dims = list(dict.fromkeys(d for s in summaries for d in s.dimensions))
     if not dims:
         return []
     rows = [["dimension", *(s.version for s in summaries)]]
     rows += [[d, *(figures.score(s.dimensions.get(d)) for s in summaries)] for d in dims]
-    return table(rows)
+    return rows
 
 
-def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
+def group_rows(summaries: Sequence[VersionSummary], group: str) -> list[list[str]]:
     labels = group_labels(summaries, group)
     if not labels:
         return []
@@ -98,10 +98,10 @@ def group_block(summaries: Sequence[VersionSummary], group: str) -> list[str]:
                 )
             cells.append(cell)
         rows.append([label, *cells])
-    return table(rows)
+    return rows
 
 
-def fields_block(summaries: Sequence[VersionSummary]) -> list[str]:
+def fields_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     """Per json_field path and version: the share of items whose checks of it passed."""
     names = list(dict.fromkeys(name for s in summaries for name in s.json_fields))
     if not names:
@@ -109,7 +109,18 @@ def fields_block(summaries: Sequence[VersionSummary]) -> list[str]:
     rows = [["field", *(s.version for s in summaries)]]
     for name in names:
         rows.append([name, *(figures.counts(*s.json_fields.get(name, (0, 0))) for s in summaries)])
-    return table(rows)
+    return rows
+
+
+def tables(summaries: Sequence[VersionSummary]) -> list[tuple[str, list[list[str]]]]:
+    """(title, rows, the first a header) of the summary's tables, the empty left out."""
+    found = [
+        ("prompteval summary", versions_rows(summaries)),
+        ("scores by dimension", dimensions_rows(summaries)),
+    ]
+    found += [(f"accuracy by {g}", group_rows(summaries, g)) for g in GROUPS]
+    found.append(("accuracy by field", fields_rows(summaries)))
+    return [(title, rows) for title, rows in found if rows]
 
 
 def _counts(label: str, counter: Counter[str], most_common: bool = True) -> str:
@@ -253,12 +264,7 @@ def render(
     pass_hat: Mapping[str, Mapping[int, float | None]] | None = None,
 ) -> list[tuple[str, list[str]]]:
     """(title, lines) blocks of the summary."""
-    blocks = [
-        ("prompteval summary", versions_block(summaries)),
-        ("scores by dimension", dimensions_block(summaries)),
-    ]
-    blocks += [(f"accuracy by {g}", group_block(summaries, g)) for g in GROUPS]
-    blocks.append(("accuracy by field", fields_block(summaries)))
+    blocks = [(title, table(rows)) for title, rows in tables(summaries)]
     blocks.append(("notes", notes_block(summaries, pass_hat)))
     for comparison in comparisons:
         blocks.append(("comparison", comparison_block(comparison, details, where)))

@@ -99,10 +99,17 @@ class Checked:
     weight: float
     reason: str
     field: str | None = None
+    step: int | None = None
 
     def result(self) -> CheckResult:
         return CheckResult(
-            self.type, self.passed, round(self.score, 6), self.weight, self.reason, self.field
+            self.type,
+            self.passed,
+            round(self.score, 6),
+            self.weight,
+            self.reason,
+            self.field,
+            self.step,
         )
 
 
@@ -280,6 +287,34 @@ def _in_order(wanted: Sequence[str], made: Sequence[str]) -> bool:
     return all(name in rest for name in wanted)
 
 
+def _step_of_call(trajectory: Trajectory, index: int | None) -> int | None:
+    """The step that made the ``index``-th tool call of the conversation."""
+    if index is None:
+        return None
+    made = 0
+    for step in trajectory.steps:
+        made += len(step.calls)
+        if index < made:
+            return step.number
+    return None
+
+
+def _breaking_call(kind: str, mode: str | None, value: Any, names: Sequence[str]) -> int | None:
+    """The first call that breaks a trajectory assertion, when one call does: a forbidden
+    call, the first call off an exact sequence, the first outside a subset."""
+    if kind == "tool_not_called":
+        return names.index(value) if value in names else None
+    if kind == "tool_sequence" and mode == "exact":
+        pairs = enumerate(zip(names, value, strict=False))
+        off = next((i for i, (made, wanted) in pairs if made != wanted), None)
+        if off is not None:
+            return off
+        return len(value) if len(names) > len(value) else None
+    if kind == "tool_sequence" and mode == "subset":
+        return next((i for i, name in enumerate(names) if name not in value), None)
+    return None
+
+
 def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
     """A trajectory assertion on an agent's conversation: the reason names what was
     expected and the calls made."""
@@ -320,11 +355,17 @@ def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
             float(passed),
             assertion.weight,
             reason if passed else f"expected: {reason}",
+            step=None if passed else value + 1,  # the first step over
         )
     if passed:
         return Checked(kind, True, 1.0, assertion.weight, reason)
     return Checked(
-        kind, False, 0.0, assertion.weight, f"expected {reason}; made: {_calls_shown(trajectory)}"
+        kind,
+        False,
+        0.0,
+        assertion.weight,
+        f"expected {reason}; made: {_calls_shown(trajectory)}",
+        step=_step_of_call(trajectory, _breaking_call(kind, assertion.mode, value, names)),
     )
 
 

@@ -24,12 +24,12 @@ from typing import Any
 
 from pytest_prompteval.core.errors import VerdictError
 from pytest_prompteval.core.repocases import RepoCase
-from pytest_prompteval.core.result import RepoResult
+from pytest_prompteval.core.result import PASSING, RepoResult
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
 from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
-from pytest_prompteval.scoring.testrun import PASSING, TestRun, run_tests
+from pytest_prompteval.scoring.testrun import TestRun, run_tests
 
 #: How ``broken`` starts when the tests were not run at all (the agent fails).
 NOT_RUN = "the tests were not run: "

@@ -30,10 +30,8 @@ from pytest_prompteval.sandbox.workspace import Workspace
 
 #: pytest on the listed ids (appended, as files, with the reporter's options).
 DEFAULT_TEST_COMMAND = "python -m pytest -p no:cacheprovider"
-#: Outcomes the reporter names, as pytest's ``-rA`` summary does; the first two count as
-#: passing (as SWE-bench).
-PASSING = ("PASSED", "XFAIL")
-#: Worst first: what a test with several reports (a failing teardown) reads as.
+#: Outcomes the reporter names (``core.result.PASSING`` pass), worst first: what a test
+#: with several reports (a failing teardown) reads as.
 WORST = ("ERROR", "FAILED", "XPASS", "SKIPPED")
 #: A listed id no collected test matches.
 UNMATCHED = "UNMATCHED"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import json
 import re
 import secrets
@@ -44,7 +45,7 @@ from pytest_prompteval.providers.recording_file import load as load_recording
 from pytest_prompteval.report import pages
 from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.summary import summarize
-from pytest_prompteval.report.terminal import comparison_block, render
+from pytest_prompteval.report.terminal import comparison_block, notes_block, tables
 from pytest_prompteval.view.index import Index, page_numbers
 from pytest_prompteval.workflows import calibrate
 from pytest_prompteval.workflows.review import (
@@ -62,6 +63,7 @@ CSP = (
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 _RECORDING = re.compile(r"^[0-9A-Za-z_][\w.-]*\.json\Z")
+SVG = "image/svg+xml"
 MAX_COMMENT = 10_000
 MAX_REVIEWER = 100
 
@@ -122,8 +124,10 @@ def _matches(result: ItemResult, marker: str) -> bool:
     return marker in labels or (isinstance(tags, list) and marker in tags)
 
 
-def request_of(recording: dict[str, Any]) -> dict[str, Any]:
-    """A recorded API request as system text and turns of (role, texts) to show."""
+def request_of(recording: dict[str, Any], first: bool = False) -> dict[str, Any]:
+    """A recorded API request as system text and turns of (role, texts) to show; ``first``:
+    only the turns before the model's first (an agent's, whose conversation is shown from
+    its result: a repository's recording holds no tool output)."""
 
     def texts(content: Any) -> list[str]:
         if isinstance(content, str):
@@ -135,14 +139,14 @@ def request_of(recording: dict[str, Any]) -> dict[str, Any]:
         return shown
 
     messages = recording.get("messages")
-    return {
-        "system": "\n\n".join(texts(recording.get("system") or [])),
-        "turns": [
-            (str(m.get("role", "")), texts(m.get("content")))
-            for m in (messages if isinstance(messages, list) else [])
-            if isinstance(m, dict)
-        ],
-    }
+    turns = [
+        (str(m.get("role", "")), texts(m.get("content")))
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict)
+    ]
+    if first:
+        turns = list(itertools.takewhile(lambda turn: turn[0] != "assistant", turns))
+    return {"system": "\n\n".join(texts(recording.get("system") or [])), "turns": turns}
 
 
 def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
@@ -194,7 +198,7 @@ def build_app(config: ViewConfig) -> Starlette:
         summaries = summarize(run.results, [run.version], (1,))
         return _render(
             "run.html", request, config,
-            title=name, run=run, name=name, blocks=render(summaries, [], True),
+            title=name, run=run, name=name, tables=tables(summaries), notes=notes_block(summaries),
             rows=rows[(number - 1) * CASES_PER_PAGE : number * CASES_PER_PAGE], shown=len(rows),
             numbered_of=lambda r: numbered[id(r)], page=number,
             pages=page_numbers(number, count), last=count,
@@ -229,7 +233,9 @@ def build_app(config: ViewConfig) -> Starlette:
             title=f"{result.case_id} [{result.prompt}]", name=name, number=number, r=result,
             count=len(run.results), rubric=rubric, rubrics=sorted(config.rubrics),
             dimensions=config.rubrics[rubric], reviews=reviews, mine=mine, reviewer=reviewer,
-            recording=request_of(recording.request) if recording else None,
+            recording=request_of(recording.request, result.trajectory is not None)
+            if recording
+            else None,
             recording_name=Path(result.recording).name if result.recording else "",
             recording_error=recording_error, others=_others(index, name),
             vs_name=vs_name, vs=vs,
@@ -257,7 +263,7 @@ def build_app(config: ViewConfig) -> Starlette:
 
         return _render(
             "compare.html", request, config,
-            title=f"{a.version} vs {b.version}", a=a, b=b, a_name=a_name, b_name=b_name,
+            title=f"{b.version} vs {a.version}", a=a, b=b, a_name=a_name, b_name=b_name,
             c=comparison, lines=comparison_block(comparison, True),
             regressions=changed(comparison.regressions),
             improvements=changed(comparison.improvements),
@@ -304,11 +310,14 @@ def build_app(config: ViewConfig) -> Starlette:
         save_review(run.path, entry)
         return JSONResponse({"human_score": entry["human_score"]})
 
+    def favicon(request: Request) -> Response:
+        return Response(pages.static_text("favicon.svg"), media_type=SVG, headers=_HEADERS)
+
     def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in pages.STATIC_FILES:
             raise NotFound(f"no file {name!r}")
-        kind = "text/css" if name.endswith(".css") else "text/javascript"
+        kind = {"css": "text/css", "js": "text/javascript", "svg": SVG}[name.rsplit(".", 1)[1]]
         return Response(pages.static_text(name), media_type=kind, headers=_HEADERS)
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -344,6 +353,7 @@ def build_app(config: ViewConfig) -> Starlette:
         Route("/calibration", guarded(calibration_page)),
         Route("/recording/{name}", guarded(recording_page)),
         Route("/static/{name}", guarded(static)),
+        Route("/favicon.ico", favicon),  # asked for by browsers whatever the page links
     ]
     return Starlette(
         routes=routes,
@@ -383,6 +393,6 @@ def _check_rating(body: Any, config: ViewConfig) -> str:
     comment, reviewer = body.get("comment", ""), body.get("reviewer", "")
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
         return f"a comment is text of at most {MAX_COMMENT} characters"
-    if not isinstance(reviewer, str) or len(reviewer) > MAX_REVIEWER:
-        return f"a reviewer's name is text of at most {MAX_REVIEWER} characters"
+    if not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > MAX_REVIEWER:
+        return f"a rating needs the reviewer's name (text of at most {MAX_REVIEWER} characters)"
     return ""

@@ -18,12 +18,13 @@ from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.envspec import EnvironmentSpec
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.repocases import RepoCase, is_repo_case, parse_repo_case
+from pytest_prompteval.core.result import PASSING
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
 from pytest_prompteval.sandbox.workspace import Copy
 from pytest_prompteval.scoring.repo import apply_patch, sandbox_for, snapshot_of
-from pytest_prompteval.scoring.testrun import PASSING, run_tests
+from pytest_prompteval.scoring.testrun import run_tests
 
 
 class Problem(NamedTuple):

@@ -11,7 +11,12 @@
     current = Math.max(0, Math.min(dims.length - 1, i));
     dims.forEach((d, j) => d.classList.toggle("active", j === current));
   }
+  // a rating (key or click) moves the highlight to the next dimension, from the last
+  // back to the first: rating again goes round the dimensions, not into the last one
+  function rated(i) { focusDim((i + 1) % dims.length); }
   focusDim(0);
+  dims.forEach((d, i) => d.addEventListener("change", () => rated(i)));
+  const who = form.querySelector("input[name=reviewer]");
   async function save(event) {
     if (event) event.preventDefault();
     const ratings = {};
@@ -24,11 +29,17 @@
       }
       ratings[d.dataset.dimension] = Number(picked.value);
     }
+    if (!who.value.trim()) {  // asked once: the browser keeps it
+      status.textContent = "enter your name as reviewer first";
+      status.className = "warn";
+      who.focus();
+      return;
+    }
     const body = {
       file: form.dataset.file, case_id: form.dataset.case, sample: Number(form.dataset.sample),
       rubric: form.dataset.rubric, ratings: ratings,
       comment: form.querySelector("textarea[name=comment]").value,
-      reviewer: form.querySelector("input[name=reviewer]").value,
+      reviewer: who.value.trim(),
     };
     try { localStorage.setItem("prompteval-reviewer", body.reviewer); } catch (e) { /* private mode */ }
     const response = await fetch(form.action, {
@@ -46,7 +57,6 @@
     }
   }
   form.addEventListener("submit", save);
-  const who = form.querySelector("input[name=reviewer]");
   if (!who.value) { try { who.value = localStorage.getItem("prompteval-reviewer") || ""; } catch (e) { /* */ } }
   // 1-5 rates the current dimension and moves on; j/k move; Enter saves; n/p next/previous
   // case; Escape leaves the name or notes field
@@ -59,7 +69,7 @@
     if (event.key >= "1" && event.key <= "5") {
       const input = dims[current].querySelector('input[value="' + event.key + '"]');
       input.checked = true;
-      focusDim(current + 1);
+      rated(current);
     } else if (event.key === "j") { focusDim(current + 1); }
     else if (event.key === "k") { focusDim(current - 1); }
     else if (event.key === "Enter") { save(event); }
