@@ -513,6 +513,7 @@ CHECK_WORDS = {
     "weight": "its weight",
     "reason": "why",
     "field": "`json_field`: the field",
+    "step": "a trajectory assertion's failing step (the call that broke it), when one did",
 }
 REPO_RESULT_WORDS = {
     "resolved": "every `fail_to_pass` passes and every `pass_to_pass` still does",
@@ -524,6 +525,7 @@ REPO_RESULT_WORDS = {
     "diff": "the agent's change against the snapshot (bounded to 1 MiB)",
     "restored": "test infrastructure the agent changed, restored for the verdict",
     "broken": "why the test command did not run the tests, when it did not",
+    "output": "the end of the test run's output (up to 64 KiB), kept when unresolved",
 }
 TRAJECTORY_WORDS = {
     "steps": "each model call ([below](#step))",
@@ -539,6 +541,13 @@ STEP_WORDS = {
     "text": "what it said",
     "calls": "its tool calls ([below](#tool-call))",
     "turn": "the user turn sent after it",
+    "simulated": "the turn came from the simulated user, not the case's script",
+    "thinking": "the model's thinking before it answered, if it showed any",
+    "input_tokens": "the call's input tokens (absent in results written before they were kept)",
+    "output_tokens": "the call's output tokens",
+    "latency_ms": "the call's latency",
+    "cost_usd": "the call's cost",
+    "replayed": "whether the call was replayed from a recording",
 }
 CALL_WORDS = {
     "name": "the tool",
