@@ -18,6 +18,8 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
+from pytest_prompteval.workflows.init import KINDS
 
 if TYPE_CHECKING:
     from pytest_prompteval.core.cases import Case
@@ -505,6 +507,37 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a first project that runs offline, then make its first recordings."""
+    from pytest_prompteval.workflows import init
+
+    folder: Path = args.dir
+    init.write(folder, init.plan(args.kind))
+    run = init.record(folder)
+    if run.returncode not in (0, 1):  # 1: a gate failed, yet every answer was recorded
+        print(safe_text(run.stdout[-3000:] + run.stderr[-3000:]), file=sys.stderr)
+        raise PromptevalError(
+            f"{display(folder)}: the first recordings failed (pytest exit status {run.returncode})"
+        )
+    print("\n".join(init.next_steps(folder, args.kind)))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """The JSON Schema of case files or prompt versions, with the project's declared fields."""
+    from pytest_prompteval.workflows.fileschemas import render
+
+    settings: Settings = args.settings
+    declared = settings.case_fields if args.kind == "case" else settings.prompt_fields
+    text = render(args.kind, declared)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(args.output, text)
+        print(f"wrote {display(args.output)}")
+    return 0
+
+
 def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
     """The project's settings, from its pytest configuration found exactly as pytest finds
     it (ini files from the working directory up, or ``--rootdir``); ``options`` stand for
@@ -725,6 +758,24 @@ def build_parser() -> argparse.ArgumentParser:
         "gives them (as the CI recipe's does); default: the project's settings",
     )
     recording.set_defaults(run=cmd_recordings)
+    initing = commands.add_parser("init", help="write a first project that runs offline")
+    initing.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), help="the folder (default: here)"
+    )
+    initing.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="plain",
+        help="plain answers (default), structured (JSON) output, an agent with tools, code "
+        "generation, or repository tasks",
+    )
+    initing.set_defaults(run=cmd_init)
+    schema = commands.add_parser(
+        "schema", help="the JSON Schema of case files or prompt versions, for editors"
+    )
+    schema.add_argument("kind", choices=SCHEMA_KINDS)
+    schema.add_argument("-o", "--output", type=Path, help="write it here (default: print it)")
+    schema.set_defaults(run=cmd_schema)
     return parser
 
 
@@ -747,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command != "import":
+        if args.command not in ("import", "init"):  # init's folder is no project yet
             provider = getattr(args, "provider", None)
             args.settings = project_settings(
                 args.rootdir,
