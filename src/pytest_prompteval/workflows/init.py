@@ -133,8 +133,8 @@ def record(folder: Path) -> subprocess.CompletedProcess[str]:
 def next_steps(folder: Path, kind: str) -> list[str]:
     here = "" if folder.resolve() == Path.cwd().resolve() else f"cd {display(folder)} && "
     return [
-        f"wrote a {kind} project in {display(folder)}; its recordings come from fake_model.py, "
-        "not from Claude",
+        f"wrote a project ({kind}) in {display(folder)}; its first recordings come from "
+        "fake_model.py, not from Claude",
         "next:",
         f"  {here}pytest                      # v2 against v1, replayed offline",
         "  edit prompts/v2.yaml, add cases to prompt_cases/, then record Claude's answers:",
