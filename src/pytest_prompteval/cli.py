@@ -163,9 +163,45 @@ def _print_repo_checks(checks: Sequence[tuple[Case, RepoCheck]]) -> None:
                 print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
 
 
+def check_files(args: argparse.Namespace) -> int:
+    """Check the case files and prompt versions named (a pre-commit hook's changed files)
+    as collection checks them, offline: the project's conftest, declared fields and
+    scorers hold; repositories are not validated against their patches. A prompt version
+    is checked with the project's cases (its assertions are read for each); what is found
+    in files not named is not reported."""
+    from pytest_prompteval.core.prompts import PROMPT_SUFFIXES
+    from pytest_prompteval.pytest.inventory import collect
+
+    if args.mutation:
+        raise PromptevalError("--mutation checks the project's cases: give no FILES")
+    missing = [f for f in args.files if not f.is_file()]
+    if missing:
+        return _report_problems([f"{display(f)}: no such file" for f in missing])
+    prompt_dir = args.prompts.resolve()
+    prompts = [f for f in args.files if f.resolve().parent == prompt_dir]
+    case_files = [f for f in args.files if f not in prompts]
+    folders = {f.resolve().parent for f in case_files}
+    if prompts:
+        folders.update(d.resolve() for d in args.cases if d.is_dir())
+    seen, _ = collect(sorted(folders), args.prompts, files=[] if prompts else case_files)
+    named = {display(f) for f in args.files}
+
+    def ours(problem: str) -> bool:  # a problem of a file not named is left to its own check
+        where = problem.split(":", 1)[0]
+        return where in named or not where.endswith(PROMPT_SUFFIXES)
+
+    problems = list(filter(ours, seen.problems))
+    if problems:
+        return _report_problems(problems)
+    print(f"{len(case_files)} case files, {len(prompts)} prompt versions: valid")
+    return 0
+
+
 def cmd_check_cases(args: argparse.Namespace) -> int:
     """Validate every case file, repository cases against their reference patch; with
     --mutation, mutation-test the code cases' tests."""
+    if args.files:
+        return check_files(args)
     from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -637,6 +673,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
+    checking.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="check only these case files and prompt versions (a file in the prompt "
+        "directory is a prompt version), offline (the pre-commit hook's changed files)",
+    )
     _add_cases_option(checking)
     checking.add_argument(
         "--mutation",
@@ -651,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
         "exit status 1 when any is flagged",
     )
     checking.add_argument(
-        "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
+        "--prompts", type=Path, help="prompt directory (default: ini prompteval_prompts)"
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)

@@ -228,8 +228,10 @@ def _scorer() -> list[dict[str, Any]]:
 
 
 def _definitions() -> dict[str, Any]:
+    # exactly one of equals, in, matches, approx
     field_checks = [
-        {"required": [check], "not": {"anyOf": [{"required": [o]} for o in a.FIELD_CHECKS if o != check]}}
+        {"required": [check], "not": {"anyOf": [{"required": [o]} for o in a.FIELD_CHECKS
+                                                 if o != check]}}
         for check in a.FIELD_CHECKS
     ]  # fmt: skip
     return {
@@ -238,8 +240,7 @@ def _definitions() -> dict[str, Any]:
             "threshold, include_prefill (and votes, input, mode where the type takes them)",
             "type": ["array", "null"],
             "items": {
-                "anyOf": [alt for kind in a.BUILTIN_TYPES for alt in _assertion(kind)]
-                + _scorer()
+                "anyOf": [alt for kind in a.BUILTIN_TYPES for alt in _assertion(kind)] + _scorer()
             },
         },
         "json_field": {

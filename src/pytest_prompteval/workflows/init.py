@@ -17,12 +17,15 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata, resources
-from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
 from pytest_prompteval.workflows.fileschemas import render
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable  # importlib.resources.abc from Python 3.11
 
 KINDS = ("plain", "structured", "agent", "code", "repo")
 #: template names that would be hidden, or taken for the plugin's own files, in the package
@@ -139,6 +142,6 @@ def next_steps(folder: Path, kind: str) -> list[str]:
         f"  {here}pytest                      # v2 against v1, replayed offline",
         "  edit prompts/v2.yaml, add cases to prompt_cases/, then record Claude's answers:",
         "  ANTHROPIC_API_KEY=sk-... pytest --prompteval-record=all",
-        "  prompteval check-cases            # check the cases and prompts (also a pre-commit hook)",
+        "  prompteval check-cases            # check cases and prompts (a pre-commit hook too)",
         "  .github/workflows/prompteval.yml  # review prompt changes on pull requests",
     ]
