@@ -88,6 +88,18 @@ def test_a_planted_link_is_not_written_through(tmp_path: Path) -> None:
     assert not outside.exists()
 
 
+def test_a_linked_folder_is_not_written_into(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "prompts").symlink_to(elsewhere)
+    result = prompteval(tmp_path, "init", "project")
+    assert result.returncode == 2
+    assert "project/prompts is a link" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["prompts"]
+
+
 def test_an_unknown_kind_is_a_usage_error(tmp_path: Path) -> None:
     result = prompteval(tmp_path, "init", "--kind", "agnet")
     assert result.returncode == 2

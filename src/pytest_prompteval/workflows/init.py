@@ -107,6 +107,12 @@ def write(folder: Path, planned: list[Planned]) -> None:
         target = folder / entry.target
         if os.path.lexists(target):
             raise PromptevalError(f"{display(target)} exists; prompteval init overwrites nothing")
+        for parent in entry.target.parents:  # a linked folder would take the files elsewhere
+            if (folder / parent).is_symlink():
+                raise PromptevalError(
+                    f"{display(folder / parent)} is a link; prompteval init writes into folders "
+                    "of its own"
+                )
     for entry in planned:
         target = folder / entry.target
         target.parent.mkdir(parents=True, exist_ok=True)
