@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
+from pytest_prompteval.cli import build_parser
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
@@ -166,6 +167,9 @@ def test_a_field_the_loader_learns_must_be_described(monkeypatch: pytest.MonkeyP
 
 
 def test_prompteval_schema_prints_them_with_the_declared_fields(tmp_path: Path) -> None:
+    (subparsers,) = [a for a in build_parser()._actions if a.dest == "command"]
+    (kind,) = [a for a in subparsers.choices["schema"]._actions if a.dest == "kind"]  # type: ignore[index]
+    assert tuple(kind.choices or ()) == KINDS
     (tmp_path / "pytest.ini").write_text("[pytest]\nprompteval_case_fields = reviewer\n")
     printed = prompteval(tmp_path, "schema", "case")
     assert printed.returncode == 0, printed.stderr

@@ -18,7 +18,6 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
-from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
 from pytest_prompteval.workflows.init import KINDS
 
 if TYPE_CHECKING:
@@ -817,7 +816,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser(
         "schema", help="the JSON Schema of case files or prompt versions, for editors"
     )
-    schema.add_argument("kind", choices=SCHEMA_KINDS)
+    schema.add_argument("kind", choices=("case", "prompt"))  # fileschemas.KINDS
     schema.add_argument("-o", "--output", type=Path, help="write it here (default: print it)")
     schema.set_defaults(run=cmd_schema)
     return parser

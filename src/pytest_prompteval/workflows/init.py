@@ -21,8 +21,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
-from pytest_prompteval.workflows.fileschemas import render
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable  # importlib.resources.abc from Python 3.11
@@ -83,6 +81,10 @@ def action_ref() -> str:
 
 def plan(kind: str) -> list[Planned]:
     """Every file of a project of ``kind``, as it will be written."""
+    # the schemas' generation reads the loaders and scoring: not at every command's start
+    from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
+    from pytest_prompteval.workflows.fileschemas import render
+
     if kind not in KINDS:
         raise PromptevalError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     root = resources.files("pytest_prompteval") / "data" / "init"
