@@ -100,6 +100,21 @@ def test_a_linked_folder_is_not_written_into(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["prompts"]
 
 
+def test_a_folder_that_is_a_file_or_cannot_be_written(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    for where in ("afile", "afile/project"):
+        result = prompteval(tmp_path, "init", where)
+        assert result.returncode == 2
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("prompteval: error: afile"), line
+    (tmp_path / "locked").mkdir(mode=0o500)
+    if not os.access(tmp_path / "locked", os.W_OK):  # root may write anywhere
+        result = prompteval(tmp_path, "init", "locked")
+        assert result.returncode == 2
+        (line,) = result.stderr.splitlines()
+        assert "cannot write: Permission denied" in line, line
+
+
 def test_an_unknown_kind_is_a_usage_error(tmp_path: Path) -> None:
     result = prompteval(tmp_path, "init", "--kind", "agnet")
     assert result.returncode == 2

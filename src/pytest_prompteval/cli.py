@@ -552,7 +552,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     if run.returncode not in (0, 1):  # 1: a gate failed, yet every answer was recorded
         print(safe_text(run.stdout[-3000:] + run.stderr[-3000:]), file=sys.stderr)
         raise PromptevalError(
-            f"{display(folder)}: the first recordings failed (pytest exit status {run.returncode})"
+            f"{display(folder)}: the files are written, the first recordings failed (pytest "
+            f"exit status {run.returncode}, output above); make them there with: pytest "
+            + " ".join(init.RECORD)
         )
     print("\n".join(init.next_steps(folder, args.kind)))
     return 0

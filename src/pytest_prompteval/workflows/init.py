@@ -105,6 +105,8 @@ def plan(kind: str) -> list[Planned]:
 def write(folder: Path, planned: list[Planned]) -> None:
     """Write every file, or none when one is there already (or appears meanwhile: each is
     created exclusively, so neither a file nor a planted link is written through)."""
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise PromptevalError(f"{display(folder)} is not a folder")
     for entry in planned:
         target = folder / entry.target
         if os.path.lexists(target):
@@ -117,14 +119,16 @@ def write(folder: Path, planned: list[Planned]) -> None:
                 )
     for entry in planned:
         target = folder / entry.target
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "x", encoding="utf-8") as handle:
                 handle.write(entry.text)
         except FileExistsError:
             raise PromptevalError(
                 f"{display(target)} exists; prompteval init overwrites nothing"
             ) from None
+        except OSError as exc:
+            raise PromptevalError(f"cannot write: {exc.strerror}", target) from None
 
 
 def record(folder: Path) -> subprocess.CompletedProcess[str]:
