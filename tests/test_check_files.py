@@ -71,10 +71,15 @@ def test_problems_of_files_not_named_are_left_to_their_own_check(project: Path) 
     assert "prompts/v2.yaml:1: unknown field 'usr_prompt'" in result.stderr
 
 
-def test_a_file_that_is_not_there(project: Path) -> None:
-    result = prompteval(project, "check-cases", "prompt_cases/c.yaml")
+def test_a_file_that_is_not_there_or_not_yaml(project: Path) -> None:
+    (project / "prompt_cases" / "notes.md").write_text("# notes\n")
+    result = prompteval(project, "check-cases", "prompt_cases/c.yaml", "prompt_cases/notes.md")
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == "prompteval: error: prompt_cases/c.yaml: no such file"
+    assert result.stderr.splitlines() == [
+        "prompteval: error: prompt_cases/c.yaml: no such file",
+        "prompteval: error: prompt_cases/notes.md: expected a .yaml or .yml file",
+        "prompteval: 2 problem(s) found",
+    ]
 
 
 def test_the_prompt_directory_of_the_ini_is_checked(project: Path) -> None:

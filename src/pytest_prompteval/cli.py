@@ -173,9 +173,14 @@ def check_files(args: argparse.Namespace) -> int:
 
     if args.mutation:
         raise PromptevalError("--mutation checks the project's cases: give no FILES")
-    missing = [f for f in args.files if not f.is_file()]
-    if missing:
-        return _report_problems([f"{display(f)}: no such file" for f in missing])
+    problems = [f"{display(f)}: no such file" for f in args.files if not f.is_file()]
+    problems += [
+        f"{display(f)}: expected a .yaml or .yml file"
+        for f in args.files
+        if f.suffix not in PROMPT_SUFFIXES
+    ]
+    if problems:
+        return _report_problems(problems)
     prompt_dir = args.prompts.resolve()
     prompts = [f for f in args.files if f.resolve().parent == prompt_dir]
     case_files = [f for f in args.files if f not in prompts]
