@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_prompteval.workflows import init
 from pytest_prompteval.workflows.init import KINDS, NOTE
 
 from .conftest import prompteval
@@ -120,3 +121,41 @@ def test_an_unknown_kind_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "invalid choice: 'agnet'" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+class Installed:
+    """A distribution as importlib.metadata gives it, with pip's direct_url.json."""
+
+    def __init__(self, direct_url: str | None):
+        self.direct_url = direct_url
+
+    def read_text(self, name: str) -> str | None:
+        return self.direct_url if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "uses"),
+    [
+        (
+            '{"url": "https://github.com/acme/pytest-prompteval.git", "vcs_info": '
+            '{"vcs": "git", "requested_revision": "v0.1.0", "commit_id": "abc"}}',
+            "acme/pytest-prompteval@v0.1.0",
+        ),
+        (
+            '{"url": "https://github.com/acme/pytest-prompteval", "vcs_info": '
+            '{"vcs": "git", "commit_id": "0123abc"}}',
+            "acme/pytest-prompteval@0123abc",
+        ),
+        ('{"url": "https://gitlab.example/acme/p", "vcs_info": {"vcs": "git"}}', None),
+        ('{"url": "file:///src/pytest-prompteval", "dir_info": {"editable": true}}', None),
+        (None, None),
+        ("not json", None),
+    ],
+)
+def test_the_workflow_uses_the_action_of_the_repository_pip_installed_from(
+    monkeypatch: pytest.MonkeyPatch, direct_url: str | None, uses: str | None
+) -> None:
+    monkeypatch.setattr(init.metadata, "distribution", lambda name: Installed(direct_url))
+    assert init.action_ref() == (uses or "your-org/pytest-prompteval@v0.1.0")
+    workflow = next(p for p in init.plan("plain") if p.target.name == "prompteval.yml")
+    assert f"      - uses: {uses or 'your-org/pytest-prompteval@v0.1.0'}\n" in workflow.text
