@@ -5,8 +5,11 @@ read from the workflow file, against origin/main."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -22,18 +25,56 @@ from pytest_prompteval.testing import AnthropicServer
 from .conftest import ROOT, git, item_results, prompteval
 
 RECIPE = ROOT / "examples" / "ci" / "github-actions.yml"
-STEP = "current against current@origin/main"
 MAIN_PROMPT = "user_prompt: Explain {n}.\n"
 CHANGED_PROMPT = "user_prompt: Briefly explain {n}.\n"
 
 
 def recipe_args() -> list[str]:
-    """The gate step's pytest options, as the workflow runs them."""
+    """The gate run's pytest options, as the workflow's step runs them: the action's own
+    script (action.yml), given the step's inputs on a pull request into main, run with an
+    interpreter that only writes down its arguments."""
+    ((script, env),) = action_script_env(recipe_step()["with"])
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "calls"
+        stub = Path(folder) / "python"
+        stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@" >> "$LOG"; echo ---- >> "$LOG"\n')
+        stub.chmod(0o755)
+        subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            env={**env, "PATH": os.environ["PATH"], "PYTHON": str(stub), "LOG": str(log),
+                 "GITHUB_BASE_REF": "main", "GITHUB_OUTPUT": str(Path(folder) / "out")},
+            check=True,
+        )  # fmt: skip
+        (gate_run,) = [c for c in log.read_text().split("----\n") if c]
+    command = gate_run.splitlines()
+    assert command[:2] == ["-m", "pytest"]
+    return command[2:]
+
+
+def recipe_step() -> dict[str, Any]:
     workflow = yaml.safe_load(RECIPE.read_text())
     steps = workflow["jobs"]["prompteval"]["steps"]
-    command, *args = shlex.split(next(s["run"] for s in steps if s.get("name") == STEP))
-    assert command == "pytest"
-    return args
+    (step,) = [s for s in steps if "pytest-prompteval@" in s.get("uses", "")]
+    return dict(step)
+
+
+def action_script_env(given: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """The action's scripts that run pytest, each with its environment from ``given``
+    inputs over the action's defaults."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    inputs.update({k: str(v) for k, v in given.items()})
+    found = []
+    for step in action["runs"]["steps"]:
+        if "-m pytest" not in step.get("run", ""):
+            continue
+        env = {}
+        for name, value in step.get("env", {}).items():
+            match = re.fullmatch(r"\$\{\{ inputs\.([\w-]+) \}\}", value)
+            assert match, value
+            env[name] = inputs[match.group(1)]
+        found.append((step["run"], env))
+    return found
 
 
 def answer(request: dict[str, Any]) -> str:
@@ -234,13 +275,14 @@ def test_pruning_keeps_every_recording_the_recipe_reads(
 
 
 def test_the_recipe_installs_the_plugin_from_its_repository_pinned_to_this_version() -> None:
-    """The plugin is on no package index: a bare name would install whatever an index
-    serves under it."""
-    workflow = yaml.safe_load(RECIPE.read_text())
-    steps = workflow["jobs"]["prompteval"]["steps"]
-    (line,) = [s["run"] for s in steps if s.get("name") == "install pytest-prompteval"]
-    command = shlex.split(line)
-    assert command[:2] == ["pip", "install"] and len(command) == 3
-    name, _, source = command[2].partition(" @ ")
-    assert name == "pytest-prompteval"
-    assert re.fullmatch(rf"git\+https://[\w./-]+@v{re.escape(__version__)}", source)
+    """The plugin is on no package index: the workflow uses the plugin's own action at a
+    release tag, which installs the plugin from that same checkout."""
+    assert re.fullmatch(
+        rf"[\w.-]+/pytest-prompteval@v{re.escape(__version__)}", recipe_step()["uses"]
+    )
+    text = RECIPE.read_text()
+    assert "pip install" not in text
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    (install,) = [s for s in action["runs"]["steps"] if "pip install" in s.get("run", "")]
+    assert shlex.split(install["run"]) == ["$PYTHON", "-m", "pip", "install", "$ACTION_PATH"]
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"

@@ -130,6 +130,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "improve": ["--prompt", "v", "--create-improved", "--output", "v2"],
     "recordings": ["--stale"],
     "check-cases": [],
+    "schema": ["case"],
 }
 #: commands whose output shows the planted text (escaped): each prints answers or files
 SHOWS = ("list", "review", "improve", "calibrate", "recordings")

@@ -342,6 +342,11 @@ def test_what_was_typed_is_told_from_addopts() -> None:
     }
 
 
+def test_a_bare_pytest_command_types_nothing() -> None:
+    # `pytest` with no argument (and no PYTEST_ADDOPTS) stopped every run with a ValueError
+    assert typed_names([]) == frozenset()
+
+
 def test_unsafe_sandbox_from_the_ini_or_addopts_is_a_usage_error(
     pytester: pytest.Pytester, xdist_args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,7 @@ from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.providers.store import MODES as RECORD_MODES
+from pytest_prompteval.workflows.init import KINDS
 
 if TYPE_CHECKING:
     from pytest_prompteval.core.cases import Case
@@ -161,9 +162,50 @@ def _print_repo_checks(checks: Sequence[tuple[Case, RepoCheck]]) -> None:
                 print(safe_line(f"{where}: {key} derived from the reference patch: [{tests}]"))
 
 
+def check_files(args: argparse.Namespace) -> int:
+    """Check the case files and prompt versions named (a pre-commit hook's changed files)
+    as collection checks them, offline: the project's conftest, declared fields and
+    scorers hold; repositories are not validated against their patches. A prompt version
+    is checked with the project's cases (its assertions are read for each); what is found
+    in files not named is not reported."""
+    from pytest_prompteval.core.prompts import PROMPT_SUFFIXES
+    from pytest_prompteval.pytest.inventory import collect
+
+    if args.mutation:
+        raise PromptevalError("--mutation checks the project's cases: give no FILES")
+    problems = [f"{display(f)}: no such file" for f in args.files if not f.is_file()]
+    problems += [
+        f"{display(f)}: expected a .yaml or .yml file"
+        for f in args.files
+        if f.suffix not in PROMPT_SUFFIXES
+    ]
+    if problems:
+        return _report_problems(problems)
+    prompt_dir = args.prompts.resolve()
+    prompts = [f for f in args.files if f.resolve().parent == prompt_dir]
+    case_files = [f for f in args.files if f not in prompts]
+    folders = {f.resolve().parent for f in case_files}
+    if prompts:
+        folders.update(d.resolve() for d in args.cases if d.is_dir())
+    seen, _ = collect(sorted(folders), args.prompts, files=[] if prompts else case_files)
+    named = {display(f) for f in args.files}
+
+    def ours(problem: str) -> bool:  # a problem of a file not named is left to its own check
+        where = problem.split(":", 1)[0]
+        return where in named or not where.endswith(PROMPT_SUFFIXES)
+
+    problems = list(filter(ours, seen.problems))
+    if problems:
+        return _report_problems(problems)
+    print(f"{len(case_files)} case files, {len(prompts)} prompt versions: valid")
+    return 0
+
+
 def cmd_check_cases(args: argparse.Namespace) -> int:
     """Validate every case file, repository cases against their reference patch; with
     --mutation, mutation-test the code cases' tests."""
+    if args.files:
+        return check_files(args)
     from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
     from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -505,6 +547,39 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a first project that runs offline, then make its first recordings."""
+    from pytest_prompteval.workflows import init
+
+    folder: Path = args.dir
+    init.write(folder, init.plan(args.kind))
+    run = init.record(folder)
+    if run.returncode not in (0, 1):  # 1: a gate failed, yet every answer was recorded
+        print(safe_text(run.stdout[-3000:] + run.stderr[-3000:]), file=sys.stderr)
+        raise PromptevalError(
+            f"{display(folder)}: the files are written, the first recordings failed (pytest "
+            f"exit status {run.returncode}, output above); make them there with: pytest "
+            + " ".join(init.RECORD)
+        )
+    print("\n".join(init.next_steps(folder, args.kind)))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """The JSON Schema of case files or prompt versions, with the project's declared fields."""
+    from pytest_prompteval.workflows.fileschemas import render
+
+    settings: Settings = args.settings
+    declared = settings.case_fields if args.kind == "case" else settings.prompt_fields
+    text = render(args.kind, declared)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(args.output, text)
+        print(f"wrote {display(args.output)}")
+    return 0
+
+
 def project_settings(rootdir: Path | None, **options: str | None) -> Settings:
     """The project's settings, from its pytest configuration found exactly as pytest finds
     it (ini files from the working directory up, or ``--rootdir``); ``options`` stand for
@@ -604,6 +679,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importing.set_defaults(run=cmd_import)
     checking = commands.add_parser("check-cases", help="validate cases; mutation-test them")
+    checking.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="check only these case files and prompt versions (a file in the prompt "
+        "directory is a prompt version), offline (the pre-commit hook's changed files)",
+    )
     _add_cases_option(checking)
     checking.add_argument(
         "--mutation",
@@ -618,7 +701,7 @@ def build_parser() -> argparse.ArgumentParser:
         "exit status 1 when any is flagged",
     )
     checking.add_argument(
-        "--prompts", type=Path, default=Path("prompts"), help="prompt directory (default prompts)"
+        "--prompts", type=Path, help="prompt directory (default: ini prompteval_prompts)"
     )
     checking.add_argument("--json", action="store_true", help="machine-readable output")
     checking.set_defaults(run=cmd_check_cases)
@@ -725,6 +808,24 @@ def build_parser() -> argparse.ArgumentParser:
         "gives them (as the CI recipe's does); default: the project's settings",
     )
     recording.set_defaults(run=cmd_recordings)
+    initing = commands.add_parser("init", help="write a first project that runs offline")
+    initing.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), help="the folder (default: here)"
+    )
+    initing.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="plain",
+        help="plain answers (default), structured (JSON) output, an agent with tools, code "
+        "generation, or repository tasks",
+    )
+    initing.set_defaults(run=cmd_init)
+    schema = commands.add_parser(
+        "schema", help="the JSON Schema of case files or prompt versions, for editors"
+    )
+    schema.add_argument("kind", choices=("case", "prompt"))  # fileschemas.KINDS
+    schema.add_argument("-o", "--output", type=Path, help="write it here (default: print it)")
+    schema.set_defaults(run=cmd_schema)
     return parser
 
 
@@ -747,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command != "import":
+        if args.command not in ("import", "init"):  # init's folder is no project yet
             provider = getattr(args, "provider", None)
             args.settings = project_settings(
                 args.rootdir,

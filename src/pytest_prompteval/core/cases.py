@@ -29,8 +29,8 @@ from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
 
-# A category named like one of pytest's own markers would change how the item runs.
-_RESERVED_MARKERS = frozenset(
+#: A category named like one of pytest's own markers would change how the item runs.
+RESERVED_MARKERS = frozenset(
     {
         "skip",
         "skipif",
@@ -177,7 +177,7 @@ class _CaseReader:
     def check_name(self, key: str, value: str) -> None:
         if not NAME.match(value):
             raise self.fail(key, "a name of letters, digits and _ . + - (it becomes an id/marker)")
-        if key != "id" and value in _RESERVED_MARKERS:
+        if key != "id" and value in RESERVED_MARKERS:
             raise self.fail(key, f"a name that is not one of pytest's own markers ({value})")
 
     def string_list(self, key: str, *, names: bool = False) -> tuple[str, ...]:
@@ -295,7 +295,7 @@ def _read_text(path: Path) -> str:
 #: (an editable install keeps its version while a field is dropped).
 _RULES = hashlib.sha256(
     json.dumps(
-        [sorted(CASE_FIELDS), sorted(FILE_FIELDS), sorted(_RESERVED_MARKERS), NAME.pattern]
+        [sorted(CASE_FIELDS), sorted(FILE_FIELDS), sorted(RESERVED_MARKERS), NAME.pattern]
     ).encode()
 ).hexdigest()
 

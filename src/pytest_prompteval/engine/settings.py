@@ -355,7 +355,7 @@ def typed_names(args: Iterable[str]) -> frozenset[str]:
     options = {name: _dest(s) for s in SETTINGS if s.option for name in (s.option, *s.aliases)}
     args = list(args)
     names: set[str] = set()
-    for arg, after in zip(args, [*args[1:], ""], strict=True):
+    for arg, after in zip(args, [*args[1:], ""], strict=False):  # none: a bare `pytest`
         if arg in ("-o", "--override-ini"):
             names.add(after.split("=", 1)[0])
         elif arg.startswith("--override-ini="):

@@ -90,11 +90,13 @@ def collect(
     prompts: Path,
     requests: bool = False,
     options: Sequence[str] = (),
+    files: Sequence[Path] = (),
 ) -> tuple[Inventory, int]:
     """Collect ``case_dirs`` with every prompt version in ``prompts``; (what was seen,
     pytest's exit code: 0, or why it stopped). ``requests``: also build every item's
     request, as the run would. ``options``: a run's options that shape its items
-    (``--prompteval-samples``, ``--compare NAME@REF``)."""
+    (``--prompteval-samples``, ``--compare NAME@REF``). ``files``: collect these case files
+    of ``case_dirs`` only."""
     inventory = Inventory()
     existing = [str(d.resolve()) for d in case_dirs if d.is_dir()]
     inventory.problems += [f"{d}: no such case directory" for d in case_dirs if not d.is_dir()]
@@ -116,7 +118,8 @@ def collect(
         "-o",
         f"prompteval_prompts={prompts.resolve()}",
         *options,
-        *(existing or [str(prompts.resolve())]),  # prompts alone: checked, nothing collected
+        # prompts alone: checked, nothing collected
+        *([str(f.resolve()) for f in files] or existing or [str(prompts.resolve())]),
     ]
     output = io.StringIO()
     with contextlib.redirect_stderr(output):  # where pytest reports a usage error
