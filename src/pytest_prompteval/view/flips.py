@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_prompteval.view.digest import CaseCell, Digests
-from pytest_prompteval.view.grid import Row, rows_of
+from pytest_prompteval.view.grid import DECIDED, Row, rows_of
 from pytest_prompteval.view.index import page_numbers
 
 FLIPS_PER_PAGE = 100
@@ -42,21 +42,19 @@ class Flip:
         return self.a.items[0][1] if number is None else number
 
 
-def _decided(cell: CaseCell | None) -> bool:
-    return cell is not None and cell.outcome != "skipped"
-
-
 def flips_of(rows: list[Row]) -> tuple[list[Flip], list[Flip], dict[str, int]]:
-    """Newly failing and newly passing cases, and counts of the rest."""
+    """Newly failing and newly passing cases, and counts of the rest (a case that errored
+    or was skipped in either run did not flip: the infrastructure failed, not the prompt)."""
     worse, better = [], []
-    counts = {"still failing": 0, "still passing": 0, "only in one run": 0}
+    counts = {"still failing": 0, "still passing": 0, "errored or skipped": 0, "in one run": 0}
     for row in rows:
         a, b = row.cells
-        if not (_decided(a) and _decided(b)):
-            counts["only in one run"] += 1
+        if a is None or b is None:
+            counts["in one run"] += 1
             continue
-        assert a is not None and b is not None
-        if a.passing and not b.passing:
+        if a.outcome not in DECIDED or b.outcome not in DECIDED:
+            counts["errored or skipped"] += 1
+        elif a.passing and not b.passing:
             worse.append(Flip(True, row.key, a, b))
         elif b.passing and not a.passing:
             better.append(Flip(False, row.key, a, b))

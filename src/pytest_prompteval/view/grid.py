@@ -27,6 +27,8 @@ SORTS = {
     "spread": "largest score difference first",
 }
 FLAGS = ("failed", "errored", "flipped", "flaky")
+#: outcomes that are the prompt's verdict; an error or a skip is not
+DECIDED = ("passed", "failed")
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,8 @@ class Row:
 
     @property
     def flipped(self) -> bool:
-        """Passing in one run and not in another."""
-        return len({c.passing for c in self.present if c.outcome != "skipped"}) > 1
+        """Passed in one run and failed in another (an error is the infrastructure's)."""
+        return len({c.outcome for c in self.present if c.outcome in DECIDED}) > 1
 
     @property
     def worst(self) -> int:
