@@ -25,6 +25,8 @@ index avoids by reading a file's meta and summary only).
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import subprocess
 import sys
 import tempfile
@@ -124,7 +126,12 @@ def main() -> None:
               f"written in {time.perf_counter() - start:.1f} s")  # fmt: skip
         command = [sys.executable, "-m", "pytest_prompteval.cli", "view", "--no-open",
                    "--results", str(folder)]  # fmt: skip
-        with subprocess.Popen(command, cwd=tmp, stdout=subprocess.PIPE, text=True) as server:
+        # the digests kept between sessions go to the temporary folder, not the user's cache
+        environment = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        popen = functools.partial(
+            subprocess.Popen, command, cwd=tmp, stdout=subprocess.PIPE, text=True, env=environment
+        )
+        with popen() as server:
             try:
                 assert server.stdout is not None
                 url = server.stdout.readline().split()[2].rstrip("/")
@@ -144,6 +151,14 @@ def main() -> None:
                 peak, resident = peak_memory_mb(server.pid)
             finally:
                 server.terminate()
+        with popen() as server:  # a later session: the digests kept are read
+            try:
+                assert server.stdout is not None
+                url = server.stdout.readline().split()[2].rstrip("/")
+                later, _ = timed_get(f"{url}/grid?run={big_a}")
+                later_search, _ = timed_get(f"{url}/grid?run={big_a}&q=word777%20")
+            finally:
+                server.terminate()
         ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
         print(f"first page of runs ({RUNS_PER_PAGE} runs, {size_first // 1000} kB): "
               f"{ms(cold)} cold, {ms(warm)} warm")  # fmt: skip
@@ -159,6 +174,8 @@ def main() -> None:
         )
         print(f"  grid of both big runs, flipped only: {ms(both)} (the second's digest "
               f"streamed); what flipped between them: {ms(flips)}")  # fmt: skip
+        print(f"  in a later session (its digest kept): grid's first page {ms(later)}, "
+              f"a search {ms(later_search)}")  # fmt: skip
         print(f"server's memory: peak {peak:.0f} MB resident, {resident:.0f} MB at the end "
               f"(two {big:.0f} MB results files digested)")  # fmt: skip
         start = time.perf_counter()

@@ -326,3 +326,32 @@ def test_a_run_of_ten_thousand_items_opens_searches_and_flips_in_chromium(
         server.should_exit = True
         thread.join()
         sock.close()
+
+
+def test_a_digest_kept_between_sessions_is_read_instead_of_the_run(tmp_path: Path) -> None:
+    results, kept = tmp_path / "results", tmp_path / "kept"
+    base, _ = _big_session(results, 30, 2)
+    first = RunDigest(base, results / base, results, kept)
+    (search,) = kept.glob("*.search")
+    lines = search.read_bytes().splitlines(keepends=True)
+    search.write_bytes(b"".join([b"only in the kept copy\n", *lines[1:]]))
+    again = RunDigest(base, results / base, results, kept)
+    assert again.cases == first.cases and again.search("only in the kept copy") == {0}
+    assert [again.item(n) for n in range(60)] == load_run(results / base, results).results
+    # a kept digest that does not hold together is built again from the run
+    (digest,) = kept.glob("*.digest")
+    for broken in (
+        digest.read_text().replace('"failed"', '"<b>nonsense</b>"'),
+        digest.read_text().replace('"format": 1', '"format": 99'),
+        "[1, 2]",
+        "{not json",
+    ):
+        digest.write_text(broken)
+        rebuilt = RunDigest(base, results / base, results, kept)
+        assert rebuilt.cases == first.cases and rebuilt.search("only in the kept") == frozenset()
+    search.write_bytes(b"one line too few\n")  # the search text of another run
+    assert RunDigest(base, results / base, results, kept).search("too few") == frozenset()
+    # a run rewritten has a digest of its own
+    (results / base).write_text((results / base).read_text().replace("Answer base 3.1", "New"))
+    assert RunDigest(base, results / base, results, kept).search("new") != frozenset()
+    assert len(list(kept.glob("*.digest"))) == 2

@@ -77,6 +77,8 @@ class ViewConfig:
     min_effect: float = 0.0
     gate_metric: str = "pass_rate"
     token: str = ""
+    #: where runs' digests stay between sessions (``view/digest``); None: in memory only
+    kept: Path | None = None
 
 
 def rubrics_of(templates: dict[str, Any]) -> dict[str, tuple[tuple[str, float], ...]]:
@@ -153,7 +155,7 @@ def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
 
 def build_app(config: ViewConfig) -> Starlette:
     index = Index(config.results)
-    digests = Digests(index)  # a run's cases and where its items are, read once
+    digests = Digests(index, config.kept)  # a run's cases and where its items are
 
     def rubric_of(request: Request) -> str:
         name = request.query_params.get("rubric", config.rubric)

@@ -14,8 +14,10 @@ modification time, so a run rewritten is read again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 import threading
 import weakref
@@ -27,17 +29,24 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.history import check_scores, load_run
-from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, open_bounded
+from pytest_prompteval.core.history import check_scores, load_run, standard_json
+from pytest_prompteval.core.paths import (
+    MAX_RESULTS_BYTES,
+    open_bounded,
+    read_bounded,
+    write_atomically,
+)
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report import figures
-from pytest_prompteval.report.pages import case_rows, scores_of
+from pytest_prompteval.report.pages import ORDER, case_rows, scores_of
 from pytest_prompteval.report.summary import outcome_of
 from pytest_prompteval.view.index import Index
 
 MAX_REASON = 300
 _RESULTS = b'  "results": ['
 KINDS = ("text", "agent", "repo", "code")
+KEPT_FORMAT = 1
+MAX_KEPT = 200  # digests kept between sessions (a 50,000-item run's is about 3 MB)
 
 
 @dataclass(frozen=True)
@@ -209,20 +218,28 @@ class RunDigest:
     """One run's cases, in case order, and its items by number (as ``load_run`` numbers
     them), read back one at a time."""
 
-    def __init__(self, name: str, path: Path, root: Path):
+    def __init__(self, name: str, path: Path, root: Path, kept: Path | None = None):
+        """``kept``: a folder where digests stay between sessions (by the file's path, size
+        and modification time), so a big run is streamed once, not once per session."""
         self.name, self.path, self.root = name, path, root
         self.cases: list[CaseCell] = []
         self.meta: dict[str, Any] = {}
         self.partial = False
         self._offsets = array("q")
         self._loaded: list[ItemResult] | None = None  # a file not laid out line by line
-        self._search: IO[bytes] = self._new_search()
         self._lock = threading.Lock()
         self._found: OrderedDict[str, frozenset[int]] = OrderedDict()
-        try:
-            self._stream()
-        except _NotLaidOut:
-            self._whole()
+        info = os.stat(path)
+        stamp = f"{os.path.realpath(path)}\0{info.st_size}\0{info.st_mtime_ns}"
+        base = None if kept is None else kept / hashlib.sha256(stamp.encode()).hexdigest()
+        if base is None or not self._load(base):
+            self._search: IO[bytes] = self._new_search()
+            try:
+                self._stream()
+            except _NotLaidOut:
+                self._whole()
+            if base is not None and self._loaded is None:
+                self._keep(base)
         self.position = {cell.key: i for i, cell in enumerate(self.cases)}
         self.categories = sorted({c.category for c in self.cases if c.category})
         self.difficulties = sorted({c.difficulty for c in self.cases if c.difficulty})
@@ -292,6 +309,51 @@ class RunDigest:
         for key in sorted(groups):
             self._add(groups[key])
 
+    def _keep(self, base: Path) -> None:
+        """Write the digest beside others kept (each file whole, or not at all)."""
+        try:
+            base.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(dir=base.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as copy:
+                self._search.flush()
+                self._search.seek(0)
+                shutil.copyfileobj(self._search, copy)
+            os.replace(tmp, base.with_suffix(".search"))
+            cases = [
+                [sorted(v) if isinstance(v, frozenset) else v for v in vars(c).values()]
+                for c in self.cases
+            ]
+            document = {
+                "format": KEPT_FORMAT, "source": str(self.path), "meta": self.meta,
+                "partial": self.partial, "offsets": self._offsets.tolist(), "cases": cases,
+            }  # fmt: skip
+            write_atomically(base.with_suffix(".digest"), standard_json(document))
+            _prune(base.parent)
+        except OSError:
+            pass  # a cache: the next session streams the run again
+
+    def _load(self, base: Path) -> bool:
+        """The kept digest at ``base``; False (and nothing changed) when there is none or
+        it is not one this version wrote whole."""
+        try:
+            data = json.loads(
+                read_bounded(base.with_suffix(".digest"), MAX_RESULTS_BYTES, base.parent)
+            )
+            if data["format"] != KEPT_FORMAT or data["source"] != str(self.path):
+                return False
+            cases = [_kept_cell(row) for row in data["cases"]]
+            offsets = array("q", data["offsets"])
+            search = open_bounded(base.with_suffix(".search"), MAX_RESULTS_BYTES, base.parent)
+        except (OSError, ValueError, TypeError, KeyError, OverflowError, PromptevalError):
+            return False
+        if sum(1 for _ in search) != len(cases) or not isinstance(data["meta"], dict):
+            search.close()
+            return False
+        weakref.finalize(self, search.close)
+        self.cases, self._offsets, self._search = cases, offsets, search
+        self.meta, self.partial = data["meta"], bool(data["partial"])
+        return True
+
     def _new_search(self) -> IO[bytes]:
         """An anonymous file, closed when the digest is dropped (and gone, even on a kill)."""
         if hasattr(self, "_search"):
@@ -335,11 +397,38 @@ class RunDigest:
         return found
 
 
+def _kept_cell(row: Any) -> CaseCell:
+    """A kept case, its fields checked as a results file's would be."""
+    key, file, case_id, outcome, kn, score, flaky, min_pass, category, difficulty = row[:10]
+    markers, kind, items, shown, reason = row[10:]
+    texts = (key, file, case_id, kn, min_pass, category, difficulty, reason, *markers)
+    if not all(isinstance(t, str) for t in texts) or outcome not in ORDER or kind not in KINDS:
+        raise ValueError("not a kept case")
+    if score is not None and not (isinstance(score, int | float) and 0 <= score <= 1):
+        raise ValueError("not a kept case")
+    pairs = tuple((int(s), int(n)) for s, n in items)
+    if not pairs or int(shown) not in {n for _, n in pairs}:
+        raise ValueError("not a kept case")
+    return CaseCell(
+        key, file, case_id, outcome, kn, score, bool(flaky), min_pass, category, difficulty,
+        frozenset(markers), kind, pairs, int(shown), reason,
+    )  # fmt: skip
+
+
+def _prune(folder: Path) -> None:
+    """The ``MAX_KEPT`` digests used last are kept, the others removed."""
+    kept = sorted(folder.glob("*.digest"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in kept[MAX_KEPT:]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".search").unlink(missing_ok=True)
+
+
 class Digests:
     """Each run's digest, built on first use, the most recently used kept."""
 
-    def __init__(self, index: Index, cached: int = 16):
+    def __init__(self, index: Index, kept: Path | None = None, cached: int = 16):
         self.index = index
+        self.kept = kept
         self._cached = cached
         self._lock = threading.Lock()
         self._digests: OrderedDict[tuple[str, int, int], RunDigest] = OrderedDict()
@@ -355,7 +444,7 @@ class Digests:
             if key in self._digests:
                 self._digests.move_to_end(key)
                 return self._digests[key]
-        digest = RunDigest(name, path, self.index.directory)
+        digest = RunDigest(name, path, self.index.directory, self.kept)
         with self._lock:
             self._digests[key] = digest
             while len(self._digests) > self._cached:
