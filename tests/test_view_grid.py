@@ -355,3 +355,49 @@ def test_a_digest_kept_between_sessions_is_read_instead_of_the_run(tmp_path: Pat
     (results / base).write_text((results / base).read_text().replace("Answer base 3.1", "New"))
     assert RunDigest(base, results / base, results, kept).search("new") != frozenset()
     assert len(list(kept.glob("*.digest"))) == 2
+
+
+def test_the_runs_page_reads_a_big_runs_figures_from_the_ends_of_its_file(
+    tmp_path: Path,
+) -> None:
+    _, candidate = _big_session(tmp_path, 300, 3)
+    assert (tmp_path / candidate).stat().st_size > 1 << 18  # more than its ends are read
+    run = load_run(tmp_path / candidate, tmp_path)
+    lines = (tmp_path / candidate).read_text().splitlines(keepends=True)
+    lines[len(lines) // 2] = "not parsed" + "\n"  # the middle of the file is never read
+    (tmp_path / candidate).write_text("".join(lines))
+    entry = Index(tmp_path).entry(candidate)
+    assert (entry.items, entry.partial, entry.version) == (900, False, "candidate")
+    assert (entry.passed, entry.failed, entry.errored) == (
+        run.summary["passed"], run.summary["failed"], run.summary["errored"],
+    )  # fmt: skip
+    assert entry.errored == 9
+
+
+def test_the_newest_sessions_runs_are_digested_in_the_background_once(tmp_path: Path) -> None:
+    import threading
+
+    results, kept = tmp_path / "results", tmp_path / "kept"
+    older = RunHistory(results, {"old": {}})
+    older.add(_result("old", "loop_001", True, "ok"))
+    (written,) = older.finalize({}, partial=False)
+    written.rename(results / "20200101_000000_old.json")  # a session before
+    base, _ = _big_session(results, 400, 2)
+    digests = Digests(Index(results), kept)
+    digests.warm().join()
+    assert len(list(kept.glob("*.digest"))) == 2  # base and candidate, not the older run
+    # two pages asking for a run not digested yet: it is built once, the second waits
+    fresh = Digests(Index(results))
+    start = threading.Barrier(2)
+    got: list[RunDigest] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(fresh.get(base))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got[0] is got[1]

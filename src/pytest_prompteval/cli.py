@@ -450,6 +450,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         min_effect=settings.min_effect,
         gate_metric=settings.gate_metric,
         kept=user_cache_dir() / "view",
+        warm=True,
     )
     try:
         serve(config, args.port, open_browser=not args.no_open)

@@ -79,6 +79,8 @@ class ViewConfig:
     token: str = ""
     #: where runs' digests stay between sessions (``view/digest``); None: in memory only
     kept: Path | None = None
+    #: digest the newest session's runs in the background when the app starts
+    warm: bool = False
 
 
 def rubrics_of(templates: dict[str, Any]) -> dict[str, tuple[tuple[str, float], ...]]:
@@ -156,6 +158,8 @@ def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
 def build_app(config: ViewConfig) -> Starlette:
     index = Index(config.results)
     digests = Digests(index, config.kept)  # a run's cases and where its items are
+    if config.warm:
+        digests.warm()
 
     def rubric_of(request: Request) -> str:
         name = request.query_params.get("rubric", config.rubric)

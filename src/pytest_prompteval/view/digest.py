@@ -14,6 +14,7 @@ modification time, so a run rewritten is read again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -432,6 +433,8 @@ class Digests:
         self._cached = cached
         self._lock = threading.Lock()
         self._digests: OrderedDict[tuple[str, int, int], RunDigest] = OrderedDict()
+        #: a lock per digest being built: a second request for it waits instead of building
+        self._building: dict[tuple[str, int, int], threading.Lock] = {}
 
     def get(self, name: str) -> RunDigest:
         path = self.index.path(name)
@@ -444,12 +447,36 @@ class Digests:
             if key in self._digests:
                 self._digests.move_to_end(key)
                 return self._digests[key]
-        digest = RunDigest(name, path, self.index.directory, self.kept)
-        with self._lock:
-            self._digests[key] = digest
-            while len(self._digests) > self._cached:
-                self._digests.popitem(last=False)
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                if key in self._digests:
+                    return self._digests[key]
+            try:
+                digest = RunDigest(name, path, self.index.directory, self.kept)
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                self._digests[key] = digest
+                while len(self._digests) > self._cached:
+                    self._digests.popitem(last=False)
         return digest
+
+    def warm(self) -> threading.Thread:
+        """Digest the newest session's runs in the background (what is opened first after a
+        run), so their grid opens without waiting; a run that cannot be read is left to
+        the page that asks for it."""
+
+        def work() -> None:
+            names = self.index.names()
+            for name in names[:1] + self.index.siblings(names[0]) if names else []:
+                with contextlib.suppress(PromptevalError, OSError):
+                    self.get(name)
+
+        thread = threading.Thread(target=work, name="prompteval-view-warm", daemon=True)
+        thread.start()
+        return thread
 
     def item_beside(self, name: str, cell_key: str, sample: int) -> ItemResult | None:
         """The same case's same sample in the run ``name``, if it has one."""
