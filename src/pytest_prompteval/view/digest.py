@@ -408,7 +408,7 @@ def _kept_cell(row: Any) -> CaseCell:
     if score is not None and not (isinstance(score, int | float) and 0 <= score <= 1):
         raise ValueError("not a kept case")
     pairs = tuple((int(s), int(n)) for s, n in items)
-    if not pairs or int(shown) not in {n for _, n in pairs}:
+    if not any(n == shown for _, n in pairs):
         raise ValueError("not a kept case")
     return CaseCell(
         key, file, case_id, outcome, kn, score, bool(flaky), min_pass, category, difficulty,
