@@ -152,6 +152,8 @@ def main() -> None:
                 both, _ = timed_get(f"{grid}&run={big_b}&flipped=1")
                 flips, _ = timed_get(f"{url}/flips?a={big_a}&b={big_b}")
                 peak, resident = peak_memory_mb(server.pid)
+                big_run_page, _ = timed_get(f"{url}/run/{big_a}")
+                peak_after, _ = peak_memory_mb(server.pid)
             finally:
                 server.terminate()
         with popen() as server:  # a later session: the digests kept are read
@@ -178,6 +180,8 @@ def main() -> None:
         )
         print(f"  grid of both big runs, flipped only: {ms(both)} (the second's digest "
               f"streamed); what flipped between them: {ms(flips)}")  # fmt: skip
+        print(f"  the big run's own page (summary tables and cases, its items read whole): "
+              f"{ms(big_run_page)}, the server's peak memory then {peak_after:.0f} MB")  # fmt: skip
         print(f"  in a later session (its digest kept): grid's first page {ms(later)}, "
               f"a search {ms(later_search)}")  # fmt: skip
         print(f"server's memory: peak {peak:.0f} MB resident, {resident:.0f} MB at the end "
