@@ -454,6 +454,8 @@ class Digests:
                     return self._digests[key]
             try:
                 digest = RunDigest(name, path, self.index.directory, self.kept)
+            except OSError as exc:  # removed or unreadable since it was listed
+                raise PromptevalError(f"cannot read run {name!r}: {exc.strerror}") from None
             finally:
                 with self._lock:
                     self._building.pop(key, None)
