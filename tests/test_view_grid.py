@@ -184,6 +184,9 @@ def test_a_journal_in_arrival_order_is_grouped_by_case(tmp_path: Path) -> None:
     assert [c.case_id for c in digest.cases] == ["a", "b"] and digest.partial
     assert [c.items for c in digest.cases] == [((0, 1), (1, 3)), ((0, 0), (1, 2))]
     assert digest.item(3).response == "answer 3" and digest.version == "v9"
+    # a journal grows while its run goes: its digest is not kept between sessions
+    RunDigest(journal.name, journal, tmp_path, tmp_path / "kept")
+    assert not (tmp_path / "kept").exists()
     # a bad line that is not the last is a corrupt file, named with its line
     journal.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n")
     with pytest.raises(PromptevalError, match="corrupt result line") as error:

@@ -220,8 +220,9 @@ class RunDigest:
     them), read back one at a time."""
 
     def __init__(self, name: str, path: Path, root: Path, kept: Path | None = None):
-        """``kept``: a folder where digests stay between sessions (by the file's path, size
-        and modification time), so a big run is streamed once, not once per session."""
+        """``kept``: a folder where finished runs' digests stay between sessions (by the
+        file's path, size and modification time), so a big run is streamed once, not once
+        per session."""
         self.name, self.path, self.root = name, path, root
         self.cases: list[CaseCell] = []
         self.meta: dict[str, Any] = {}
@@ -232,7 +233,9 @@ class RunDigest:
         self._found: OrderedDict[str, frozenset[int]] = OrderedDict()
         info = os.stat(path)
         stamp = f"{os.path.realpath(path)}\0{info.st_size}\0{info.st_mtime_ns}"
-        base = None if kept is None else kept / hashlib.sha256(stamp.encode()).hexdigest()
+        # a journal grows while its run goes: kept, it would be a new digest every look
+        keep = kept is not None and path.suffix == ".json"
+        base = kept / hashlib.sha256(stamp.encode()).hexdigest() if keep and kept else None
         if base is None or not self._load(base):
             self._search: IO[bytes] = self._new_search()
             try:
