@@ -404,3 +404,13 @@ def test_the_newest_sessions_runs_are_digested_in_the_background_once(tmp_path: 
     for thread in threads:
         thread.join()
     assert got[0] is got[1]
+
+
+def test_an_item_is_read_from_its_runs_digest_and_a_missing_one_is_a_404(served: Served) -> None:
+    v1 = _run_name(served.results, "v1")
+    status, page = served.get(f"/run/{v1}/item/1")
+    assert status == 200 and "The loop is unrolled." in page
+    status, page = served.get(f"/run/{v1}/item/3")
+    assert status == 404 and f"no item 3 in {v1}" in page
+    status, page = served.get("/flips?a=&b=" + v1)
+    assert status == 404 and "no run named" in page
