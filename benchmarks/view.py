@@ -1,15 +1,24 @@
-"""``prompteval view`` over a large history: time to the first page, and to a run's pages.
+"""``prompteval view`` over a large history: time to the first page, to a run's pages, and
+to the grid, a search and the flips of a run of 50,000 items.
 
-    python benchmarks/view.py [--runs 200] [--items 1000]
+    python benchmarks/view.py [--runs 200] [--items 1000] [--cases 10000] [--samples 5]
 
-Writes a generated history of RUNS runs (versions v0-v3 in turn) of ITEMS items each, with
-the writer the plugin uses (``core/history``), into a temporary folder; serves it on
-127.0.0.1 as ``prompteval view`` does; and times, over real HTTP:
+Writes a generated history of RUNS runs (versions v0-v3 in turn) of ITEMS items each, then
+one session of two versions (big-a, big-b) of CASES cases x SAMPLES samples, with the writer
+the plugin uses (``core/history``), into a temporary folder; serves it with
+``prompteval view`` in its own process (so its memory is the server's alone); and times,
+over real HTTP:
 
 - the first page of runs, cold (a fresh server: every run on the page read from disk), then
   warm (cached by name, size and modification time);
 - a run's page (its 1,000 items parsed, summarized and the first page of cases rendered),
-  and an item's page of that run (the run cached).
+  and an item's page of that run (the run cached);
+- the grid of the big run: its first page in a first session (the server streams the
+  newest session's digests in the background from its start; the page waits for its own),
+  again, a search over its case ids and answers (a term not searched before), a filtered
+  page; an item's page of it; the grid of both big runs; the cases that flipped between them;
+- the grid's first page and a search in a later session (the digests kept are read);
+- the server's peak resident memory (VmHWM) at the end.
 
 For scale, it also prints what reading the first page's runs whole would cost (what the
 index avoids by reading a file's meta and summary only).
@@ -18,21 +27,22 @@ index avoids by reading a file's meta and summary only).
 from __future__ import annotations
 
 import argparse
+import functools
+import os
+import subprocess
+import sys
 import tempfile
-import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
-
-import uvicorn
 
 from pytest_prompteval.core.history import RunHistory, load_run
 from pytest_prompteval.core.result import CheckResult, ItemResult, JudgeResult
 from pytest_prompteval.report.summary import summarize
-from pytest_prompteval.view.app import RUNS_PER_PAGE, ViewConfig, build_app
+from pytest_prompteval.view.app import RUNS_PER_PAGE
+from pytest_prompteval.view.digest import RunDigest
 from pytest_prompteval.view.index import Index
-from pytest_prompteval.view.serve import listen
-from pytest_prompteval.workflows.review import SEED_DIMENSIONS
 
 
 def generate(folder: Path, runs: int, items: int) -> None:
@@ -56,6 +66,42 @@ def generate(folder: Path, runs: int, items: int) -> None:
         history.finalize({version: summarize(results, [version])[0].to_json()}, partial=False)
 
 
+def generate_big(folder: Path, cases: int, samples: int) -> list[str]:
+    """One session of two versions; about one case in ten fails in each, differently."""
+    versions = ("big-a", "big-b")
+    history = RunHistory(folder, {v: {} for v in versions})
+    for number, version in enumerate(versions):
+        results = []
+        for i in range(cases):
+            for sample in range(samples):
+                passed = (i * 7 + number * 3 + sample // 4) % 10 != 0
+                result = ItemResult(
+                    case_id=f"case_{i:05d}", file=f"cases/file_{i % 50}.yaml", prompt=version,
+                    sample=sample, samples=samples, category=f"cat{i % 8}",
+                    difficulty=("easy", "medium", "hard")[i % 3], min_pass=3,
+                    outcome="passed" if passed else "failed", passed=passed,
+                    score=0.9 if passed else 0.3, cost_usd=0.0004, latency_ms=800.0,
+                    response=f"Answer {i}.{sample} ({version}): the loop over word{i} "
+                    "is unrolled and vectorized. " * 3,
+                    judge=JudgeResult(0.8, {"correctness": 0.8}, "fine", [], 0, "j", "t"),
+                    assertions=[CheckResult("contains", passed, float(passed), 1.0, "loop")],
+                )  # fmt: skip
+                history.add(result)
+                results.append(result)
+    summaries = {
+        v: summarize([r for r, _ in history.results[v]], [v])[0].to_json() for v in versions
+    }
+    return [p.name for p in history.finalize(summaries, partial=False)]
+
+
+def peak_memory_mb(pid: int) -> tuple[float, float]:
+    """The process's peak and current resident memory, in MB (Linux)."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmHWM"].split()[0]) / 1024, int(fields["VmRSS"].split()[0]) / 1024
+
+
 def timed_get(url: str) -> tuple[float, int]:
     start = time.perf_counter()
     with urllib.request.urlopen(url) as answer:
@@ -67,39 +113,89 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "results"
         start = time.perf_counter()
         generate(folder, args.runs, args.items)
+        big_a, big_b = generate_big(folder, args.cases, args.samples)
         size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-        print(f"history: {args.runs} runs x {args.items} items, {size:.0f} MB, "
+        big = (folder / big_a).stat().st_size / 1e6
+        items = args.cases * args.samples
+        print(f"history: {args.runs} runs x {args.items} items and 2 runs x {items} items "
+              f"({big:.0f} MB each), {size:.0f} MB, "
               f"written in {time.perf_counter() - start:.1f} s")  # fmt: skip
-        config = ViewConfig(folder, None, {"seed": SEED_DIMENSIONS}, token="benchmark")
-        sock = listen()
-        server = uvicorn.Server(uvicorn.Config(build_app(config), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        try:
-            cold, size_first = timed_get(url + "/")
-            warm, _ = timed_get(url + "/")
-            newest = Index(folder).names()[0]
-            run_page, _ = timed_get(f"{url}/run/{newest}")
-            item_page, _ = timed_get(f"{url}/run/{newest}/item/{args.items // 2}")
-        finally:
-            server.should_exit = True
-            thread.join()
+        command = [sys.executable, "-m", "pytest_prompteval.cli", "view", "--no-open",
+                   "--results", str(folder)]  # fmt: skip
+        # the digests kept between sessions go to the temporary folder, not the user's cache
+        environment = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        popen = functools.partial(
+            subprocess.Popen, command, cwd=tmp, stdout=subprocess.PIPE, text=True, env=environment
+        )
+        with popen() as server:
+            try:
+                assert server.stdout is not None
+                url = server.stdout.readline().split()[2].rstrip("/")
+                cold, size_first = timed_get(url + "/")
+                warm, _ = timed_get(url + "/")
+                small = Index(folder).names("v0")[0]
+                run_page, _ = timed_get(f"{url}/run/{small}")
+                item_page, _ = timed_get(f"{url}/run/{small}/item/{args.items // 2}")
+                grid = f"{url}/grid?run={big_a}"
+                grid_cold, _ = timed_get(grid)
+                grid_warm, _ = timed_get(grid)
+                search, _size_search = timed_get(grid + "&q=" + urllib.parse.quote("word4242 "))
+                filtered, _ = timed_get(grid + "&failed=1&category=cat3&sort=score&page=3")
+                big_item, _ = timed_get(f"{url}/run/{big_a}/item/{items // 2}?vs={big_b}")
+                both, _ = timed_get(f"{grid}&run={big_b}&flipped=1")
+                flips, _ = timed_get(f"{url}/flips?a={big_a}&b={big_b}")
+                peak, resident = peak_memory_mb(server.pid)
+                big_run_page, _ = timed_get(f"{url}/run/{big_a}")
+                peak_after, _ = peak_memory_mb(server.pid)
+            finally:
+                server.terminate()
+        with popen() as server:  # a later session: the digests kept are read
+            try:
+                assert server.stdout is not None
+                url = server.stdout.readline().split()[2].rstrip("/")
+                later, _ = timed_get(f"{url}/grid?run={big_a}")
+                later_search, _ = timed_get(f"{url}/grid?run={big_a}&q=word777%20")
+            finally:
+                server.terminate()
+        ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
         print(f"first page of runs ({RUNS_PER_PAGE} runs, {size_first // 1000} kB): "
-              f"{cold * 1000:.0f} ms cold, {warm * 1000:.0f} ms warm")  # fmt: skip
-        print(f"a run's page ({args.items} items): {run_page * 1000:.0f} ms; "
-              f"an item's page: {item_page * 1000:.0f} ms")  # fmt: skip
+              f"{ms(cold)} cold, {ms(warm)} warm")  # fmt: skip
+        print(f"a run's page ({args.items} items): {ms(run_page)}; an item's page: "
+              f"{ms(item_page)}")  # fmt: skip
+        print(
+            f"grid of a run of {items} items ({args.cases} cases x {args.samples} samples), "
+            f"first page: {ms(grid_cold)} in a first session (the newest session's digests "
+            f"streamed in the background from the start), {ms(grid_warm)} again"
+        )
+        print(
+            f"  a search over its case ids and answers: {ms(search)}; a filtered, sorted "
+            f"page: {ms(filtered)}; an item's page beside the other run: {ms(big_item)}"
+        )
+        print(f"  grid of both big runs, flipped only: {ms(both)} (the second's digest "
+              f"streamed); what flipped between them: {ms(flips)}")  # fmt: skip
+        print(f"  the big run's own page (summary tables and cases, its items read whole): "
+              f"{ms(big_run_page)}, the server's peak memory then {peak_after:.0f} MB")  # fmt: skip
+        print(f"  in a later session (its digest kept): grid's first page {ms(later)}, "
+              f"a search {ms(later_search)}")  # fmt: skip
+        print(f"server's memory: peak {peak:.0f} MB resident, {resident:.0f} MB at the end "
+              f"(two {big:.0f} MB results files digested)")  # fmt: skip
+        start = time.perf_counter()
+        RunDigest(big_a, folder / big_a, folder)
+        print(f"for scale: streaming the big run's digest alone, in this process: "
+              f"{ms(time.perf_counter() - start)}")  # fmt: skip
         start = time.perf_counter()
         for name in Index(folder).names()[:RUNS_PER_PAGE]:
             load_run(folder / name, folder)
         whole = time.perf_counter() - start
         print(f"for scale: reading the first page's {RUNS_PER_PAGE} runs whole: "
-              f"{whole * 1000:.0f} ms")  # fmt: skip
+              f"{ms(whole)}")  # fmt: skip
 
 
 if __name__ == "__main__":

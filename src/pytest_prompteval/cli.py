@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
-from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
+from pytest_prompteval.core.paths import check_name, output_inside, user_cache_dir, write_atomically
 from pytest_prompteval.core.safetext import SafeStream, safe_json, safe_line, safe_text
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
@@ -491,6 +491,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         rubric=args.rubric or "seed",
         min_effect=settings.min_effect,
         gate_metric=settings.gate_metric,
+        kept=user_cache_dir() / "view",
+        warm=True,
     )
     try:
         serve(config, args.port, open_browser=not args.no_open)

@@ -210,7 +210,7 @@ def load_run(path: Path, root: Path | None = None) -> StoredRun:
                 if number == len(lines):  # a line cut short by the kill
                     break
                 raise PromptevalError("corrupt result line", path, number) from None
-            _check_scores(result, path, "result", number)
+            check_scores(result, path, "result", number)
             results.append(result)
         return StoredRun(path, header, results, True, {})
     try:
@@ -222,11 +222,11 @@ def load_run(path: Path, root: Path | None = None) -> StoredRun:
     except (ValueError, KeyError, TypeError) as exc:
         raise PromptevalError(f"not a results file ({type(exc).__name__}: {exc})", path) from None
     for index, result in enumerate(results):
-        _check_scores(result, path, f"results[{index}]")
+        check_scores(result, path, f"results[{index}]")
     return run
 
 
-def _check_scores(result: ItemResult, path: Path, where: str, line: int | None = None) -> None:
+def check_scores(result: ItemResult, path: Path, where: str, line: int | None = None) -> None:
     """A score outside [0, 1] (JSON's NaN and Infinity parse) would poison every figure the
     results feed: the file is refused, naming the item."""
     for name in ("score", "automatic_score", "judge_score"):

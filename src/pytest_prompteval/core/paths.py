@@ -18,7 +18,7 @@ import secrets
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from pytest_prompteval.core.errors import PromptevalError, display
 
@@ -71,10 +71,10 @@ def check_inside(root: Path, path: Path) -> Path:
     return path
 
 
-def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = None) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; devices, FIFOs, directories
-    and larger files are errors naming the path. ``root``: the folder the file must lie in,
-    after its symlinks (a link leading out of it is an error, not followed)."""
+def open_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = None) -> BinaryIO:
+    """A regular file of at most ``limit`` bytes, open for reading (to stream it); devices,
+    FIFOs, directories and larger files are errors naming the path. ``root``: the folder the
+    file must lie in, after its symlinks (a link leading out of it is an error, not followed)."""
     # O_NONBLOCK: opening a FIFO must not wait for a writer
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (_NOFOLLOW if root is not None else 0)
     try:
@@ -87,15 +87,22 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = No
             raise PromptevalError("not a regular file", path)
         if info.st_size > limit:
             raise PromptevalError(f"file too large: {info.st_size} bytes (limit {limit})", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(path: Path, limit: int = MAX_FILE_BYTES, root: Path | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (``open_bounded``'s checks)."""
+    with open_bounded(path, limit, root) as file:
         chunks, size = [], 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+        while chunk := file.read(min(1 << 20, limit + 1 - size)):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:  # it grew while we read it
                 raise PromptevalError(f"file too large: more than {limit} bytes", path)
         return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _open_inside(path: Path, root: Path | None, flags: int) -> int:

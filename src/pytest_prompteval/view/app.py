@@ -37,7 +37,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.history import StoredRun
 from pytest_prompteval.core.paths import resolve_inside
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.providers.recording_file import UnreadableRecording
@@ -46,6 +45,8 @@ from pytest_prompteval.report import pages
 from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.report.terminal import comparison_block, notes_block, tables
+from pytest_prompteval.view import flips, grid
+from pytest_prompteval.view.digest import Digests
 from pytest_prompteval.view.index import Index, page_numbers
 from pytest_prompteval.workflows import calibrate
 from pytest_prompteval.workflows.review import (
@@ -78,6 +79,10 @@ class ViewConfig:
     min_effect: float = 0.0
     gate_metric: str = "pass_rate"
     token: str = ""
+    #: where runs' digests stay between sessions (``view/digest``); None: in memory only
+    kept: Path | None = None
+    #: digest the newest session's runs in the background when the app starts
+    warm: bool = False
 
 
 def rubrics_of(templates: dict[str, Any]) -> dict[str, tuple[tuple[str, float], ...]]:
@@ -110,12 +115,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-def _item(run: StoredRun, number: int) -> ItemResult:
-    if not 0 <= number < len(run.results):
-        raise NotFound(f"no item {number} in {run.path.name}")
-    return run.results[number]
 
 
 def _matches(result: ItemResult, marker: str) -> bool:
@@ -162,6 +161,9 @@ def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
 
 def build_app(config: ViewConfig) -> Starlette:
     index = Index(config.results)
+    digests = Digests(index, config.kept)  # a run's cases and where its items are
+    if config.warm:
+        digests.warm()
 
     def rubric_of(request: Request) -> str:
         name = request.query_params.get("rubric", config.rubric)
@@ -209,13 +211,13 @@ def build_app(config: ViewConfig) -> Starlette:
 
     def item_page(request: Request) -> Response:
         name = request.path_params["name"]
-        run = index.run(name)
+        digest = digests.get(name)
         number = request.path_params["number"]
-        result = _item(run, number)
+        result = digest.item(number)
         rubric = rubric_of(request)
         reviewer = request.query_params.get("reviewer", "")[:MAX_REVIEWER]
         key = (result.file, result.case_id, result.sample)
-        reviews = [r for k, r in load_reviews(run.path).items() if k[:3] == key]
+        reviews = [r for k, r in load_reviews(digest.path).items() if k[:3] == key]
         mine = next((r for r in reviews if (r.get("reviewer") or "") == reviewer), None)
         recording, recording_error = None, ""
         if result.recording and config.recordings is not None:
@@ -226,12 +228,11 @@ def build_app(config: ViewConfig) -> Starlette:
         vs_name = request.query_params.get("vs", "")
         vs = None
         if vs_name:
-            other = index.run(vs_name)
-            vs = next((r for r in other.results if (r.file, r.case_id, r.sample) == key), None)
+            vs = digests.item_beside(vs_name, f"{result.file}::{result.case_id}", result.sample)
         return _render(
             "case.html", request, config,
             title=f"{result.case_id} [{result.prompt}]", name=name, number=number, r=result,
-            count=len(run.results), rubric=rubric, rubrics=sorted(config.rubrics),
+            count=digest.items, rubric=rubric, rubrics=sorted(config.rubrics),
             dimensions=config.rubrics[rubric], reviews=reviews, mine=mine, reviewer=reviewer,
             recording=request_of(recording.request, result.trajectory is not None)
             if recording
@@ -269,6 +270,17 @@ def build_app(config: ViewConfig) -> Starlette:
             improvements=changed(comparison.improvements),
         )  # fmt: skip
 
+    def grid_page(request: Request) -> Response:
+        names = request.query_params.getlist("run")
+        shown = grid.grid(index, digests, names, grid.Query.of(request.query_params))
+        return _render("grid.html", request, config, title="Grid", named=bool(names), **shown)
+
+    def flips_page(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        shown = flips.flips(digests, a, b, _int(request, "page", 1))
+        title = f"{shown['a'].version} → {shown['b'].version}: what flipped"
+        return _render("flips.html", request, config, title=title, **shown)
+
     def calibration_page(request: Request) -> Response:
         return _render(
             "calibration.html", request, config,
@@ -294,8 +306,8 @@ def build_app(config: ViewConfig) -> Starlette:
         except ValueError:
             return JSONResponse({"error": "expected a JSON body"}, 400)
         name = request.path_params["name"]
-        run = index.run(name)
-        result = _item(run, request.path_params["number"])
+        digest = digests.get(name)
+        result = digest.item(request.path_params["number"])
         problem = _check_rating(body, config)
         if problem:
             return JSONResponse({"error": problem}, 400)
@@ -307,7 +319,7 @@ def build_app(config: ViewConfig) -> Starlette:
             config.rubrics[body["rubric"]],
         )
         entry["rubric"] = body["rubric"]
-        save_review(run.path, entry)
+        save_review(digest.path, entry)
         return JSONResponse({"human_score": entry["human_score"]})
 
     def favicon(request: Request) -> Response:
@@ -315,7 +327,7 @@ def build_app(config: ViewConfig) -> Starlette:
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in pages.STATIC_FILES:
+        if name not in (*pages.STATIC_FILES, *grid.STATIC):
             raise NotFound(f"no file {name!r}")
         kind = {"css": "text/css", "js": "text/javascript", "svg": SVG}[name.rsplit(".", 1)[1]]
         return Response(pages.static_text(name), media_type=kind, headers=_HEADERS)
@@ -350,6 +362,8 @@ def build_app(config: ViewConfig) -> Starlette:
         Route("/run/{name}/item/{number:int}", guarded(item_page)),
         Route("/run/{name}/item/{number:int}/review", guarded(save_rating), methods=["POST"]),
         Route("/compare", guarded(compare_page)),
+        Route("/grid", guarded(grid_page)),
+        Route("/flips", guarded(flips_page)),
         Route("/calibration", guarded(calibration_page)),
         Route("/recording/{name}", guarded(recording_page)),
         Route("/static/{name}", guarded(static)),

@@ -24,11 +24,14 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RUN_FILE as RUN_NAME
 from pytest_prompteval.core.history import StoredRun, load_run
 from pytest_prompteval.core.history import is_run_file as is_run_name
-from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, read_bounded, resolve_inside
+from pytest_prompteval.core.paths import MAX_RESULTS_BYTES, open_bounded, resolve_inside
 from pytest_prompteval.report.summary import summarize
 
 _RESULTS = b'\n  "results": ['
 _SUMMARY = b'\n  "summary": '
+_CHUNK = 1 << 16
+#: the most of a file's head or tail read to find its meta or summary
+_MAX_END = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,29 @@ def _entry(name: str, meta: dict[str, Any], summary: dict[str, Any], partial: bo
         cost_usd=float(summary.get("cost_usd") or 0) + float(summary.get("judge_cost_usd") or 0),
         partial=partial,
     )
+
+
+def _ends(path: Path, root: Path) -> bytes:
+    """A run file's head up to its results and its tail from its summary, without reading
+    the results between (a run of 50,000 items is tens of megabytes); b"" when they are not
+    within ``_MAX_END`` of either end."""
+    with open_bounded(path, MAX_RESULTS_BYTES, root) as file:
+        size = os.fstat(file.fileno()).st_size
+        if size <= 4 * _CHUNK:
+            return file.read()
+        head = file.read(_CHUNK)
+        while _RESULTS not in head and len(head) < _MAX_END:
+            more = file.read(_CHUNK)
+            if not more:
+                return b""
+            head += more
+        start = size
+        tail = b""
+        while _SUMMARY not in tail and size - start < _MAX_END and start > len(head):
+            start = max(len(head), start - 4 * _CHUNK)
+            file.seek(start)
+            tail = file.read(size - start)
+        return head + tail if _RESULTS in head and _SUMMARY in tail else b""
 
 
 def _head_and_tail(data: bytes) -> tuple[dict[str, Any], bool, dict[str, Any]] | None:
@@ -153,7 +179,7 @@ class Index:
 
     def _read_entry(self, name: str, path: Path) -> RunEntry:
         if path.suffix == ".json":
-            found = _head_and_tail(read_bounded(path, MAX_RESULTS_BYTES, self.directory))
+            found = _head_and_tail(_ends(path, self.directory))
             if found is not None:
                 return _entry(name, found[0], found[2], found[1])
         run = self.run(name)
