@@ -196,12 +196,6 @@ class Engine:
         store.budget = self.budget
         store.trusted = self.trusted
         store.strict = self.settings.exit == "gates"
-        why = provider.unavailable
-        if store.mode != "none" and why is not None:  # before anything is paid for
-            raise SettingError(
-                f"{option}={spec}: {why}: nothing can be recorded "
-                f"(--prompteval-record={store.mode}); replay only with --prompteval-record=none"
-            )
         return store
 
     def warm(self) -> None:
