@@ -19,7 +19,13 @@ from pytest_prompteval.core.modelids import canonical_model
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.testing import AnthropicServer, platform_request, route
+from pytest_prompteval.testing import (
+    AnthropicServer,
+    judge_verdict,
+    platform_request,
+    route,
+    tool_use,
+)
 
 from .conftest import item_results
 
@@ -282,6 +288,28 @@ def test_bedrock_with_a_bearer_token(
     reprec.assertoutcome(passed=2)
     assert server.requests[0].headers["authorization"] == f"Bearer {BEARER}"
     assert_no_credentials(written(project.path))
+
+
+def test_the_judge_on_bedrock_is_priced_as_its_model(
+    project: pytest.Pytester, server: AnthropicServer, clean_env: pytest.MonkeyPatch
+) -> None:
+    bedrock_env(clean_env)
+    server.responder = lambda r: tool_use(r, judge_verdict(r)) if r.get("tools") else answer(r)
+    judge = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    reprec = project.inline_run(
+        "--prompt=v",
+        "--prompteval-provider=bedrock",
+        "--prompteval-judge-provider=bedrock",
+        f"--prompteval-model={BEDROCK_MODEL}",
+        f"--prompteval-reviewer-model={judge}",
+        "--prompteval-scorer=claude",
+    )
+    reprec.assertoutcome(passed=2)
+    assert sorted(r.path for r in server.requests) == sorted(
+        [f"/model/{BEDROCK_MODEL}/invoke"] * 2 + [f"/model/{judge}/invoke"] * 2
+    )
+    results = item_results(reprec)
+    assert all(r["judge_cost_usd"] > 0 and r["score"] == 1.0 for r in results)
 
 
 # -- what a platform lacks, said once --------------------------------------------------------
