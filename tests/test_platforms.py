@@ -21,6 +21,7 @@ from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.testing import (
     AnthropicServer,
+    Fault,
     judge_verdict,
     platform_request,
     route,
@@ -310,6 +311,36 @@ def test_the_judge_on_bedrock_is_priced_as_its_model(
     )
     results = item_results(reprec)
     assert all(r["judge_cost_usd"] > 0 and r["score"] == 1.0 for r in results)
+
+
+def test_an_error_that_quotes_credentials_is_written_without_them(
+    project: pytest.Pytester, server: AnthropicServer, clean_env: pytest.MonkeyPatch
+) -> None:
+    bedrock_env(clean_env)
+    quoted = (
+        f"The security token {SECRETS['AWS_SESSION_TOKEN']} included in the request is "
+        f"invalid (access key {SECRETS['AWS_ACCESS_KEY_ID']})"
+    )
+    server.inject(Fault(status=403, error_type="permission_error", message=quoted))
+    result = project.runpytest(
+        "--prompt=v",
+        "--prompteval-provider=bedrock",
+        f"--prompteval-model={BEDROCK_MODEL}",
+        "-k",
+        "loop",
+        "--json-report",
+        "--junitxml=junit.xml",
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PermissionDeniedError: status 403, request_id req_fault_000001: The security "
+            "token [[]AWS_SESSION_TOKEN] included in the request is invalid (access key "
+            "[[]AWS_ACCESS_KEY_ID])*"
+        ]
+    )
+    assert_no_credentials(result.stdout.str() + result.stderr.str())
+    assert_no_credentials(written(project.path))
 
 
 # -- what a platform lacks, said once --------------------------------------------------------

@@ -42,6 +42,7 @@ from pytest_prompteval.core.response import Response, only_text
 from pytest_prompteval.providers.base import CallContext, Capabilities
 from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
 from pytest_prompteval.providers.sdk_internals import deprecated_models
+from pytest_prompteval.providers.secrets import scrub
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
 # "This model does not support assistant message prefill. The conversation must end with a
@@ -264,6 +265,10 @@ class AnthropicProvider:
                 self._client = self.new_client()
             return self._client
 
+    def secrets(self) -> tuple[str | None, ...]:
+        """Credentials the client found beyond the environment's, to keep out of error text."""
+        return ()
+
     def new_client(self) -> Any:
         """The SDK's client, retrying nothing itself: retries are ours."""
         import anthropic
@@ -317,6 +322,7 @@ class AnthropicProvider:
             outcome = self._attempt(kwargs)
             if isinstance(outcome, Response):
                 return outcome
+            outcome.text = scrub(outcome.text, self.secrets())
             if is_hopeless(outcome.status or 0, outcome.text):
                 self._stopped = StopRun(
                     f"{outcome.detail()} -- no later call can succeed, stopping the run",

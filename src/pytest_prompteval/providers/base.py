@@ -73,3 +73,6 @@ class SdkProvider(Provider, Protocol):
     """A provider whose capabilities go through an ``anthropic`` SDK client."""
 
     def client(self) -> Any: ...
+
+    def secrets(self) -> tuple[str | None, ...]:
+        """Credentials the client found beyond the environment's (``secrets.scrub``)."""

@@ -54,6 +54,18 @@ class BedrockProvider(AnthropicProvider):
             "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK"
         )
 
+    def secrets(self) -> tuple[str | None, ...]:
+        try:  # as the SDK found them: from a profile, a role, the environment
+            import boto3
+
+            found = boto3.Session().get_credentials()
+        except Exception:  # no credentials to scrub, then
+            return ()
+        if found is None:
+            return ()
+        frozen = found.get_frozen_credentials()
+        return (frozen.access_key, frozen.secret_key, frozen.token)
+
     def new_client(self) -> Any:
         import anthropic
 
@@ -93,6 +105,10 @@ class VertexProvider(AnthropicProvider):
         if not project:
             return "ANTHROPIC_VERTEX_PROJECT_ID is not set (Google Vertex AI's project)"
         return None
+
+    def secrets(self) -> tuple[str | None, ...]:
+        credentials = getattr(self._client, "credentials", None)  # google-auth's, once used
+        return (getattr(credentials, "token", None),)
 
     def new_client(self) -> Any:
         import anthropic

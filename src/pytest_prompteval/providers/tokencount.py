@@ -16,6 +16,7 @@ from pytest_prompteval.core.modelids import canonical_model
 from pytest_prompteval.core.paths import make_dir, read_bounded, write_atomically
 from pytest_prompteval.core.request import Request, canonical_json
 from pytest_prompteval.providers.base import Provider, SdkProvider
+from pytest_prompteval.providers.secrets import scrub
 
 DIRECTORY = "token_counts"
 #: A count is a request and a number: a request of a few megabytes at most.
@@ -43,8 +44,11 @@ class TokenCounter:
             "token"
         )
 
+    def _sdk(self) -> SdkProvider:
+        return cast(SdkProvider, self.provider)  # its capabilities say it has a client
+
     def _client(self) -> Any:
-        return cast(SdkProvider, self.provider).client()  # its capabilities say it has one
+        return self._sdk().client()
 
     def _arguments(self, request: Request) -> dict[str, Any]:
         """The request's fields that count_tokens takes (not max_tokens, temperature, ...)."""
@@ -87,9 +91,10 @@ class TokenCounter:
         try:
             result = self._client().messages.count_tokens(**arguments)
         except anthropic.APIStatusError as exc:
+            said = scrub(exc.message, self._sdk().secrets())
             raise ApiError(
                 f"token counting failed: {type(exc).__name__}: status {exc.status_code}, "
-                f"request_id {exc.request_id or '-'}: {exc.message}"
+                f"request_id {exc.request_id or '-'}: {said}"
             ) from None
         except anthropic.APIConnectionError as exc:
             raise ApiError(f"token counting failed: {type(exc).__name__}: {exc.message}") from None
