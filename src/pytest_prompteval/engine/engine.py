@@ -189,7 +189,7 @@ class Engine:
         provider = make_provider(spec, self.settings.rootpath, option, self.gate)
         store = Store(
             self.settings.recordings_dir,
-            self.settings.record_mode(provider.live),
+            self.settings.record_mode(lambda: provider.live),
             provider,
             note=self.settings.record_note,
         )

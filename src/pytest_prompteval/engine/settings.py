@@ -442,8 +442,10 @@ class Settings:
         extra = (self.baseline_version,) if self.baseline_version else ()
         return tuple(dict.fromkeys((self.prompt, *self.compare, *extra)))
 
-    def record_mode(self, provider_live: bool) -> str:
-        return self.record or ("new" if provider_live else "none")
+    def record_mode(self, provider_live: Callable[[], bool]) -> str:
+        """The record mode asked for, else by whether the provider can answer (asked only
+        then: a platform's credentials take its SDK a moment to find)."""
+        return self.record or ("new" if provider_live() else "none")
 
     @classmethod
     def build(

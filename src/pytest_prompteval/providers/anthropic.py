@@ -249,13 +249,14 @@ class AnthropicProvider:
 
     def warm(self) -> None:
         """Import the SDK and build the client in the background (about 1.3 s of a live
-        run's start-up), while pytest collects; the first call waits for it if need be."""
-        if self.live:
-            threading.Thread(target=self._warm, name="prompteval-warm", daemon=True).start()
+        run's start-up), while pytest collects; the first call waits for it if need be.
+        Whether it can answer is found there too: a platform's SDK takes a moment."""
+        threading.Thread(target=self._warm, name="prompteval-warm", daemon=True).start()
 
     def _warm(self) -> None:
         try:
-            self._parameters()
+            if self.live:
+                self._parameters()
         except Exception:  # the first real call reports whatever this was
             return
 
