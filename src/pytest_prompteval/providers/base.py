@@ -55,8 +55,8 @@ class Provider(Protocol):
     @property
     def live(self) -> bool: ...
 
-    #: Why it cannot answer now, naming what to set (None when it can): said before any
-    #: call of a run that is to record, so that nothing is paid for first.
+    #: Why it cannot answer now, naming what to set (None when it can): the line a run that
+    #: is to record stops on instead of its first call, and a missing recording's hint.
     @property
     def unavailable(self) -> str | None: ...
 

@@ -4,10 +4,10 @@ project and the credentials from the environment as they document; calls, retrie
 rate gate are the Anthropic API's (``AnthropicProvider``).
 
 Through the SDK neither platform has Message Batches, and Bedrock has no token counting:
-their capabilities say so, rather than inheriting the Anthropic API's. Before a run that is
-to record, what is missing (a region, a project, credentials, the extra that signs the
-requests) is one line naming the variable or the package; nothing here reads a credential's
-value beyond handing it to the SDK, and no header is ever written anywhere.
+their capabilities say so, rather than inheriting the Anthropic API's. What is missing (a
+region, a project, credentials, the extra that signs the requests) is one line naming the
+variable or the package, on which a run that is to record stops instead of its first call;
+credentials go to the SDK as it reads them, and no header is ever written anywhere.
 """
 
 from __future__ import annotations
