@@ -1,10 +1,18 @@
 """An Anthropic-compatible Messages API server on 127.0.0.1, for tests that need "Claude".
 
-It speaks enough of ``POST /v1/messages`` for the official SDK: scripted answers as a function
-of the request, added latency, injected faults (status codes with ``retry-after``, connection
-resets, malformed bodies, stalls), a requests-per-minute limit announced in the API's
-``anthropic-ratelimit-requests-*`` headers, and a log of every request. Use the
-``anthropic_server`` fixture, or::
+It speaks enough of ``POST /v1/messages`` for the official SDK, and of the same request as
+Amazon Bedrock and Google Vertex AI take it from the SDK's ``AnthropicBedrock`` and
+``AnthropicVertex`` clients (``POST /model/{model}/invoke``;
+``POST /v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict``
+and ``.../models/count-tokens:rawPredict``): the model in the path, ``anthropic_version`` in
+the body, a signature or bearer token required (point the clients here with
+``ANTHROPIC_BEDROCK_BASE_URL=<url>`` and ``ANTHROPIC_VERTEX_BASE_URL=<url>/v1``). Not the
+streaming variants: the plugin does not stream.
+
+Scripted answers as a function of the request, added latency, injected faults (status codes
+with ``retry-after``, connection resets, malformed bodies, stalls), a requests-per-minute
+limit announced in the API's ``anthropic-ratelimit-requests-*`` headers, and a log of every
+request. Use the ``anthropic_server`` fixture, or::
 
     with AnthropicServer(responder=lambda req: "hello") as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="test")
@@ -26,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 Answer = str | Mapping[str, Any]
 Responder = Callable[[dict[str, Any]], Answer]
@@ -275,6 +284,47 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+def route(path: str) -> tuple[str, str | None]:
+    """What a POST to ``path`` asks for, and the model its path names (Bedrock's, Vertex
+    AI's): ``messages``, ``count_tokens``, ``batches``, or '' for no such route."""
+    path = path.split("?")[0]
+    if path in ("/v1/messages", "/v1/messages/count_tokens"):
+        return path.rpartition("/")[2], None
+    if path.startswith("/v1/messages/batches"):
+        return "batches", None
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "model" and parts[3] == "invoke" and parts[2]:
+        return "messages", unquote(parts[2])
+    vertex = ["", "v1", "projects", "*", "locations", "*", "publishers", "anthropic", "models"]
+    if len(parts) == 10 and all(w in ("*", g) for w, g in zip(vertex, parts[:9], strict=True)):
+        model, _, verb = unquote(parts[9]).rpartition(":")
+        if verb == "rawPredict" and model == "count-tokens":
+            return "count_tokens", ""  # the model is in the body, as the API has it
+        if verb == "rawPredict" and model:
+            return "messages", model
+    return "", None
+
+
+def platform_request(body: Mapping[str, Any], model: str) -> tuple[dict[str, Any], str | None]:
+    """A Bedrock or Vertex AI body as the Messages API's (``model`` from the path, '' when the
+    body names it), or why the platform would refuse it (400)."""
+    if "anthropic_version" not in body:
+        return {}, "anthropic_version: required on this platform"
+    if model and "model" in body:
+        return {}, "Extraneous key [model] is not permitted: the model is in the path"
+    request = {k: v for k, v in body.items() if k != "anthropic_version"}
+    return ({"model": model, **request} if model else request), None
+
+
+def _signed(path: str, headers: Mapping[str, str]) -> bool:
+    """Whether a platform's request carries its credentials: an AWS signature or a bearer
+    token (Bedrock), a bearer token (Vertex AI)."""
+    given = headers.get("authorization", "")
+    if path.startswith("/model/"):
+        return given.startswith(("AWS4-HMAC-SHA256 Credential=", "Bearer "))
+    return given.startswith("Bearer ")
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     #: connections the kernel holds before they are accepted: socketserver's 5 dropped the
@@ -376,7 +426,7 @@ class AnthropicServer:
     def _admit(self, path: str, body: dict[str, Any]) -> tuple[Fault | None, dict[str, str]]:
         """Under the lock, as a request arrives: its fault if any (the limit's refusal first,
         then the queue, then the plan) and the rate-limit headers of its answer."""
-        if path.split("?")[0] != "/v1/messages":
+        if route(path)[0] != "messages":
             return None, {}
         limit_headers: dict[str, str] = {}
         if self.limit is not None:
@@ -510,14 +560,24 @@ class AnthropicServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = {}
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                asked, refused = body, None
+                model = route(self.path)[1]
+                if model is not None:  # Bedrock's or Vertex AI's: as the API would have it
+                    asked, refused = platform_request(body, model)
+                    if refused is None and not _signed(self.path, headers):
+                        refused = "the request carries no credentials"
                 with owner._lock:
-                    headers = {k.lower(): v for k, v in self.headers.items()}
                     owner.requests.append(LoggedRequest(self.path, headers, body, time.monotonic()))
-                    fault, limit_headers = owner._admit(self.path, body)
+                    fault, limit_headers = owner._admit(self.path, asked)
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
                 try:
-                    self._answer(body, fault, limit_headers)
+                    if refused is None:
+                        self._answer(asked, fault, limit_headers)
+                    else:
+                        error = {"type": "invalid_request_error", "message": refused}
+                        self._send(400, json.dumps({"type": "error", "error": error}).encode(), {})
                 finally:
                     with owner._lock:
                         owner.in_flight -= 1
@@ -550,17 +610,18 @@ class AnthropicServer:
                     return
                 if owner.latency:
                     time.sleep(owner.latency)
-                if self.path.startswith("/v1/messages/batches"):
+                kind = route(self.path)[0]
+                if kind == "batches":
                     self._batches("POST", body)
                     return
-                if self.path.split("?")[0] == "/v1/messages/count_tokens":
+                if kind == "count_tokens":
                     if fault is not None:
                         self._fault(fault, limit_headers)
                     else:
                         counted = {"input_tokens": owner.count_tokens(body)}
                         self._send(200, json.dumps(counted).encode(), {})
                     return
-                if self.path.split("?")[0] != "/v1/messages":
+                if kind != "messages":
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}
                     self._send(404, json.dumps({"type": "error", "error": error}).encode(), {})
                     return
@@ -579,6 +640,8 @@ class AnthropicServer:
                 message, number = owner._message(body, owner.responder(body))
                 owner._remember_thinking(message)
                 headers = {"request-id": f"req_{number:06d}", **limit_headers}
+                if self.path.startswith("/model/"):  # as Bedrock names its requests
+                    headers["x-amzn-requestid"] = headers["request-id"]
                 if owner.response_headers is not None:
                     headers.update(owner.response_headers(number))
                 self._send(200, json.dumps(message).encode(), headers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_prompteval.core.modelids import canonical_model
 from pytest_prompteval.core.response import Response
 
 PRICE_FIELDS = ("input", "output", "cache_write", "cache_read")
@@ -16,6 +17,12 @@ class PriceTable:
         self._prices = sorted(table.items(), key=lambda kv: len(kv[0]), reverse=True)
 
     def prices_for(self, model: str) -> Mapping[str, Any] | None:
+        """The prices of ``model`` as the table spells it, else of its Anthropic API id (a
+        Bedrock or Vertex AI id a project's table does not name)."""
+        found = self._prefixed(model)
+        return self._prefixed(canonical_model(model)) if found is None else found
+
+    def _prefixed(self, model: str) -> Mapping[str, Any] | None:
         return next((p for prefix, p in self._prices if model.startswith(prefix)), None)
 
     def highest(self) -> dict[str, float]:

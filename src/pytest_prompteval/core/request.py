@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_prompteval.core.content import Block, block_to_api, blocks_from_api, text_of
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.modelids import canonical_model
 
 #: Characters of text a prompt and case may make one request of (system, turns, input): over
 #: a million tokens, the largest context window, and what a recording can hold.
@@ -106,15 +107,24 @@ class Request:
         return canonical_json(self.to_api())
 
     @functools.cached_property
+    def key_json(self) -> str:
+        """``api_json`` with the model's Anthropic API id: the same request to Claude on
+        Bedrock, Vertex AI or the API has the same key, so one recording replays on each."""
+        model = canonical_model(self.model)
+        if model == self.model:
+            return self.api_json
+        return canonical_json({**self.to_api(), "model": model})
+
+    @functools.cached_property
     def _keys(self) -> dict[int, str]:
         return {}
 
     def key(self, sample: int = 0) -> str:
         """Stable identity of this request's n-th sample: the recording's name (the hash of
-        ``{"request": ..., "sample": n}`` in canonical JSON)."""
+        ``{"request": ..., "sample": n}`` in canonical JSON, the model as ``key_json`` has it)."""
         key = self._keys.get(sample)
         if key is None:
-            payload = f'{{"request":{self.api_json},"sample":{int(sample)}}}'
+            payload = f'{{"request":{self.key_json},"sample":{int(sample)}}}'
             key = self._keys[sample] = hashlib.sha256(payload.encode()).hexdigest()
         return key
 

@@ -22,7 +22,7 @@ from pytest_prompteval.core.paths import check_inside
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt
 from pytest_prompteval.core.repocases import RepoCase
-from pytest_prompteval.core.schema import Declared
+from pytest_prompteval.core.schema import Declared, suggestion
 from pytest_prompteval.core.tables import load_table
 from pytest_prompteval.core.templates import placeholders
 from pytest_prompteval.core.yamlload import line_of
@@ -32,6 +32,7 @@ from pytest_prompteval.interaction.tools import PythonTool, ToolFunction, python
 from pytest_prompteval.providers.anthropic import AnthropicProvider, warn_deprecated
 from pytest_prompteval.providers.base import Provider
 from pytest_prompteval.providers.budget import Budget
+from pytest_prompteval.providers.platforms import BedrockProvider, VertexProvider
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
@@ -48,16 +49,27 @@ from pytest_prompteval.scoring.testrun import DEFAULT_TEST_COMMAND
 ScorerFunction = Callable[..., Any]
 
 
-def make_provider(spec: str, rootpath: Path, option: str = "--prompteval-provider") -> Provider:
-    if spec == "anthropic":
-        return AnthropicProvider()
+#: the providers named by a word, each Claude through one of the SDK's clients
+PLATFORMS = {"anthropic": AnthropicProvider, "bedrock": BedrockProvider, "vertex": VertexProvider}
+
+
+def make_provider(
+    spec: str,
+    rootpath: Path,
+    option: str = "--prompteval-provider",
+    gate: RateGate | None = None,
+) -> Provider:
+    platform = PLATFORMS.get(spec)
+    if platform is not None:
+        return platform(gate=gate)
     if spec.startswith(PREFIX):
         # the project's own modules import as its tests do: from the rootdir
         if str(rootpath) not in sys.path:
             sys.path.insert(0, str(rootpath))
         return CallableProvider(spec)
     raise SettingError(
-        f"{option} {spec!r}: expected 'anthropic' or {PREFIX}package.module:function"
+        f"{option} {spec!r}: expected {', '.join(map(repr, PLATFORMS))} or "
+        f"{PREFIX}package.module:function{suggestion(spec, PLATFORMS)}"
     )
 
 
@@ -159,15 +171,11 @@ class Engine:
             if settings.trusted_recordings is None
             else _trusted(settings.rootpath, settings.recordings_dir, settings.trusted_recordings)
         )
-        self.store = self._store(make_provider(settings.provider, settings.rootpath))
+        self.store = self._store(settings.provider, "--prompteval-provider")
         if settings.judge_provider == settings.provider:
             self.judge_store = self.store
         else:
-            self.judge_store = self._store(
-                make_provider(
-                    settings.judge_provider, settings.rootpath, "--prompteval-judge-provider"
-                )
-            )
+            self.judge_store = self._store(settings.judge_provider, "--prompteval-judge-provider")
         self._judge: Judge | None = None
         self._code: CodeRunner | None = None
         self._prompts = {v.version: v for v in self.versions}
@@ -177,12 +185,11 @@ class Engine:
         #: where a build says it started (the terminal); None: silent
         self.progress: Callable[[str], None] | None = None
 
-    def _store(self, provider: Provider) -> Store:
-        if isinstance(provider, AnthropicProvider):
-            provider.gate = self.gate
+    def _store(self, spec: str, option: str) -> Store:
+        provider = make_provider(spec, self.settings.rootpath, option, self.gate)
         store = Store(
             self.settings.recordings_dir,
-            self.settings.record_mode(provider.live),
+            self.settings.record_mode(lambda: provider.live),
             provider,
             note=self.settings.record_note,
         )
@@ -195,7 +202,7 @@ class Engine:
         """Import the SDK and build its client now, in a thread, so that it overlaps
         collection (a replay-only run never needs it)."""
         for store in (self.store, self.judge_store):
-            if store.mode != "none" and isinstance(store.provider, AnthropicProvider):
+            if store.mode != "none":
                 store.provider.warm()
 
     def prompt(self, version: str) -> PromptVersion:
@@ -213,7 +220,7 @@ class Engine:
     def _warn_deprecated(
         self, versions: Collection[PromptVersion], override: str | None = None
     ) -> None:
-        if self.settings.provider == "anthropic":
+        if self.store.provider.capabilities.api_model_ids:
             chosen = {override: "--prompteval-model"} if override else None
             warn_deprecated(versions, self._models_warned, chosen)
 

@@ -161,14 +161,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("default_model", "model for prompt versions that name none", default=DEFAULT_MODEL,
             ini="prompteval_model"),
     Setting("record", "none: replay only; new: record what is missing; all: record everything "
-            "again (default: new when ANTHROPIC_API_KEY is set or a python: provider is named, "
-            "else none)", parse=_choice(RECORD_MODES), option="--prompteval-record",
-            env="PROMPTEVAL_RECORD", choices=RECORD_MODES),
-    Setting("provider", "'anthropic' (default), or python:package.module:function to call your "
-            "own code", default="anthropic", option="--prompteval-provider", metavar="SPEC",
+            "again (default: new when the provider can answer: ANTHROPIC_API_KEY is set, a "
+            "platform's region and credentials are, or a python: provider is named; else none)",
+            parse=_choice(RECORD_MODES), option="--prompteval-record", env="PROMPTEVAL_RECORD",
+            choices=RECORD_MODES),
+    Setting("provider", "'anthropic' (default), 'bedrock' (Amazon Bedrock), 'vertex' (Google "
+            "Vertex AI), or python:package.module:function to call your own code",
+            default="anthropic", option="--prompteval-provider", metavar="SPEC",
             ini="prompteval_provider"),
-    Setting("judge_provider", "the judge's provider: 'anthropic' (default) or "
-            "python:package.module:function, independent of --prompteval-provider",
+    Setting("judge_provider", "the judge's provider: 'anthropic' (default), 'bedrock', "
+            "'vertex' or python:package.module:function, independent of --prompteval-provider",
             default="anthropic", option="--prompteval-judge-provider", metavar="SPEC",
             ini="prompteval_judge_provider"),
     Setting("samples", "independent samples per case and version, item ids [version-s0], "
@@ -441,8 +443,10 @@ class Settings:
         extra = (self.baseline_version,) if self.baseline_version else ()
         return tuple(dict.fromkeys((self.prompt, *self.compare, *extra)))
 
-    def record_mode(self, provider_live: bool) -> str:
-        return self.record or ("new" if provider_live else "none")
+    def record_mode(self, provider_live: Callable[[], bool]) -> str:
+        """The record mode asked for, else by whether the provider can answer (asked only
+        then: a platform's credentials take its SDK a moment to find)."""
+        return self.record or ("new" if provider_live() else "none")
 
     @classmethod
     def build(

@@ -39,9 +39,10 @@ from pytest_prompteval.core.errors import ApiError, PromptevalError, StopRun, di
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response, only_text
-from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.base import CallContext, Capabilities
 from pytest_prompteval.providers.ratelimit import LIMITED, RateGate, retry_after_header
 from pytest_prompteval.providers.sdk_internals import deprecated_models
+from pytest_prompteval.providers.secrets import scrub
 
 _HOPELESS = re.compile(r"spend(ing)? limit|usage limits?|credit balance|billing", re.IGNORECASE)
 # "This model does not support assistant message prefill. The conversation must end with a
@@ -109,6 +110,7 @@ def _freeze_for_exit() -> None:
 
 
 _frozen = False
+_UNKNOWN = object()
 
 
 def _error_message(body: Any, fallback: str) -> str:
@@ -198,48 +200,81 @@ def response_from_message(
 
 
 class AnthropicProvider:
+    """Claude through the Anthropic API (``anthropic.Anthropic``); platforms that serve Claude
+    through another of the SDK's clients build on it (``providers/platforms.py``)."""
+
     label = "anthropic"
+    name = "the Anthropic API"
+    capabilities = Capabilities(batches=True, token_counting=True, api_model_ids=True)
+    #: the response header that names the request, for error lines
+    request_id_header = "request-id"
 
     def __init__(
         self,
         max_retries: int = 2,
         timeout: float = 600.0,
         sleep: Callable[[float], None] = time.sleep,
+        gate: RateGate | None = None,
     ):
         self.max_retries = max_retries
         self.timeout = timeout
         self.sleep = sleep
         self._client: Any = None
-        self.gate: RateGate | None = None  # set by the session: shared rate-limit handling
+        self.gate = gate  # the session's: shared rate-limit handling
         self._accepted: frozenset[str] | None = None
         # Once a call proves that none can succeed, later ones fail without a request (an
         # xdist worker goes on running its items after the session is told to stop).
         self._stopped: StopRun | None = None
         self._lock = threading.RLock()
+        self._missing: str | object | None = _UNKNOWN
+
+    @property
+    def unavailable(self) -> str | None:
+        """What ``missing`` finds, looked for once: a platform's credentials may take its
+        SDK a while to find."""
+        with self._lock:
+            if self._missing is _UNKNOWN:
+                self._missing = self.missing()
+            return self._missing  # type: ignore[return-value]
+
+    def missing(self) -> str | None:
+        """Why no call can be made now, naming what to set; None when one can."""
+        if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            return None
+        return "ANTHROPIC_API_KEY is not set"
 
     @property
     def live(self) -> bool:
-        return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+        return self.unavailable is None
 
     def warm(self) -> None:
         """Import the SDK and build the client in the background (about 1.3 s of a live
-        run's start-up), while pytest collects; the first call waits for it if need be."""
-        if self.live:
-            threading.Thread(target=self._warm, name="prompteval-warm", daemon=True).start()
+        run's start-up), while pytest collects; the first call waits for it if need be.
+        Whether it can answer is found there too: a platform's SDK takes a moment."""
+        threading.Thread(target=self._warm, name="prompteval-warm", daemon=True).start()
 
     def _warm(self) -> None:
         try:
-            self._parameters()
+            if self.live:
+                self._parameters()
         except Exception:  # the first real call reports whatever this was
             return
 
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                import anthropic
-
-                self._client = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
+                self._client = self.new_client()
             return self._client
+
+    def secrets(self) -> tuple[str | None, ...]:
+        """Credentials the client found beyond the environment's, to keep out of error text."""
+        return ()
+
+    def new_client(self) -> Any:
+        """The SDK's client, retrying nothing itself: retries are ours."""
+        import anthropic
+
+        return anthropic.Anthropic(max_retries=0, timeout=self.timeout)
 
     def close(self) -> None:
         with self._lock:
@@ -262,7 +297,7 @@ class AnthropicProvider:
         api = request.to_api()
         kwargs = {k: v for k, v in api.items() if k in accepted}
         extra = {k: v for k, v in api.items() if k not in accepted}
-        if request.model in deprecated_models():
+        if self.capabilities.api_model_ids and request.model in deprecated_models():
             # sent as it is, but where the SDK does not look: reported once at load instead
             import anthropic
 
@@ -275,10 +310,10 @@ class AnthropicProvider:
     def complete(self, request: Request, context: CallContext) -> Response:
         if self._stopped is not None:
             raise StopRun(f"not sent, an earlier call failed: {self._stopped.message}")
-        if not self.live:
+        why = self.unavailable
+        if why is not None:
             raise StopRun(
-                "ANTHROPIC_API_KEY is not set, so nothing can be recorded; set it, or replay "
-                "only with --prompteval-record=none"
+                f"{why}: nothing can be recorded; replay only with --prompteval-record=none"
             )
         kwargs = self.arguments(request)
         tries = self.max_retries + 1
@@ -288,6 +323,7 @@ class AnthropicProvider:
             outcome = self._attempt(kwargs)
             if isinstance(outcome, Response):
                 return outcome
+            outcome.text = scrub(outcome.text, self.secrets())
             if is_hopeless(outcome.status or 0, outcome.text):
                 self._stopped = StopRun(
                     f"{outcome.detail()} -- no later call can succeed, stopping the run",
@@ -325,7 +361,7 @@ class AnthropicProvider:
         started = time.perf_counter()
         try:
             raw = self.client().messages.with_raw_response.create(**kwargs)
-            request_id = raw.headers.get("request-id")
+            request_id = raw.headers.get(self.request_id_header)
             try:
                 message = raw.parse()
             except (anthropic.APIResponseValidationError, ValueError) as exc:
@@ -349,7 +385,7 @@ class AnthropicProvider:
             return Attempt(
                 type(exc).__name__,
                 exc.status_code,
-                exc.request_id,
+                headers.get(self.request_id_header) or exc.request_id,
                 _error_message(exc.body, exc.message),
                 retry=should_retry(exc.status_code, headers),
                 headers=headers,

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_prompteval.providers.anthropic import AnthropicProvider, response_from_message
-from pytest_prompteval.providers.base import Call
+from pytest_prompteval.providers.anthropic import response_from_message
+from pytest_prompteval.providers.base import Call, SdkProvider
 from pytest_prompteval.providers.store import Store
 
 Progress = Callable[[str], None]
@@ -27,7 +27,7 @@ def _describe(result: Any) -> str:
 
 def run_batch(
     store: Store,
-    provider: AnthropicProvider,
+    provider: SdkProvider,
     calls: Sequence[Call],
     progress: Progress,
     poll: float = 5.0,

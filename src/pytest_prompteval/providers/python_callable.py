@@ -20,7 +20,7 @@ from pytest_prompteval.core.errors import PromptevalError, UserCodeError, user_c
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response, transcript_from_api
 from pytest_prompteval.core.schema import suggestion
-from pytest_prompteval.providers.base import CallContext
+from pytest_prompteval.providers.base import CallContext, Capabilities
 
 PREFIX = "python:"
 RESPONSE_FIELDS = frozenset(f.name for f in dataclasses.fields(Response))
@@ -45,10 +45,16 @@ def load_function(spec: str) -> Callable[..., Any]:
 
 class CallableProvider:
     live = True
+    unavailable = None
+    capabilities = Capabilities()
 
     def __init__(self, spec: str):
         self.label = spec
+        self.name = f"the provider {spec}"
         self.function = load_function(spec)
+
+    def warm(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

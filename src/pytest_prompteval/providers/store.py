@@ -322,9 +322,12 @@ class Store:
         why = why_missing(self._known_labels(), request, context)
         if why:
             return f"{where}: {why}; run with --prompteval-record=new"
+        unavailable = self.provider.unavailable
+        if unavailable is None:
+            return f"{where} ({display(path)}). Replay-only mode: run with --prompteval-record=new"
         return (
-            f"{where} ({display(path)}). Replay-only mode: set ANTHROPIC_API_KEY (or name a "
-            "provider) and run with --prompteval-record=new to record it"
+            f"{where} ({display(path)}). Replay-only mode, as {self.provider.name} cannot "
+            f"answer: {unavailable}; then run with --prompteval-record=new to record it"
         )
 
     def _known_labels(self) -> list[tuple[Label, int]]:

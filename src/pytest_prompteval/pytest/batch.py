@@ -14,6 +14,8 @@ cancelled fail, with the reason.
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
@@ -23,8 +25,7 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import for_purpose
 from pytest_prompteval.interaction.recorded import walk_recorded
 from pytest_prompteval.interaction.strategies import pending
-from pytest_prompteval.providers.anthropic import AnthropicProvider
-from pytest_prompteval.providers.base import Call, CallContext
+from pytest_prompteval.providers.base import Call, CallContext, SdkProvider
 from pytest_prompteval.providers.batches import run_batch
 from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.pytest.work import Work, WorkList
@@ -73,9 +74,15 @@ def send_session_batch(
 ) -> None:
     """Batch the calls of every item the session will run whose answer is not recorded, in
     rounds while strategies need more."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    progress = reporter.write_line if reporter else print
     provider = engine.store.provider
-    if not isinstance(provider, AnthropicProvider):
-        raise pytest.UsageError("--prompteval-batch needs the anthropic provider")
+    if not provider.capabilities.batches:  # said once; the items then call one by one
+        progress(
+            f"prompteval: --prompteval-batch: {provider.name} has no Message Batches, so the "
+            "calls are sent one by one, at full price"
+        )
+        return
     waiting = []
     for item in work:
         if item is None:
@@ -84,8 +91,6 @@ def send_session_batch(
             waiting.append((item, item.request()))
         except PromptevalError:
             continue  # the item reports it when it runs
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    progress = reporter.write_line if reporter else print
     steps = [w.spec.agent.max_steps for w, _ in waiting if w.spec.agent is not None]
     for round_number in range(1, max([ROUNDS, *steps]) + 1):
         calls: dict[str, Call] = {}
@@ -104,7 +109,7 @@ def send_session_batch(
             progress(f"prompteval: batch round {round_number}: strategies' and agents' next calls")
         run_batch(
             engine.store,
-            provider,
+            cast(SdkProvider, provider),  # its capabilities say it has a client with batches
             list(calls.values()),
             progress,
             poll=poll,

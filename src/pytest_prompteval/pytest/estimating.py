@@ -41,6 +41,8 @@ def run_estimate(session: pytest.Session, work: WorkList, engine: Engine) -> Non
     except PromptevalError as exc:
         pytest.exit(f"prompteval estimate: {exc}", returncode=NO_VERDICT)
     lines = estimate_lines(estimates, counter.calls)
+    if counter.note is not None:
+        lines.append(counter.note)
     if unrenderable:
         lines.append(f"{unrenderable} items fail before any call (template errors)")
     if settings.scorer != "automatic":
