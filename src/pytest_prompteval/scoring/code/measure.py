@@ -194,7 +194,7 @@ def stdout_matches(printed: str, expected: str) -> bool:
             if token == want:
                 continue
             a, b = _number(token), _number(want)
-            if a is None or b is None or not abs(a - b) <= 1e-8 + 1e-5 * abs(b):
+            if a is None or b is None or not (a == b or abs(a - b) <= 1e-8 + 1e-5 * abs(b)):
                 return False
     return True
 
