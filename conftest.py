@@ -1,7 +1,7 @@
 """The example suite's adaptation: audience guidance for the prompts' {audience_guidance}.
 
 This is the pytest_prompteval_template_vars hook a project uses to feed its own prompt
-variables; see README "Adapting your prompt format".
+variables; see docs/guides/hooks.md.
 """
 
 from __future__ import annotations

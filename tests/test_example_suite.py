@@ -102,7 +102,7 @@ STRUCTURED = ROOT / "examples" / "structured"
 def test_structured_output_example_replays_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
-    """examples/structured (README "Structured output"): a triage prompt answering JSON,
+    """examples/structured (docs/guides/structured.md): a triage prompt answering JSON,
     checked by json_field and json_schema alone, compared offline from its recordings."""
     shutil.copytree(STRUCTURED, pytester.path, dirs_exist_ok=True)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -159,7 +159,7 @@ AGENT = ROOT / "examples" / "agent"
 def test_agent_example_replays_offline_without_running_its_tools(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
-    """examples/agent (README "Testing agents"): tools, scripted results, a turn, a Python
+    """examples/agent (docs/guides/agents.md): tools, scripted results, a turn, a Python
     tool, trajectory assertions; replayed from its recordings with no network and without
     running the project's tool."""
     shutil.copytree(AGENT, pytester.path, dirs_exist_ok=True)

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.sandbox.environments import Environment, ensure, site_packages
+from pytest_prompteval.sandbox.environments import (
+    Environment,
+    EnvironmentBuildError,
+    ensure,
+    site_packages,
+)
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
 from .conftest import item_results, prompteval
@@ -393,6 +398,15 @@ def test_two_processes_asking_for_one_environment_build_it_once(tmp_path: Path) 
     assert first == second
     assert len(said) == 1 and "building environment" in said[0]
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [first.key]
+
+
+def test_a_cache_that_cannot_be_written_names_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(EnvironmentBuildError) as raised:
+        ensure(None, tmp_path / "a-file" / "cache")
+    message = str(raised.value)
+    assert f"cannot build in {tmp_path / 'a-file' / 'cache'}" in message
+    assert "ini prompteval_environments_cache or PROMPTEVAL_ENVIRONMENTS_CACHE" in message
 
 
 def test_an_interpreter_inside_the_project_is_never_run(

@@ -288,7 +288,7 @@ def test_a_test_patch_that_does_not_apply_is_the_cases_error(
 def test_the_examples_replay_offline_every_case_resolved(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]
 ) -> None:
-    """examples/repo-tasks (README "Repository tasks"), from its committed recordings."""
+    """examples/repo-tasks (docs/guides/repo-tasks.md), from its committed recordings."""
     shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
     no_network(monkeypatch)
     result = pytester.runpytest("--prompt=fixer", *xdist_args)

@@ -149,6 +149,9 @@ def test_the_repository_is_a_git_repository_and_a_commit_hides_nothing(project: 
             assert workspace.run(AS_REPOSITORY, 30)["status"] == 0
             status = workspace.bash("git status --porcelain; git log --oneline | wc -l", 30)
             assert status["output"] == "1\n"
+            # the agent's commits carry its name, and leave no maintenance in the background
+            settings = "git config user.email; git config maintenance.auto"
+            assert workspace.bash(settings, 30)["output"] == "agent@sandbox\nfalse\n"
             commit = f"{FIX} git add -A && git commit -qm fix && git status --porcelain"
             assert workspace.bash(commit, 30)["output"] == ""
             # a history rewritten to look like the snapshot: the diff is still taken

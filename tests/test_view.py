@@ -308,7 +308,7 @@ def test_review_in_headless_chromium(served: Served, tmp_path: Path) -> None:
             assert page.input_value('textarea[name="comment"]') == "confident and wrong"
             assert "human (ana" in page.text_content("body")  # type: ignore[operator]
             page.evaluate("window.scrollTo(0, 0)")
-            shot = os.environ.get("PROMPTEVAL_VIEW_SCREENSHOT")  # the README's picture
+            shot = os.environ.get("PROMPTEVAL_VIEW_SCREENSHOT")  # the docs' picture, docs/view.png
             page.screenshot(path=shot or str(tmp_path / "view.png"), full_page=False)
             page.go_back()  # ordinary links: back is the filtered list
             page.wait_for_selector("#cases")

@@ -11,6 +11,7 @@ from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.engine.settings import SETTINGS
 from pytest_prompteval.pytest import hookspecs
 from pytest_prompteval.pytest.fixture import Prompteval
+from pytest_prompteval.pytest.idle_plugins import IdleHypothesis
 from pytest_prompteval.pytest.items import CaseItem
 from pytest_prompteval.pytest.reporting import RunReport
 from pytest_prompteval.pytest.run import RUN_KEY, RunPlugin, build_settings, include_case_dirs
@@ -51,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.prompt is not None:
         engine = run.engine  # a bad prompt version or table is a usage error now, not later
         include_case_dirs(config, settings.case_dirs)
+        config.pluginmanager.register(IdleHypothesis(), "prompteval-idle-hypothesis")
         calls_here = run.worker or not getattr(config.option, "numprocesses", 0)
         if calls_here and not config.option.collectonly:
             engine.warm()

@@ -171,9 +171,9 @@ SETTINGS: tuple[Setting, ...] = (
             "python:package.module:function, independent of --prompteval-provider",
             default="anthropic", option="--prompteval-judge-provider", metavar="SPEC",
             ini="prompteval_judge_provider"),
-    Setting("samples", "independent samples per case and version (a case's samples: "
-            "overrides)", default=1, parse=_whole(1), option="--prompteval-samples",
-            metavar="N"),
+    Setting("samples", "independent samples per case and version, item ids [version-s0], "
+            "[version-s1], ... (a case's samples: overrides)", default=1, parse=_whole(1),
+            option="--prompteval-samples", metavar="N"),
     Setting("record_note", "a note written into every recording made in this run",
             option="--prompteval-record-note", metavar="TEXT"),
     Setting("scorer", "automatic (default: on cases with expected_topics or no assert:, the "
@@ -210,8 +210,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("shard", "run the I-th of N stable shards of the cases (every version and sample "
             "of a case in the same shard); join the results with 'prompteval merge'",
             parse=_shard, option="--prompteval-shard", metavar="I/N"),
-    Setting("batch", "send the run's calls as one Message Batch (half price) before the items "
-            "run", default=False, option="--prompteval-batch", flag=True),
+    Setting("batch", "send the run's calls as Message Batches (half price) before the items "
+            "run: one round per batch, strategies' later rounds in the next ones",
+            default=False, option="--prompteval-batch", flag=True),
     Setting("batch_poll", "first wait between batch status checks (doubles up to a minute)",
             default=5.0, parse=_number(0, above=True), option="--prompteval-batch-poll",
             metavar="SECONDS"),

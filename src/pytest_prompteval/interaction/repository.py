@@ -48,12 +48,14 @@ from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, v
 NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
 #: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
 #: sandbox before its first call (no config but its own, no hook; the same commit every
-#: time, dates fixed). The verdict never reads it: its diff is against the snapshot.
+#: time, dates fixed; no background maintenance left running after it). The verdict never
+#: reads it: its diff is against the snapshot.
 AS_REPOSITORY = """\
 cd /repo && rm -rf .git && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
   GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \\
-  && git init -q --template= . && git config user.name agent \\
-  && git config user.email agent@sandbox && git add -A \\
+  && git init -q --template= . \\
+  && printf '[user]\\n\\tname = agent\\n\\temail = agent@sandbox\\n' >> .git/config \\
+  && printf '[maintenance]\\n\\tauto = false\\n' >> .git/config && git add -A \\
   && git commit -q --no-verify -m "the repository as the task begins"
 """
 

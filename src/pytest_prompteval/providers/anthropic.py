@@ -99,7 +99,7 @@ def _freeze_for_exit() -> None:
     """Exempt every object alive at the end of a live run from the collection the
     interpreter makes at exit, which otherwise rescans them all (the SDK's types, the
     items, the results): 1-3 s after a 500-call run, where freezing during the calls
-    gained nothing (benchmarks/throughput.py, README "Throughput and scale"). Once per
+    gained nothing (benchmarks/throughput.py, docs/performance.md). Once per
     process, at the end of the plugin's calls, so a process running pytest several times
     keeps at most one run's objects frozen; no collection first, so it costs nothing."""
     global _frozen

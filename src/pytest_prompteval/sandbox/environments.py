@@ -362,7 +362,8 @@ def ensure(
             written.write_text(json.dumps(manifest, indent=1))
             written.replace(folder / MANIFEST)
     except OSError as exc:
-        raise _fail(spec, f"cannot build in {cache}: {exc}") from None
+        where = "ini prompteval_environments_cache or PROMPTEVAL_ENVIRONMENTS_CACHE"
+        raise _fail(spec, f"cannot build in {cache} (the cache's folder: {where}): {exc}") from None
     return found
 
 
