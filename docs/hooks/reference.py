@@ -156,8 +156,7 @@ CASE_WORDS = {
     "agent_may_change": "repository cases: test infrastructure paths the fix may change "
     "(kept as the agent left them)",
     "assert": "assertions on the answer, [listed below](#assertions)",
-    "atol": "code cases: absolute tolerance for numbers in io tests' outputs (and 1e-7 "
-    "relative)",
+    "atol": "code cases: absolute tolerance for numbers in io tests' outputs (and 1e-7 relative)",
     "audience": "the audience the automatic scorer picks `expected_topics_by_audience` with",
     "category": "a label: becomes a marker and a row of the accuracy tables",
     "common_mistakes": "the public Compiler Explorer cases' field, kept for templates and hooks",
