@@ -207,3 +207,42 @@ def test_import_of_a_code_benchmark_needs_its_file(tmp_path: Path) -> None:
     done = prompteval(tmp_path, "import", "apps")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "prompteval: error: import apps needs FILE: the benchmark's own file\n"
+
+
+def test_a_hostile_file_is_one_line_per_task_not_a_traceback(tmp_path: Path) -> None:
+    """Nesting past what JSON's reader or YAML's writer recurse through, and an id that
+    would not load, are named like any other mistake."""
+    deep: Any = [1]
+    for _ in range(400):
+        deep = [deep]
+    lines = [
+        json.dumps(
+            {
+                "task_id": "H/9",
+                "prompt": "def f(x):\n",
+                "entry_point": "f",
+                "canonical_solution": "    return x\n",
+                "plus_input": [[deep]],
+            }
+        ),
+        '{"task_id": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        json.dumps(
+            {
+                "task_id": "a b",
+                "prompt": "def f(x):\n",
+                "entry_point": "f",
+                "canonical_solution": "    return x\n",
+                "plus_input": [[1]],
+            }
+        ),
+    ]
+    (tmp_path / "HumanEvalPlus.jsonl").write_text("\n".join(lines) + "\n")
+    done = prompteval(tmp_path, "import", "humanevalplus", "HumanEvalPlus.jsonl")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "prompteval: error: HumanEvalPlus.jsonl:1: task 'H/9': values nested more than 100 deep",
+        "prompteval: error: HumanEvalPlus.jsonl:2: values nested too deeply to read",
+        "prompteval: error: HumanEvalPlus.jsonl:3: task 'a b': its id 'a b' is not a name of "
+        "letters, digits and _ . + -",
+        "prompteval: 3 problem(s) found",
+    ]

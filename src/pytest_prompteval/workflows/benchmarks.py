@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.paths import NAME
 from pytest_prompteval.core.yamldump import block
 from pytest_prompteval.scoring.code.spec import test_methods
 from pytest_prompteval.workflows.humaneval import humaneval_case
@@ -377,6 +378,23 @@ FORMATS: dict[str, tuple[Callable[[Mapping[str, Any]], dict[str, Any]], str]] = 
 }
 
 
+#: The deepest nesting of a task's values written to a case file.
+MAX_DEPTH = 100
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            pending += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            pending += [(v, depth + 1) for v in item]
+    return False
+
+
 def benchmark_cases(name: str, source: Path) -> Imported:
     """The cases of ``source`` in the format ``name``, and one line per record that could
     not become one (FILE:LINE, the task, why)."""
@@ -396,6 +414,15 @@ def benchmark_cases(name: str, source: Path) -> Imported:
             case = convert(record)
         except Unusable as exc:
             imported.problems.append(f"{where}: {named}{exc}")
+            continue
+        if not NAME.match(case["id"]):
+            imported.problems.append(
+                f"{where}: {named}its id {case['id']!r} is not a name of letters, digits and "
+                "_ . + -"
+            )
+            continue
+        if _deeper_than(case, MAX_DEPTH):  # YAML's writer recurses: it would fail on it
+            imported.problems.append(f"{where}: {named}values nested more than {MAX_DEPTH} deep")
             continue
         if case["id"] in seen:
             imported.problems.append(f"{where}: {named}its id repeats {seen[case['id']]}")

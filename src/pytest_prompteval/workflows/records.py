@@ -11,6 +11,8 @@ from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 
+TOO_DEEP = "values nested too deeply to read"
+
 
 @dataclass
 class Imported:
@@ -46,14 +48,17 @@ def json_records(source: Path) -> Iterator[tuple[str, Any]]:
             error = PromptevalError(f"not JSON: {exc.msg} (column {exc.colno})")
             yield display(source, first[0] + exc.lineno - 1), error
             return
+        except RecursionError:
+            yield display(source, first[0]), PromptevalError(TOO_DEEP)
+            return
         for index, item in enumerate(items if isinstance(items, list) else [items]):
             yield f"{display(source)}[{index}]", item
         return
     for number, line in [first, *lines] if first is not None else []:
         try:
-            yield display(source, number), json.loads(line)
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
-            yield (
-                display(source, number),
-                PromptevalError(f"not JSON: {exc.msg} (column {exc.colno})"),
-            )
+            record = PromptevalError(f"not JSON: {exc.msg} (column {exc.colno})")
+        except RecursionError:
+            record = PromptevalError(TOO_DEEP)
+        yield display(source, number), record
