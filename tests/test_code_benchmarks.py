@@ -15,6 +15,14 @@ from pytest_prompteval.cli import main
 from .conftest import item_results, prompteval
 
 SAMPLES = Path(__file__).parent / "data" / "benchmarks"
+EXAMPLES = Path(__file__).parents[1] / "examples"
+#: The example prompt version of each benchmark: its placeholders must render every case.
+PROMPTS = {
+    "mbpp": EXAMPLES / "benchmarks" / "mbpp.yaml",
+    "humanevalplus": EXAMPLES / "humaneval" / "complete.yaml",
+    "apps": EXAMPLES / "benchmarks" / "apps.yaml",
+    "bigcodebench": EXAMPLES / "benchmarks" / "bigcodebench.yaml",
+}
 
 #: A wrong answer per case (the right one is the case's reference), and what each fails as.
 WRONG = {
@@ -74,6 +82,16 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def use_example_prompt(project: pytest.Pytester, benchmark: str) -> None:
+    """The right and wrong versions are the benchmark's example prompt version, their
+    requests told apart (the same request would replay the other's recorded answer)."""
+    example = PROMPTS[benchmark].read_text()
+    assert "system_prompt: |\n" in example
+    for version in ("right", "wrong"):
+        text = example.replace("system_prompt: |\n", f"system_prompt: |\n  ({version})\n", 1)
+        project.path.joinpath("prompts", f"{version}.yaml").write_text(text)
+
+
 @pytest.mark.parametrize(
     ("benchmark", "sample", "count"),
     [
@@ -91,6 +109,7 @@ def test_a_benchmark_file_imports_and_runs_offline_right_passing_wrong_failing(
     sample: str,
     count: int,
 ) -> None:
+    use_example_prompt(project, benchmark)
     out = project.path / "prompt_cases"
     assert main(["import", benchmark, str(SAMPLES / sample), "--out", str(out)]) == 0
     written = f"prompt_cases/{Path(sample).stem}.yaml"  # pytester's folder is the cwd
