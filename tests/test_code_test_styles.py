@@ -272,3 +272,22 @@ def test_a_mistake_in_the_new_kinds_of_test_is_one_line(
         parse_code_spec(case)
     text = str(excinfo.value)
     assert "\n" not in text and fnmatch.fnmatch(text, glob_of(f"*{message}")), text
+
+
+def test_a_program_case_without_kind_is_still_a_code_case(pytester: pytest.Pytester) -> None:
+    """A program has no entry point: its tests alone make it a code case, never a text case
+    whose tests are ignored."""
+    pytester.mkdir("prompts").joinpath("v.yaml").write_text(
+        "system_prompt: 'Write the program.'\nuser_prompt: 'Sum the numbers.'\n"
+    )
+    pytester.mkdir("prompt_cases").joinpath("p.yaml").write_text(
+        "cases:\n- id: p\n  input: {}\n  tests: [{stdin: '1 2', stdout: '3'}]\n"
+    )
+    pytester.makepyfile(
+        app="def answer(request, *, case, prompt, sample):\n"
+        "    return '```python\\nprint(sum(map(int, input().split())) + 1)\\n```'\n"
+    )
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*v: code failures: logic 1*"])

@@ -173,7 +173,7 @@ CASE_WORDS = {
     "input": "the case's data: sent as a JSON block after the user prompt, and placeholders",
     "item_timeout": "agent cases: seconds the item's tool calls may run in all",
     "key_terms": "terms the completeness dimension looks for (default: `input.asm` mnemonics)",
-    "kind": "`code` (also implied by `entry_point`) or `repo` (also implied by `repo`)",
+    "kind": "`code` (also implied by `entry_point` or `tests`) or `repo` (also implied by `repo`)",
     "language": "code cases: the language of the answer's code (`python`, the only one the "
     "sandbox runs yet)",
     "max_tool_calls": "agent cases: tool calls one turn may ask for",

@@ -1,7 +1,7 @@
 """A code case's fields, validated once into a ``CodeSpec``: what the sandbox gets, and what
 ``measure`` compares with.
 
-A case is a code case when it has ``entry_point`` (or ``kind: code``). Its fields:
+A case is a code case when it has ``entry_point``, ``tests`` or ``kind: code``. Its fields:
 
 - ``entry_point``: the function under test (none for a program, whose tests are all
   ``stdin``); ``language``: ``python`` (the only one yet);
@@ -131,7 +131,12 @@ class CodeSpec:
 
 
 def is_code_case(case: Case) -> bool:
-    return "entry_point" in case.raw or case.raw.get("kind") == "code"
+    """``entry_point``, ``kind: code``, or code tests (a program's have no entry point: a
+    forgotten ``kind`` must not make its tests silently ignored)."""
+    raw = case.raw
+    return (
+        "entry_point" in raw or raw.get("kind") == "code" or ("tests" in raw and "kind" not in raw)
+    )
 
 
 #: The longest CPU time a case's ``timeout:`` may give a sample (a sample that sleeps is
