@@ -257,6 +257,12 @@ def test_a_stdin_test_sees_none_of_the_expected_output_in_the_sandbox() -> None:
         ),
         ("entry_point: f\n  atol: true\n  tests: [{assert: x}]", "*field 'atol': expected *"),
         (
+            'entry_point: f\n  tests: [{check: "METADATA = {}\\ndef chek(candidate):\\n  '
+            'assert candidate(1)"}]',
+            "c.yaml:5: case 'c1', field 'tests[0]': expected check: a def check(candidate), or "
+            "statements that test (this source defines neither)",
+        ),
+        (
             "entry_point: f\n  test_setup: [import math]\n  tests: [{assert: x}]",
             "c.yaml:5: case 'c1', field 'test_setup': expected Python source run before each test",
         ),

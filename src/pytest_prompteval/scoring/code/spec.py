@@ -244,6 +244,12 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
         if not isinstance(test.get("stdout"), str):
             raise fail(f"tests[{i}]", "stdout: the text the program must print", line)
         return [CodeTest(kind, body, tag, test["stdout"])]
+    if kind == "check" and not _tests_something(body):
+        raise fail(
+            f"tests[{i}]",
+            "check: a def check(candidate), or statements that test (this source defines neither)",
+            line,
+        )
     if kind == "unittest":
         methods = test_methods(body)
         if isinstance(methods, str):
@@ -254,6 +260,34 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
             )
         return [CodeTest(kind, body, tag, method=m) for m in methods]
     return [CodeTest(kind, body, tag)]
+
+
+_DEFINITIONS = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _tests_something(source: str) -> bool:
+    """Whether a check test's source defines ``check`` or runs a statement of its own (a
+    script): a misspelt ``def chek(candidate)`` would otherwise pass without testing. Source
+    that does not parse is left to fail in the sandbox, as it always has."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "check":
+            return True
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not isinstance(node, _DEFINITIONS) and not docstring:
+            return True
+    return False
 
 
 def test_methods(source: str) -> list[str] | str:
