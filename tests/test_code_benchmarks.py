@@ -265,3 +265,25 @@ def test_a_hostile_file_is_one_line_per_task_not_a_traceback(tmp_path: Path) -> 
         "letters, digits and _ . + -",
         "prompteval: 3 problem(s) found",
     ]
+
+
+def test_the_new_kinds_of_test_run_the_same_on_xdist_workers(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(project.path / "prompt_cases")
+    for benchmark, sample in (
+        ("apps", "apps"),
+        ("bigcodebench", "bigcodebench"),
+        ("mbpp", "mbpp_plus"),
+    ):
+        assert main(["import", benchmark, str(SAMPLES / f"{sample}.jsonl"), "--out", out]) == 0
+    result = project.runpytest(
+        "--prompt=right",
+        "--compare=wrong",
+        "--prompteval-provider=python:benchapp:answer",
+        "--prompteval-results=none",
+        "-n",
+        "2",
+    )
+    result.assert_outcomes(passed=8, failed=8)
+    result.stdout.fnmatch_lines(["wrong: code failures: logic 6, edge_case 2 *"])
