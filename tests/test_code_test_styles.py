@@ -95,8 +95,11 @@ def score(runner: CodeRunner, case: Case, code: str) -> Metrics:
         "import os\nprint(sum(map(int, os.read(0, 99).split())))",
         "def main():\n    print('  ', sum(map(int, input().split())), '  ')\n\n"
         "if __name__ == '__main__':\n    main()",
+        # the first run's open(0), kept in a cycle, must not close the second run's input
+        "import gc\ngc.collect()\nf = open(0)\ndef main():\n"
+        "    print(sum(map(int, f.read().split())))\nmain()",
     ],
-    ids=["input", "readline-exit", "buffer", "open0", "fd0", "main-spaces"],
+    ids=["input", "readline-exit", "buffer", "open0", "fd0", "main-spaces", "open0-kept"],
 )
 def test_a_program_reads_its_input_however_it_likes(
     runner: CodeRunner, cases: dict[str, Case], code: str

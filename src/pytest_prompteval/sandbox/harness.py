@@ -350,14 +350,18 @@ def _program(compiled: Any) -> Any:
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = out
         reseed(0)
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
         try:
-            exec(compiled, {"__name__": "__main__", "__builtins__": builtins})
+            exec(compiled, namespace)
             out.flush()
         except SystemExit as exc:  # exit() after the answer is how many programs end
             out.flush()
             if exc.code not in (None, 0):
                 raise RuntimeError(f"the program exited with status {exc.code!r}") from None
         finally:
+            # what the run kept (``f = open(0)`` beside a function: a cycle) goes now, not
+            # when a later collection closes descriptor 0 under the next run
+            namespace.clear()
             sys.stdin, sys.stdout = streams
             os.dup2(kept, 0)  # the pipe's last read end closed: the feeder ends
             os.close(kept)
