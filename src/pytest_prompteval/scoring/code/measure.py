@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.sandbox import SampleReport
-from pytest_prompteval.sandbox.harness import canonical
+from pytest_prompteval.sandbox.harness import canonical, stdout_lines
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
 
@@ -86,13 +86,32 @@ class Metrics:
         return 0.2 * self.syntax_ok + 0.2 * self.compiles + tests
 
 
-def _output_matches(event: Mapping[str, Any], expected: str) -> bool:
-    """Whether an io test's output event carries the value whose canonical text is given."""
+def _close(out: Any, exp: Any, atol: float) -> bool:
+    """Equal, numbers within ``atol`` + 1e-7 x the expected one (numpy's allclose with
+    evalplus's rtol); booleans are never numbers here."""
+    if isinstance(out, bool) or isinstance(exp, bool):
+        return type(out) is type(exp) and out == exp
+    if isinstance(out, int | float) and isinstance(exp, int | float):
+        return bool(out == exp or abs(out - exp) <= atol + 1e-7 * abs(exp))
+    if isinstance(out, list) and isinstance(exp, list):
+        return len(out) == len(exp) and all(
+            _close(o, e, atol) for o, e in zip(out, exp, strict=True)
+        )
+    if isinstance(out, dict) and isinstance(exp, dict):
+        return out.keys() == exp.keys() and all(_close(out[k], exp[k], atol) for k in out)
+    return bool(out == exp)
+
+
+def _output_matches(event: Mapping[str, Any], expected: str, atol: float = 0.0) -> bool:
+    """Whether an io test's output event carries the value whose canonical text is given
+    (within ``atol`` for numbers)."""
     if "output_digest" in event:
         return bool(event["output_digest"] == hashlib.sha256(expected.encode()).hexdigest())
     if "output" in event:
         try:
-            return canonical(event["output"]) == expected
+            if canonical(event["output"]) == expected:
+                return True
+            return atol > 0 and _close(event["output"], json.loads(expected), atol)
         except (TypeError, ValueError, RecursionError):
             return False
     return False
@@ -103,43 +122,119 @@ def _canonical_expected(text: str) -> str:
     return canonical(json.loads(text))
 
 
-def _expected(test: CodeTest) -> str:
-    return _canonical_expected(json.dumps(test.expected, default=repr))
+def _canonical(value: Any) -> str:
+    return _canonical_expected(json.dumps(value, default=repr))
+
+
+def args_key(test: CodeTest) -> str:
+    """What an args test's reference output is kept under: its arguments (a spec cut down to
+    some of its tests finds them all the same)."""
+    return json.dumps(test.body, sort_keys=True, default=repr)
+
+
+def _accepted(test: CodeTest, reference: Mapping[str, str] | None) -> list[str]:
+    """The canonical texts an args test's output may equal."""
+    if test.compare == "any":
+        return [_canonical(v) for v in test.expected]
+    if test.compare == "reference":
+        found = (reference or {}).get(args_key(test))
+        return [] if found is None else [found]
+    return [_canonical(test.expected)]
 
 
 def _io_event(
-    entry_point: str, test: CodeTest, event: dict[str, Any] | None
+    spec: CodeSpec,
+    index: int,
+    event: dict[str, Any] | None,
+    reference: Mapping[str, str] | None,
 ) -> dict[str, Any] | None:
     """An io test's event turned into a verdict: the output compared here, with the
     expected value the sample never saw."""
+    test = spec.tests[index]
     if event is None or ("passed" in event and not event["passed"]):
         return event
-    if _output_matches(event, _expected(test)):
+    accepted = _accepted(test, reference)
+    if any(_output_matches(event, text, spec.atol) for text in accepted):
         return {**event, "passed": True}
     shown = event.get("output", event.get("output_repr", "a large value"))
+    if not accepted:
+        wanted = ", and the reference gave no value to compare with"
+    else:
+        wanted = f", expected {test.expected if test.compare != 'reference' else accepted[0]!r}"
     return {
         **event,
         "passed": False,
         "kind": "assert",
-        "message": f"AssertionError: {entry_point}(*{test.body!r}) returned {shown!r}"[:300]
+        "message": f"AssertionError: {spec.entry_point}(*{test.body!r}) returned {shown!r}"[:300]
+        + wanted[:200],
+    }
+
+
+def _number(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def stdout_matches(printed: str, expected: str) -> bool:
+    """APPS's comparison of a program's output: the lines, each stripped and empty ones
+    dropped, are equal; else, line by line, their whitespace-separated tokens are, numbers
+    within numpy's allclose tolerance (1e-5 relative, 1e-8 absolute)."""
+    got, wanted = stdout_lines(printed), stdout_lines(expected)
+    if got == wanted:
+        return True
+    if len(got) != len(wanted):
+        return False
+    for line, other in zip(got, wanted, strict=True):
+        tokens, others = line.split(), other.split()
+        if len(tokens) != len(others):
+            return False
+        for token, want in zip(tokens, others, strict=True):
+            if token == want:
+                continue
+            a, b = _number(token), _number(want)
+            if a is None or b is None or not (a == b or abs(a - b) <= 1e-8 + 1e-5 * abs(b)):
+                return False
+    return True
+
+
+def _stdout_event(test: CodeTest, event: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stdin test's event turned into a verdict: the printed text compared here."""
+    if event is None or ("passed" in event and not event["passed"]):
+        return event
+    if "stdout_digest" in event:
+        lines = "\n".join(stdout_lines(test.expected)).encode(errors="replace")
+        matched = event["stdout_digest"] == hashlib.sha256(lines).hexdigest()
+    else:
+        printed = event.get("stdout")
+        matched = isinstance(printed, str) and stdout_matches(printed, test.expected)
+    if matched:
+        return {**event, "passed": True}
+    shown = event.get("stdout", "a large output")
+    return {
+        **event,
+        "passed": False,
+        "kind": "assert",
+        "message": f"AssertionError: the program printed {shown!r}"[:300]
         + f", expected {test.expected!r}"[:200],
     }
 
 
-def reference_outputs(spec: CodeSpec, run: SampleReport) -> dict[int, str]:
-    """The reference's outputs on the io tests, as canonical text by test index."""
+def reference_outputs(spec: CodeSpec, run: SampleReport) -> dict[str, str]:
+    """The reference's outputs on the io tests, as canonical text by their arguments."""
     found = {}
     for index, event in run.tests.items():
         if index < len(spec.tests) and spec.tests[index].kind == "args" and "output" in event:
             try:
-                found[index] = canonical(event["output"])
+                found[args_key(spec.tests[index])] = canonical(event["output"])
             except (TypeError, ValueError, RecursionError):
                 continue
     return found
 
 
 def measure(
-    spec: CodeSpec, code: str, run: SampleReport, reference: Mapping[int, str] | None = None
+    spec: CodeSpec, code: str, run: SampleReport, reference: Mapping[str, str] | None = None
 ) -> Metrics:
     """The metrics of one run; ``reference``: the reference's io outputs (for semantic
     equivalence), when known."""
@@ -154,9 +249,12 @@ def measure(
     for i, test in enumerate(spec.tests):
         event = results.get(i)
         if test.kind == "args":
-            if reference is not None and i in reference:
-                compared.append(event is not None and _output_matches(event, reference[i]))
-            event = _io_event(spec.entry_point, test, event)
+            known = None if reference is None else reference.get(args_key(test))
+            if known is not None:
+                compared.append(event is not None and _output_matches(event, known, spec.atol))
+            event = _io_event(spec, i, event, reference)
+        elif test.kind == "stdin":
+            event = _stdout_event(test, event)
         passed = bool(event and event.get("passed") is True)
         tally[test.tag][0] += passed
         tally[test.tag][1] += 1

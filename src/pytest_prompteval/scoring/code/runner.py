@@ -45,7 +45,7 @@ class Calibration:
     """What running the reference taught: the timeout, and its io outputs."""
 
     timeout: float
-    outputs: dict[int, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 class CodeRunner:

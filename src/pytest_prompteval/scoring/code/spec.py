@@ -1,12 +1,21 @@
 """A code case's fields, validated once into a ``CodeSpec``: what the sandbox gets, and what
 ``measure`` compares with.
 
-A case is a code case when it has ``entry_point`` (or ``kind: code``). Its fields:
+A case is a code case when it has ``entry_point``, ``tests`` or ``kind: code``. Its fields:
 
-- ``entry_point``: the function under test; ``language``: ``python`` (the only one yet);
+- ``entry_point``: the function under test (none for a program, whose tests are all
+  ``stdin``); ``language``: ``python`` (the only one yet);
 - ``tests``: a list of ``{assert: "f(1) == 2"}``, ``{check: "def check(candidate): ..."}``
-  (HumanEval style) or ``{args: [...], expected: ...}`` entries, each with ``tag: basic``
-  (default) or ``tag: edge``;
+  (HumanEval style; source without a ``check`` function runs as a script),
+  ``{args: [...], expected: ...}`` (``expected_any: [...]``: any of these; neither: the
+  reference's output on the same arguments), ``{stdin: "...", stdout: "..."}`` (the code is
+  a program, run once per test with that input; APPS style) or ``{unittest: "..."}`` (a
+  ``unittest.TestCase`` module; each test method counts as one test) entries, each with
+  ``tag: basic`` (default) or ``tag: edge``;
+- ``test_setup``: Python source run before each assert, check and unittest test, in its
+  namespace (MBPP's ``test_setup_code`` and imports);
+- ``atol``: numbers in io outputs match within this absolute tolerance (and 1e-7 relative,
+  as evalplus compares);
 - ``reference``: a correct solution (full code), for exact match, semantic equivalence,
   property tests and the timeout calibration;
 - ``properties``: ``{args: ["integers(-5, 5)", "lists(integers())"], examples: 100}`` (any
@@ -20,10 +29,12 @@ A case is a code case when it has ``entry_point`` (or ``kind: code``). Its field
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +47,16 @@ from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.core.yamlload import line_of
 
 TAGS = ("basic", "edge")
-TEST_KINDS = ("assert", "check", "args")
+TEST_KINDS = ("assert", "check", "args", "stdin", "unittest")
+KINDS_TEXT = "assert, check, args, stdin or unittest"
+#: The keys a test entry may have, by kind.
+TEST_FIELDS = {
+    "assert": ("assert", "tag"),
+    "check": ("check", "tag"),
+    "args": ("args", "expected", "expected_any", "tag"),
+    "stdin": ("stdin", "stdout", "tag"),
+    "unittest": ("unittest", "tag"),
+}
 
 
 @dataclass(frozen=True)
@@ -45,15 +65,25 @@ class CodeTest:
 
     #: one of TEST_KINDS
     kind: str
-    #: assert and check: Python source text; args: the list of arguments
+    #: assert, check and unittest: Python source text; args: the list of arguments;
+    #: stdin: the program's input
     body: Any
     tag: str = "basic"
-    #: an args test's expected return value (compared here, never sent to the sandbox)
+    #: an args test's expected return value, a stdin test's expected output (compared
+    #: here, never sent to the sandbox)
     expected: Any = None
+    #: how an args test's output is compared: with ``expected``, with any of
+    #: ``expected`` (a list), or with the reference's output
+    compare: str = "value"
+    #: a unittest test: ``Class.test_method``
+    method: str = ""
 
     def wire(self) -> dict[str, Any]:
         """The test as the sandbox's harness reads it."""
-        return {self.kind: self.body, "tag": self.tag}
+        wired = {self.kind: self.body, "tag": self.tag}
+        if self.method:
+            wired["method"] = self.method
+        return wired
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,15 @@ class CodeSpec:
     properties: dict[str, Any] | None = None
     timeout: float | None = None
     language: str = "python"
+    #: source run before each assert, check and unittest test, in its namespace
+    setup: str = ""
+    #: absolute tolerance for numbers in io outputs (0: exact)
+    atol: float = 0.0
+
+    @property
+    def program(self) -> bool:
+        """The code is a program fed its tests' stdin, not a module whose function is called."""
+        return any(t.kind == "stdin" for t in self.tests)
 
     @functools.cached_property
     def digest(self) -> str:
@@ -81,6 +120,8 @@ class CodeSpec:
             "tests": [t.wire() for t in self.tests],
             "reference": self.reference if self.properties else None,
             "properties": self.properties,
+            "setup": self.setup,
+            "program": self.program,
         }
 
     @property
@@ -90,7 +131,12 @@ class CodeSpec:
 
 
 def is_code_case(case: Case) -> bool:
-    return "entry_point" in case.raw or case.raw.get("kind") == "code"
+    """``entry_point``, ``kind: code``, or code tests (a program's have no entry point: a
+    forgotten ``kind`` must not make its tests silently ignored)."""
+    raw = case.raw
+    return (
+        "entry_point" in raw or raw.get("kind") == "code" or ("tests" in raw and "kind" not in raw)
+    )
 
 
 #: The longest CPU time a case's ``timeout:`` may give a sample (a sample that sleeps is
@@ -109,32 +155,29 @@ def parse_code_spec(case: Case) -> CodeSpec:
             line or line_of(raw, key) or case.line,
         )
 
-    entry = raw.get("entry_point")
-    if not isinstance(entry, str) or not entry.isidentifier():
+    entry = raw.get("entry_point", "")
+    if "entry_point" in raw and (not isinstance(entry, str) or not entry.isidentifier()):
         raise fail("entry_point", "the name of the function under test")
+    tests = raw.get("tests")
+    if not isinstance(tests, list) or not tests:
+        raise fail("tests", f"a list of test entries, each one of {KINDS_TEXT}")
+    parsed: list[CodeTest] = []
+    for i, test in enumerate(tests):
+        parsed += _parse_test(case, i, test, fail)
+    program = [t.kind == "stdin" for t in parsed]
+    if any(program) and not all(program):
+        raise fail("tests", "stdin tests only (a program), or none (a function's tests)")
+    if not entry and not all(program):
+        raise fail("entry_point", "the name of the function under test (a program: stdin tests)")
     language = raw.get("language", "python")
     if language != "python":
         raise fail("language", "python (the only language the sandbox runs yet)")
-    tests = raw.get("tests")
-    if not isinstance(tests, list) or not tests:
-        raise fail(
-            "tests", "a list of {assert: ...}, {check: ...} or {args: [...], expected: ...} entries"
-        )
-    parsed = []
-    for i, test in enumerate(tests):
-        line = line_of(test)
-        kinds = [k for k in TEST_KINDS if isinstance(test, Mapping) and k in test]
-        if len(kinds) != 1:
-            raise fail(f"tests[{i}]", "exactly one of assert, check or args", line)
-        kind = kinds[0]
-        if kind == "args" and (not isinstance(test["args"], list) or "expected" not in test):
-            raise fail(f"tests[{i}]", "args: a list of arguments, and expected", line)
-        if kind != "args" and not isinstance(test[kind], str):
-            raise fail(f"tests[{i}]", f"{kind}: Python source text", line)
-        tag = test.get("tag", "basic")
-        if tag not in TAGS:
-            raise fail(f"tests[{i}].tag", "basic or edge", line)
-        parsed.append(CodeTest(kind, test[kind], tag, test.get("expected")))
+    setup = raw.get("test_setup", "")
+    if not isinstance(setup, str):
+        raise fail("test_setup", "Python source run before each test")
+    atol = raw.get("atol", 0)
+    if isinstance(atol, bool) or not isinstance(atol, int | float) or not 0 <= atol < math.inf:
+        raise fail("atol", "an absolute tolerance, a number >= 0")
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise fail("reference", "the source of a correct solution")
@@ -156,7 +199,123 @@ def parse_code_spec(case: Case) -> CodeSpec:
         reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
         properties=properties,
         timeout=timeout,
+        setup=setup,
+        atol=float(atol),
     )
+
+
+def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
+    """One entry of ``tests:``; a unittest entry gives one test per test method."""
+    line = line_of(test)
+    kinds = [k for k in TEST_KINDS if isinstance(test, Mapping) and k in test]
+    if len(kinds) != 1:
+        raise fail(f"tests[{i}]", f"exactly one of {KINDS_TEXT}", line)
+    kind = kinds[0]
+    check_keys(test, TEST_FIELDS[kind], case.path, f"case {case.id!r}, tests[{i}]: ")
+    tag = test.get("tag", "basic")
+    if tag not in TAGS:
+        raise fail(f"tests[{i}].tag", "basic or edge", line)
+    body = test[kind]
+    if kind == "args":
+        if not isinstance(body, list):
+            raise fail(f"tests[{i}]", "args: a list of arguments", line)
+        if "expected" in test and "expected_any" in test:
+            raise fail(f"tests[{i}]", "expected or expected_any, not both", line)
+        if "expected_any" in test:
+            accepted = test["expected_any"]
+            if not isinstance(accepted, list) or not accepted:
+                raise fail(f"tests[{i}].expected_any", "a list of accepted values", line)
+            return [CodeTest(kind, body, tag, accepted, "any")]
+        if "expected" in test:
+            return [CodeTest(kind, body, tag, test["expected"])]
+        if "reference" not in case.raw:
+            raise fail(
+                f"tests[{i}]",
+                "args: a list of arguments, and expected (or a reference solution, whose "
+                "output it must then equal)",
+                line,
+            )
+        return [CodeTest(kind, body, tag, compare="reference")]
+    if not isinstance(body, str):
+        raise fail(
+            f"tests[{i}]", f"{kind}: Python source text" if kind != "stdin" else "stdin: text", line
+        )
+    if kind == "stdin":
+        if not isinstance(test.get("stdout"), str):
+            raise fail(f"tests[{i}]", "stdout: the text the program must print", line)
+        return [CodeTest(kind, body, tag, test["stdout"])]
+    if kind == "check" and not _tests_something(body):
+        raise fail(
+            f"tests[{i}]",
+            "check: a def check(candidate), or statements that test (this source defines neither)",
+            line,
+        )
+    if kind == "unittest":
+        methods = test_methods(body)
+        if isinstance(methods, str):
+            raise fail(
+                f"tests[{i}]",
+                f"unittest: a module defining unittest.TestCase classes ({methods})",
+                line,
+            )
+        return [CodeTest(kind, body, tag, method=m) for m in methods]
+    return [CodeTest(kind, body, tag)]
+
+
+_DEFINITIONS = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _tests_something(source: str) -> bool:
+    """Whether a check test's source defines ``check`` or runs a statement of its own (a
+    script): a misspelt ``def chek(candidate)`` would otherwise pass without testing. Source
+    that does not parse is left to fail in the sandbox, as it always has."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "check":
+            return True
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not isinstance(node, _DEFINITIONS) and not docstring:
+            return True
+    return False
+
+
+def test_methods(source: str) -> list[str] | str:
+    """The ``Class.test_method`` names unittest's loader would find in ``source`` (classes
+    deriving from a ``TestCase``, in their order; methods sorted by name, inherited ones
+    from the module's own classes too), or why there are none."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    found: list[str] = []
+    methods: dict[str, set[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [
+            b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases
+        ]
+        if not any(b.endswith("TestCase") or b in methods for b in bases):
+            continue
+        own = {
+            f.name
+            for f in node.body
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name.startswith("test")
+        }
+        methods[node.name] = own.union(*(methods.get(b, set()) for b in bases))
+        found += [f"{node.name}.{name}" for name in sorted(methods[node.name])]
+    return found or "no test methods found"
 
 
 #: How to bring back hypothesis (a dependency of the plugin) when an environment lacks it.
