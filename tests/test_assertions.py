@@ -165,7 +165,7 @@ def test_every_assertion_type_passes_and_fails(
         "*failed assert json_field: not JSON: *",
         "*failed assert not_starts_with: expected: does not start with 'Sure'",
         '*failed assert icontains_all: expected: contains all of [[]"red", "blue"[]] (any case)',
-        "*failed assert contains_json: schema: name: expected type \"string\", got 2",
+        '*failed assert contains_json: schema: name: expected type "string", got 2',
         "*failed assert not_is_json: expected: is not JSON",
     ):
         result.stdout.fnmatch_lines([line])
