@@ -100,6 +100,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     if args.dataset == "swebench":
         return _import_swebench(args)
+    if args.dataset == "promptfoo":
+        return _import_promptfoo(args)
     from pytest_prompteval.core.yamldump import dump
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
@@ -120,6 +122,7 @@ def _import_swebench(args: argparse.Namespace) -> int:
 
     if args.file is None or args.repos is None:
         raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
+    args.out = args.out or Path("prompt_cases")
     environments = None if args.environments is None else load_environments(args.environments)
     imported = swebench_cases(args.file, args.repos, args.out, environments)
     if imported.problems:
@@ -139,6 +142,39 @@ def _import_swebench(args: argparse.Namespace) -> int:
         f"pytest leaves the clones of {display(args.repos)}/ that the cases name out of its "
         "collection: their tests run in the sandbox only"
     )
+    return 0
+
+
+def _import_promptfoo(args: argparse.Namespace) -> int:
+    """Prompt versions and a case file, none written over an existing file; a line for each
+    item of the config that did not map."""
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.promptfoo import promptfoo_project
+
+    if args.file is None or args.repos is not None:
+        raise PromptevalError("import promptfoo needs CONFIG (a promptfooconfig.yaml), no --repos")
+    imported = promptfoo_project(args.file)
+    out = args.out or Path(".")
+    targets = {out / "prompts" / f"{name}.yaml": data for name, data in imported.prompts.items()}
+    cases = out / "prompt_cases" / f"{imported.stem}.yaml"
+    targets[cases] = imported.cases
+    for target in targets:
+        if target.exists() or target.is_symlink():
+            raise PromptevalError(f"{display(target)} exists: not overwritten (move it away first)")
+    for target, data in targets.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(output_inside(target.parent, target.name), dump(data))
+    print(
+        f"wrote {len(imported.cases['cases'])} cases to {display(cases)} and "
+        f"{len(imported.prompts)} prompt versions to {display(out / 'prompts')}/"
+        + "".join(f"\n  {display(t)}" for t in targets if t != cases)
+    )
+    for note in imported.notes:
+        print(f"prompteval: not imported: {note}", file=sys.stderr)
+    if imported.notes:
+        print(
+            f"prompteval: {len(imported.notes)} item(s) not imported as they were", file=sys.stderr
+        )
     return 0
 
 
@@ -570,14 +606,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
-    importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
-    importing.add_argument("dataset", choices=["humaneval", "swebench"])
+    importing = commands.add_parser(
+        "import", help="convert a benchmark or a promptfoo config into prompt cases"
+    )
+    importing.add_argument("dataset", choices=["humaneval", "swebench", "promptfoo"])
     importing.add_argument(
         "file",
         nargs="?",
         type=Path,
         help="swebench: the instances, one JSON object a line, or a SWE-bench 5.x folder of "
-        "tasks (tasks/<id>/task.yaml, ...)",
+        "tasks (tasks/<id>/task.yaml, ...); promptfoo: the config (promptfooconfig.yaml)",
     )
     importing.add_argument(
         "-o",
@@ -592,9 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument(
         "--out",
         type=Path,
-        default=Path("prompt_cases"),
         help="swebench: the case folder (FILE's stem names the case file and the patch folder; "
-        "default prompt_cases)",
+        "default prompt_cases); promptfoo: the project folder its prompts/ and prompt_cases/ "
+        "are written in (default: the working directory)",
     )
     importing.add_argument(
         "--environments",
