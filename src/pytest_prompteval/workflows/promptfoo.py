@@ -513,14 +513,15 @@ class _Importer:
             if column.startswith("__expected"):
                 if value.strip():
                     test["assert"].append(_marked(_from_string(value), line))
-            elif column == "__description":
+            elif column == "__description" and value:
                 test["description"] = value
             elif column == "__threshold":
                 test["threshold"] = _number(value)
             elif column == "__metric":
                 metric = value
             elif column.startswith("__"):
-                self.note(display(path, line), f"column {column!r}: not imported")
+                if column != "__description":  # the header names it, once
+                    self.note(display(path, 1), f"column {column!r}: not imported")
             else:
                 test["vars"][column] = value
         if metric:
@@ -651,9 +652,10 @@ class _Importer:
         for key in entry:
             if key in ("type", "value", "threshold", "weight"):
                 continue
-            reason = (
-                "results name each assertion by its type" if key == "metric" else "not imported"
-            )
+            reason = {
+                "metric": "results name each assertion by its type",
+                "transform": "not imported (checked on the answer as it comes)",
+            }.get(key, "not imported")
             self.note(where, f"assertion {kind!r}: option {key!r} ({entry[key]!r:.60}): {reason}")
         weight = entry.get("weight")
         if isinstance(weight, int | float) and not isinstance(weight, bool) and weight >= 0:
@@ -838,10 +840,12 @@ def _label(text: str) -> str:
 
 
 def _located(entries: Any, path: Path) -> list[tuple[Any, Path]]:
-    """Each assertion of a list with the file it is written in (a lone one as a list)."""
+    """Each assertion of a list with the file it is written in (a lone one as a list; one
+    merged before keeps its own)."""
     if entries is None:
         return []
-    return [(entry, path) for entry in (entries if isinstance(entries, list) else [entries])]
+    listed = entries if isinstance(entries, list) else [entries]
+    return [entry if isinstance(entry, tuple) else (entry, path) for entry in listed]
 
 
 def _number(text: str) -> float | None:
