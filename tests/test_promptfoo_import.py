@@ -385,6 +385,24 @@ def test_csv_expected_columns_map_as_promptfoo_reads_them(
     ]
 
 
+def test_providers_of_one_model_and_label_are_a_version_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_prompteval.workflows.promptfoo import promptfoo_project
+
+    monkeypatch.chdir(tmp_path)
+    tmp_path.joinpath("x.yaml").write_text(
+        "prompts: [hi]\nproviders:\n"
+        "- {id: anthropic:messages:claude-haiku-4-5, config: {temperature: 0}}\n"
+        "- {id: anthropic:messages:claude-haiku-4-5, config: {temperature: 1}}\n"
+    )
+    project = promptfoo_project(Path("x.yaml"))
+    assert {name: v["model_config"]["temperature"] for name, v in project.prompts.items()} == {
+        "x_1_claude-haiku-4-5": 0,
+        "x_1_claude-haiku-4-5_2": 1,
+    }
+
+
 def test_the_imported_files_load_as_this_plugins_prompts_and_cases(
     pytester: pytest.Pytester,
 ) -> None:
@@ -435,8 +453,24 @@ def test_the_imported_files_load_as_this_plugins_prompts_and_cases(
             "prompteval: error: t.jsonl:1: not JSON: Expecting property name enclosed in double "
             "quotes: line 1 column 2 (char 1)",
         ),
+        (
+            {
+                "promptfooconfig.yaml": "prompts: [x]\ntests: file://a.yaml\n",
+                "a.yaml": "- file://b.yaml\n",
+                "b.yaml": "- vars: {x: 1}\n- file://a.yaml\n",
+            },
+            "prompteval: error: b.yaml: tests 'file://a.yaml': names a file it is read from",
+        ),
     ],
-    ids=["missing", "malformed", "not-a-mapping", "missing-tests", "missing-prompt", "bad-jsonl"],
+    ids=[
+        "missing",
+        "malformed",
+        "not-a-mapping",
+        "missing-tests",
+        "missing-prompt",
+        "bad-jsonl",
+        "tests-cycle",
+    ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, files: dict[str, str], message: str) -> None:
     for name, text in files.items():

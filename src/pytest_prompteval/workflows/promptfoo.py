@@ -170,6 +170,8 @@ class _Importer:
         self.base = config.parent
         self.stem = _stem(config)
         self.out = Imported(self.stem)
+        #: the test files being read, one inside another: one naming itself is a cycle
+        self.reading: set[Path] = set()
 
     # -- where things are, and reading them
     def where(self, path: Path, node: Any = None, key: str | None = None) -> str:
@@ -440,7 +442,11 @@ class _Importer:
             return [("", {})]
         if len(found) == 1:
             return [("", found[0][2])]
-        return [("_" + _slug(label), config) for label, _, config in found]
+        suffixes: list[str] = []
+        for label, _, _ in found:  # two providers of one label are two versions
+            suffix = "_" + _slug(label)
+            suffixes.append(suffix if suffix not in suffixes else f"{suffix}_{len(suffixes) + 1}")
+        return [(suffix, config) for suffix, (_, _, config) in zip(suffixes, found, strict=True)]
 
     # -- tests
     def tests(self, node: Any, path: Path, parent: Any, key: str) -> Iterator[tuple[Any, Path]]:
@@ -477,8 +483,11 @@ class _Importer:
                 if line.strip():
                     yield self.json_line(line, path, number), path
         elif suffix in (".yaml", ".yml", ".json"):
-            data = self.load(path)
-            yield from self.tests(data, path, None, "")
+            if path.resolve() in self.reading:
+                raise PromptevalError(f"{where}: tests {ref!r}: names a file it is read from")
+            self.reading.add(path.resolve())
+            yield from self.tests(self.load(path), path, None, "")
+            self.reading.discard(path.resolve())
         else:
             self.note(where, f"tests {ref!r}: a {suffix} file: not imported")
 
