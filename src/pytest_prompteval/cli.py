@@ -106,7 +106,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
     if args.file is not None or args.repos is not None:
-        raise PromptevalError("FILE and --repos are for import swebench")
+        raise PromptevalError("import humaneval takes no FILE and no --repos")
     data = humaneval_cases()
     text = dump(data)
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -164,9 +164,10 @@ def _import_promptfoo(args: argparse.Namespace) -> int:
     for target, data in targets.items():
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(output_inside(target.parent, target.name), dump(data))
+    count, versions = len(imported.cases["cases"]), len(imported.prompts)
     print(
-        f"wrote {len(imported.cases['cases'])} cases to {display(cases)} and "
-        f"{len(imported.prompts)} prompt versions to {display(out / 'prompts')}/"
+        f"wrote {count} case{'s' * (count != 1)} to {display(cases)} and {versions} prompt "
+        f"version{'s' * (versions != 1)} to {display(out / 'prompts')}/"
         + "".join(f"\n  {display(t)}" for t in targets if t != cases)
     )
     for note in imported.notes:
