@@ -385,6 +385,33 @@ def test_csv_expected_columns_map_as_promptfoo_reads_them(
     ]
 
 
+def test_what_defaults_and_scenario_configs_hold_beyond_vars_and_assert_is_named_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_prompteval.workflows.promptfoo import promptfoo_project
+
+    monkeypatch.chdir(tmp_path)
+    tmp_path.joinpath("d.yaml").write_text(
+        "prompts: ['{{a}}']\n"
+        "providers: [anthropic:claude-haiku-4-5]\n"
+        "defaultTest:\n"
+        "  options: {provider: openai:gpt-4o}\n"
+        "  metadata: {team: x}\n"
+        "tests: [{vars: {a: 1}}, {vars: {a: 2}}]\n"
+        "scenarios:\n"
+        "- config: [{vars: {b: 1}, provider: x}, 7]\n"
+        "  tests: [{vars: {a: 3}}]\n"
+    )
+    project = promptfoo_project(Path("d.yaml"))
+    assert [c["input"] for c in project.cases["cases"]] == [{"a": 1}, {"a": 2}, {"b": 1, "a": 3}]
+    assert project.notes == [
+        "d.yaml:5: defaultTest field 'metadata': not imported",
+        "d.yaml:4: defaultTest option 'provider': not imported",
+        "d.yaml:8: scenario config '7': not imported",
+        "d.yaml:8: scenario config field 'provider': not imported",
+    ]
+
+
 def test_providers_of_one_model_and_label_are_a_version_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

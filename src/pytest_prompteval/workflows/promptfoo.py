@@ -211,12 +211,13 @@ class _Importer:
         prompts = self.prompts(data)
         providers = self.providers(data)
         default = data.get("defaultTest") or {}
-        if isinstance(default, str):
+        if not isinstance(default, Mapping):
             self.note(
                 self.where(self.config, data, "defaultTest"),
-                f"defaultTest {default!r}: not imported (inline it)",
+                f"defaultTest {str(default)[:80]!r}: not imported (inline its vars and assert)",
             )
             default = {}
+        self.defaults(default, "defaultTest")
         tests = [
             (self.merged(default, self.config, test, path), path)
             for test, path in self.tests(data.get("tests"), self.config, data, "tests")
@@ -553,7 +554,15 @@ class _Importer:
                         self.where(self.config, scenario, key),
                         f"scenario option {key!r}: not imported",
                     )
-            configs = [c for c in scenario.get("config") or [{}] if isinstance(c, Mapping)]
+            configs = scenario.get("config") or [{}]
+            configs = configs if isinstance(configs, list) else [configs]
+            for config in configs:
+                if not isinstance(config, Mapping):
+                    where = self.where(self.config, scenario, "config")
+                    self.note(where, f"scenario config {str(config)[:80]!r}: not imported")
+            configs = [c for c in configs if isinstance(c, Mapping)]
+            for config in configs:
+                self.defaults(config, "scenario config")
             for test, path in list(
                 self.tests(scenario.get("tests"), self.config, scenario, "tests")
             ):
@@ -567,20 +576,28 @@ class _Importer:
                         merged["description"] = description
                     yield merged, path
 
+    def defaults(self, node: Mapping[str, Any], what: str) -> None:
+        """Name what of a defaultTest (or a scenario's config) its tests do not take."""
+        for key in node:
+            if key not in (*TEST_KEYS, "options"):
+                self.note(self.where(self.config, node, key), f"{what} field {key!r}: not imported")
+        for key in node.get("options") or {}:
+            self.note(
+                self.where(self.config, node, "options"), f"{what} option {key!r}: not imported"
+            )
+
     def merged(self, default: Any, at: Path, test: Mapping[str, Any], path: Path) -> MarkedDict:
         """A test with defaultTest (or a scenario's config, from ``at``) under it: vars
         merged, the defaults' assertions first as promptfoo runs them, each with its file."""
         default = default if isinstance(default, Mapping) else {}
-        merged = _marked({**default, **test}, line_of(test) or 0)
+        read = {k: v for k, v in default.items() if k in TEST_KEYS}  # the rest is named there
+        merged = _marked({**read, **test}, line_of(test) or 0)
         merged.key_lines = getattr(test, "key_lines", {})
         merged["vars"] = {**(default.get("vars") or {}), **(test.get("vars") or {})}
         merged["assert"] = [
             *_located(default.get("assert"), at),
             *_located(test.get("assert"), path),
         ]
-        options = {**(default.get("options") or {}), **(test.get("options") or {})}
-        if options:
-            merged["options"] = options
         return merged
 
     def cases(self, test: MarkedDict, path: Path, count: int) -> list[dict[str, Any]]:
