@@ -41,6 +41,7 @@ def imported(pytester: pytest.Pytester, config: str) -> list[str]:
     """Import one of the examples; its warnings, one a line."""
     done = prompteval(pytester.path, "import", "promptfoo", config)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("wrote "), done.stdout
     return done.stderr.splitlines()
 
 
@@ -78,6 +79,26 @@ def test_real_promptfoo_examples_import_then_collect_record_and_replay(
         "prompteval: 4 item(s) not imported as they were",
     ]
     assert imported(pytester, "anthropic/promptfooconfig.basic.yaml") == []
+    cases = yaml.safe_load((pytester.path / "prompt_cases" / "anthropic_basic.yaml").read_text())
+    assert [c["input"] for c in cases["cases"]][:2] == [
+        {"topic": "quantum computing"},
+        {"topic": "artificial intelligence"},
+    ]
+    haiku = yaml.safe_load(
+        (pytester.path / "prompts" / "anthropic_basic_2_Claude_3.5_Haiku.yaml").read_text()
+    )
+    assert haiku == {
+        "name": "Explain {{topic}} as if I were a 5-year-old child.",
+        "description": "Imported from promptfoo: anthropic/promptfooconfig.basic.yaml:3",
+        "user_prompt": "Explain {topic} as if I were a 5-year-old child.",
+        "include_input": False,
+        "model_config": {
+            "model": "claude-3-5-haiku-latest",
+            "temperature": 0.7,
+            "max_tokens": 1024,
+        },
+        "applies_to": {"ids": ["anthropic_basic_*"]},
+    }
     versions = sorted(p.stem for p in (pytester.path / "prompts").iterdir())
     assert versions == [
         *(
