@@ -60,7 +60,7 @@ def test_real_promptfoo_examples_import_then_collect_record_and_replay(
     assert imported(pytester, "claude-vs-gpt/promptfooconfig.yaml") == [
         "prompteval: not imported: claude-vs-gpt/prompt.yaml:6: chat prompt: content block "
         "option 'cache_control': not imported",
-        "prompteval: not imported: claude-vs-gpt/promptfooconfig.yaml:18: provider "
+        "prompteval: not imported: claude-vs-gpt/promptfooconfig.yaml:26: provider "
         "'openai:chat:gpt-4o' is not a Claude model: no prompt version made for it",
         "prompteval: not imported: claude-vs-gpt/promptfooconfig.yaml:34: assertion "
         "'javascript' ('output.length <= 100 ? 1 : output.length > 1000 ? 0 : 1 - (o'): code "
@@ -72,7 +72,7 @@ def test_real_promptfoo_examples_import_then_collect_record_and_replay(
         "'{{ (style_config | load).tone }}' cannot be mapped: kept as plain text",
         "prompteval: not imported: simple-csv/prompts.txt:3: Nunjucks "
         "'{{ (style_config | load).length }}' cannot be mapped: kept as plain text",
-        "prompteval: not imported: simple-csv/promptfooconfig.yaml:4: provider "
+        "prompteval: not imported: simple-csv/promptfooconfig.yaml:5: provider "
         "'openai:gpt-3.5-turbo' is not a Claude model: no prompt version made for it",
         "prompteval: not imported: simple-csv/promptfooconfig.yaml:4: no Claude provider: the "
         "prompt versions use the project's default model",
@@ -89,7 +89,7 @@ def test_real_promptfoo_examples_import_then_collect_record_and_replay(
     )
     assert haiku == {
         "name": "Explain {{topic}} as if I were a 5-year-old child.",
-        "description": "Imported from promptfoo: anthropic/promptfooconfig.basic.yaml:3",
+        "description": "Imported from promptfoo: anthropic/promptfooconfig.basic.yaml:5",
         "user_prompt": "Explain {topic} as if I were a 5-year-old child.",
         "include_input": False,
         "model_config": {
@@ -146,7 +146,7 @@ def test_examples_whose_items_do_not_map_name_each_with_its_line(
 ) -> None:
     shutil.copytree(EXAMPLES, pytester.path, dirs_exist_ok=True)
     assert imported(pytester, "json-output/promptfooconfig.yaml") == [
-        "prompteval: not imported: json-output/promptfooconfig.yaml:6: provider "
+        "prompteval: not imported: json-output/promptfooconfig.yaml:7: provider "
         "'openai:chat:gpt-3.5-turbo' is not a Claude model: no prompt version made for it",
         "prompteval: not imported: json-output/promptfooconfig.yaml:6: no Claude provider: the "
         "prompt versions use the project's default model",
@@ -345,7 +345,7 @@ def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
     ]
     config = "promptfooconfig.yaml"
     assert project.notes == [
-        f"{config}:2: Nunjucks '{{{{ word | upper }}}}' cannot be mapped: kept as plain text",
+        f"{config}:3: Nunjucks '{{{{ word | upper }}}}' cannot be mapped: kept as plain text",
         f"{config}:7: provider config 'showThinking': not imported",
         f"{config}:17: test threshold: promptfoo passes a test whose weighted score reaches "
         "it; here every assertion must pass too",

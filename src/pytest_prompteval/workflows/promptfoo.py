@@ -172,6 +172,9 @@ class _Importer:
         self.out = Imported(self.stem)
         #: the test files being read, one inside another: one naming itself is a cycle
         self.reading: set[Path] = set()
+        #: the line of each item of the config's top-level lists (a string has no line)
+        self.item_lines: dict[str, list[int]] = {}
+        self.data: Any = None
 
     # -- where things are, and reading them
     def where(self, path: Path, node: Any = None, key: str | None = None) -> str:
@@ -194,13 +197,21 @@ class _Importer:
             return sorted(p for p in base.glob(name) if p.is_file())
         return [base / name]
 
+    def line(self, key: str, index: int, default: int | None) -> int | None:
+        """The line of item ``index`` of the config's top-level list ``key``."""
+        lines = self.item_lines.get(key, [])
+        return lines[index] if index < len(lines) else default
+
     def load(self, path: Path) -> Any:
         """A YAML or JSON file's data, with lines (JSON is read as the YAML it is)."""
         return parse_yaml(self.read_text(path), path)
 
     # -- the config
     def run(self) -> Imported:
-        data = self.load(self.config)
+        text = self.read_text(self.config)
+        data = parse_yaml(text, self.config)
+        self.item_lines = _item_lines(text)
+        self.data = data
         if not isinstance(data, MarkedDict):
             raise PromptevalError(
                 "expected a promptfoo config: a mapping with prompts, ...", self.config, 1
@@ -262,8 +273,8 @@ class _Importer:
         if node is None:
             raise PromptevalError("no prompts: nothing to import", self.config, 1)
         found: list[_Prompt] = []
-        for entry in node if isinstance(node, list) else [node]:
-            found += self.prompt(entry, _Place(self.config, line_of(entry) or at.line))
+        for n, entry in enumerate(node if isinstance(node, list) else [node]):
+            found += self.prompt(entry, _Place(self.config, self.line("prompts", n, at.line)))
         if not found:
             self.note(str(at), "no prompt could be imported: no prompt versions written")
         return found
@@ -411,8 +422,8 @@ class _Importer:
         where = self.where(self.config, data, key)
         entries = node if isinstance(node, list) else [] if node is None else [node]
         found: list[tuple[str, str, dict[str, Any]]] = []
-        for entry in entries:
-            at = self.where(self.config, entry) if isinstance(entry, MarkedDict) else where
+        for n, entry in enumerate(entries):
+            at = display(self.config, self.line(key, n, line_of(data, key)))
             options: Any = {}
             if isinstance(entry, Mapping) and "id" not in entry and len(entry) == 1:
                 ((entry, options),) = entry.items()  # {"anthropic:messages:x": {config: ...}}
@@ -455,7 +466,9 @@ class _Importer:
         where = self.where(path, parent, key)
         if node is None:
             return
-        for entry in node if isinstance(node, list) else [node]:
+        for n, entry in enumerate(node if isinstance(node, list) else [node]):
+            if path == self.config and parent is self.data:  # the config's own list
+                where = display(path, self.line(key, n, line_of(parent, key)))
             if isinstance(entry, Mapping):
                 yield entry, path
             elif isinstance(entry, str) and entry.startswith("file://"):
@@ -863,6 +876,26 @@ def _slug(text: str) -> str:
 def _label(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= 60 else line[:57] + "..."
+
+
+def _item_lines(text: str) -> dict[str, list[int]]:
+    """Each top-level list's item lines, for items that are strings (``parse_yaml`` keeps
+    the lines of mappings only). The text has been parsed: no alias bomb is in it."""
+    import yaml
+
+    from pytest_prompteval.core.yamlload import SafeLoader
+
+    try:
+        node = yaml.compose(text, Loader=SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        str(key.value): [item.start_mark.line + 1 for item in value.value]
+        for key, value in node.value
+        if isinstance(value, yaml.SequenceNode)
+    }
 
 
 def _located(entries: Any, path: Path) -> list[tuple[Any, Path]]:
