@@ -251,7 +251,7 @@ scenarios:
     config: [{vars: {language: German}}, {vars: {language: Italian}}]
     tests:
       - vars: {word: tree}
-        assert: [{type: icontains, value: '{{word}}'}]
+        assert: [{type: icontains, value: '{{word}}'}, {type: contains, value: '{{ nope }}'}]
 """
 
 CHAT = """[
@@ -364,6 +364,8 @@ def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
         f"{config}:47: test option 'prefix': not imported",
         "more.yaml:3: assertion 'bleu' has no counterpart here: not imported",
         "rows.jsonl:1: test field 'metadata': not imported",
+        f"{config}:56: assertion 'contains': Nunjucks '{{{{ nope }}}}' in its value, which the "
+        "test's vars do not fill: not imported",
     ]
 
 

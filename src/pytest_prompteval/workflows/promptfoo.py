@@ -714,6 +714,18 @@ class _Importer:
         base = kind[4:] if negated else kind
         value = _rendered(entry.get("value"), values)
         threshold = entry.get("threshold")
+        texts = value if isinstance(value, list) else [value]
+        left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
+        unfilled = next((m.group(0) for m in left if m is not None), None)
+        if base in ("javascript", "python"):
+            unfilled = None  # code: named below unless it is one of the simple forms
+        if unfilled is not None:
+            self.note(
+                where,
+                f"assertion {kind!r}: Nunjucks {unfilled!r} in its value, which the test's vars "
+                "do not fill: not imported",
+            )
+            return None
         if base in ("javascript", "python") and not negated and isinstance(value, str):
             found = _code(value)
             if found is not None:
