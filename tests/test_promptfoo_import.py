@@ -231,7 +231,7 @@ tests:
       - {type: contains-json, value: {type: object}}
       - {type: is-json, value: {type: array}}
       - {type: llm-rubric, value: 'is {{language}}', threshold: 0.8}
-      - {type: llm-rubric, value: polite, metric: tone}
+      - {type: llm-rubric, value: polite, metric: tone, threshold: 80, weight: -1}
       - {type: cost, threshold: 0.002}
       - {type: cost}
       - {type: similar, value: hi, threshold: 0.8}
@@ -352,8 +352,11 @@ def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
         f"{config}:27: assertion 'not-regex': not_regex: invalid regular expression: invalid "
         "perl operator: (?= (patterns run on RE2, in linear time: no lookaround, no "
         "backreferences): not imported",
+        f"{config}:36: assertion 'llm-rubric': threshold 80: expected a number from 0 to 1; the "
+        "judge's passes at 0.5",
         f"{config}:36: assertion 'llm-rubric': option 'metric' ('tone'): results name each "
         "assertion by its type",
+        f"{config}:36: assertion 'llm-rubric': weight -1: expected a number >= 0",
         f"{config}:38: assertion 'cost' without a threshold: not imported",
         f"{config}:39: assertion 'similar' has no counterpart here: not imported",
         f"{config}:44: assertion 'javascript' ('output.split(\" \").length < 9'): code is not "

@@ -699,6 +699,8 @@ class _Importer:
         weight = entry.get("weight")
         if isinstance(weight, int | float) and not isinstance(weight, bool) and weight >= 0:
             mapped["weight"] = weight
+        elif weight is not None:
+            self.note(where, f"assertion {kind!r}: weight {weight!r}: expected a number >= 0")
         try:
             parse_assertions([mapped], (path, None), "assertion")
         except PromptevalError as exc:
@@ -744,6 +746,12 @@ class _Importer:
         if base == "llm-rubric" and not negated:
             judged: dict[str, Any] = {"type": "judge", "value": value}
             judged["threshold"] = threshold if _is_share(threshold) else JUDGE_THRESHOLD
+            if threshold is not None and not _is_share(threshold):
+                self.note(
+                    where,
+                    f"assertion {kind!r}: threshold {threshold!r}: expected a number from 0 to "
+                    f"1; the judge's passes at {JUDGE_THRESHOLD}",
+                )
             return judged
         if base not in SAME or (
             negated and base in ("is-json", "contains-json") and value is not None
