@@ -92,10 +92,12 @@ class Imported:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
     cases: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    _noted: set[str] = field(default_factory=set, repr=False)
 
     def note(self, where: str, text: str) -> None:
         line = f"{where}: {text}"
-        if line not in self.notes:  # a defaultTest item is named once, not once a case
+        if line not in self._noted:  # a defaultTest item is named once, not once a case
+            self._noted.add(line)
             self.notes.append(line)
 
 
@@ -194,7 +196,10 @@ class _Importer:
         """The files a ``file://`` reference names (a glob's matches, sorted)."""
         name = ref.removeprefix("file://")
         if any(c in name for c in "*?["):
-            return sorted(p for p in base.glob(name) if p.is_file())
+            try:
+                return sorted(p for p in base.glob(name) if p.is_file())
+            except (NotImplementedError, ValueError):  # an absolute or empty pattern
+                return []
         return [base / name]
 
     def line(self, key: str, index: int, default: int | None) -> int | None:
@@ -285,7 +290,7 @@ class _Importer:
             for key in entry:
                 if key not in ("id", "raw", "label"):
                     self.note(str(at), f"prompt option {key!r}: not imported")
-            label = entry.get("label")
+            label = None if entry.get("label") is None else str(entry["label"])
             entry = entry.get("raw", entry.get("id"))
         if not isinstance(entry, str):
             self.note(str(at), "prompt: expected a string or file://: not imported")
