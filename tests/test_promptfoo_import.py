@@ -423,18 +423,25 @@ def test_what_defaults_and_scenario_configs_hold_beyond_vars_and_assert_is_named
         "defaultTest:\n"
         "  options: {provider: openai:gpt-4o}\n"
         "  metadata: {team: x}\n"
-        "tests: [{vars: {a: 1}}, {vars: {a: 2}}]\n"
+        "tests: [{vars: {a: 1}}, {vars: [2]}]\n"
         "scenarios:\n"
-        "- config: [{vars: {b: 1}, provider: x}, 7]\n"
+        "- config: [{vars: {b: 1}, provider: x}, 7, {vars: [x]}]\n"
         "  tests: [{vars: {a: 3}}]\n"
     )
     project = promptfoo_project(Path("d.yaml"))
-    assert [c["input"] for c in project.cases["cases"]] == [{"a": 1}, {"a": 2}, {"b": 1, "a": 3}]
+    assert [c["input"] for c in project.cases["cases"]] == [
+        {"a": 1},
+        {},
+        {"b": 1, "a": 3},
+        {"a": 3},
+    ]
     assert project.notes == [
         "d.yaml:5: defaultTest field 'metadata': not imported",
         "d.yaml:4: defaultTest option 'provider': not imported",
         "d.yaml:8: scenario config '7': not imported",
         "d.yaml:8: scenario config field 'provider': not imported",
+        "d.yaml:8: scenario config vars: expected a mapping: not imported",
+        "d.yaml:6: vars: expected a mapping: not imported",
     ]
 
 

@@ -599,6 +599,9 @@ class _Importer:
         for key in node:
             if key not in (*TEST_KEYS, "options"):
                 self.note(self.where(self.config, node, key), f"{what} field {key!r}: not imported")
+        if not isinstance(node.get("vars") or {}, Mapping):
+            where = self.where(self.config, node, "vars")
+            self.note(where, f"{what} vars: expected a mapping: not imported")
         for key in node.get("options") or {}:
             self.note(
                 self.where(self.config, node, "options"), f"{what} option {key!r}: not imported"
@@ -611,7 +614,9 @@ class _Importer:
         read = {k: v for k, v in default.items() if k in TEST_KEYS}  # the rest is named there
         merged = _marked({**read, **test}, line_of(test) or 0)
         merged.key_lines = getattr(test, "key_lines", {})
-        merged["vars"] = {**(default.get("vars") or {}), **(test.get("vars") or {})}
+        under, own = default.get("vars") or {}, test.get("vars") or {}
+        under = under if isinstance(under, Mapping) else {}  # named there
+        merged["vars"] = {**under, **own} if isinstance(own, Mapping) else own
         merged["assert"] = [
             *_located(default.get("assert"), at),
             *_located(test.get("assert"), path),
