@@ -4,14 +4,20 @@ every item that does not map named with its FILE:LINE."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.testing import AnthropicServer, tool_use
+from pytest_prompteval.workflows.promptfoo import promptfoo_project
 
 from .conftest import item_results, prompteval
 
@@ -153,7 +159,7 @@ def test_examples_whose_items_do_not_map_name_each_with_its_line(
         "prompteval: not imported: json-output/promptfooconfig.yaml:14: assertion 'javascript' "
         "(\"JSON.parse(output).color === 'yellow' && JSON.parse(output).\"): code is not "
         "translated: not imported",
-        "prompteval: not imported: json-output/promptfooconfig.yaml:18: test option "
+        "prompteval: not imported: json-output/promptfooconfig.yaml:20: test option "
         "'transform': not imported (its assertions check the answer as it comes)",
         "prompteval: not imported: json-output/promptfooconfig.yaml:36: assertion 'javascript' "
         "(\"output.color === 'purple' && output.countries.includes('Braz\"): code is not "
@@ -278,8 +284,6 @@ def write_config(root: Path) -> Path:
 def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_prompteval.workflows.promptfoo import promptfoo_project
-
     monkeypatch.chdir(tmp_path)
     project = promptfoo_project(Path(write_config(tmp_path).name))
     assert project.stem == tmp_path.name
@@ -364,7 +368,7 @@ def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
         f"{config}:45: assertion 'not-llm-rubric' has no counterpart here: not imported",
         f"{config}:46: assertion 'contains': option 'transform' ('output.trim()'): not imported "
         "(checked on the answer as it comes)",
-        f"{config}:47: test option 'prefix': not imported",
+        f"{config}:48: test option 'prefix': not imported",
         "more.yaml:3: assertion 'bleu' has no counterpart here: not imported",
         "rows.jsonl:1: test field 'metadata': not imported",
         f"{config}:56: assertion 'contains': Nunjucks '{{{{ nope }}}}' in its value, which the "
@@ -375,8 +379,6 @@ def test_each_promptfoo_item_maps_to_its_counterpart_or_is_named_with_its_line(
 def test_csv_expected_columns_map_as_promptfoo_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_prompteval.workflows.promptfoo import promptfoo_project
-
     monkeypatch.chdir(tmp_path)
     write_config(tmp_path)
     tmp_path.joinpath("csv.yaml").write_text(
@@ -414,8 +416,6 @@ def test_csv_expected_columns_map_as_promptfoo_reads_them(
 def test_what_defaults_and_scenario_configs_hold_beyond_vars_and_assert_is_named_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_prompteval.workflows.promptfoo import promptfoo_project
-
     monkeypatch.chdir(tmp_path)
     tmp_path.joinpath("d.yaml").write_text(
         "prompts: ['{{a}}']\n"
@@ -448,8 +448,6 @@ def test_what_defaults_and_scenario_configs_hold_beyond_vars_and_assert_is_named
 def test_providers_of_one_model_and_label_are_a_version_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_prompteval.workflows.promptfoo import promptfoo_project
-
     monkeypatch.chdir(tmp_path)
     tmp_path.joinpath("x.yaml").write_text(
         "prompts: [hi]\nproviders:\n"
@@ -537,3 +535,55 @@ def test_bad_input_is_one_line(tmp_path: Path, files: dict[str, str], message: s
         tmp_path.joinpath(name).write_text(text)
     done = prompteval(tmp_path, "import", "promptfoo", "promptfooconfig.yaml")
     assert (done.returncode, done.stdout, done.stderr) == (2, "", message + "\n")
+
+
+def test_odd_shapes_are_named_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    tmp_path.joinpath("o.yaml").write_text(
+        "prompts: ['[]']\ndefaultTest: {options: true}\ntests: [{vars: {a: 1}, options: [1]}]\n"
+    )
+    assert promptfoo_project(Path("o.yaml")).notes == [
+        "o.yaml:1: chat prompt with turns (none): a prompt version holds a system prompt, one "
+        "user turn and a prefill: not imported",
+        "o.yaml:1: no prompt could be imported: no prompt versions written",
+        "o.yaml:1: no Claude provider: the prompt versions use the project's default model",
+        "o.yaml:2: defaultTest option 'True': not imported",
+        "o.yaml:3: test option '[1]': not imported",
+    ]
+
+
+_KEYS = st.sampled_from(
+    ["type", "value", "threshold", "weight", "vars", "assert", "options", "id", "label",
+     "config", "raw", "description", "tests", "role", "content", "messages", "transform"]
+)  # fmt: skip
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from(
+        ["x", "{{x}}", "file://p.txt", "file://t.yaml", "file://p.json", "file://*.txt",
+         "anthropic:messages:claude-x", "contains", "not-icontains", "llm-rubric", "is-json",
+         "javascript", "cost", "a,b", '[{"role": "user", "content": "hi"}]']
+    ),
+)  # fmt: skip
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=12,
+)
+_SECTIONS = ("prompts", "providers", "tests", "defaultTest", "scenarios", "description")
+
+
+@settings(max_examples=150, suppress_health_check=list(HealthCheck), deadline=None)
+@given(st.fixed_dictionaries({}, optional=dict.fromkeys(_SECTIONS, _VALUES)), _VALUES, _VALUES)
+def test_any_config_shape_imports_or_is_one_error(
+    config: dict[str, Any], tests: Any, chat: Any
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        root.joinpath("c.yaml").write_text(yaml.safe_dump(config))
+        root.joinpath("t.yaml").write_text(yaml.safe_dump(tests))
+        root.joinpath("p.json").write_text(yaml.safe_dump(chat))
+        root.joinpath("p.txt").write_text("hi {{x}}\n---\n{% if y %}")
+        with contextlib.suppress(PromptevalError):  # one line, as the command prints it
+            promptfoo_project(root / "c.yaml")

@@ -364,10 +364,10 @@ class _Importer:
         ]
         if None in texts:
             return None
-        system = turns.pop(0) if turns[0][0] == "system" else None
+        system = turns.pop(0) if turns and turns[0][0] == "system" else None
         prefill = turns.pop() if len(turns) > 1 and turns[-1][0] == "assistant" else None
         if [role for role, _, _ in turns] != ["user"]:
-            roles = ", ".join(str(role) for role, _, _ in turns)
+            roles = ", ".join(str(role) for role, _, _ in turns) or "(none)"
             self.note(
                 str(at),
                 f"chat prompt with turns {roles}: a prompt version holds a system prompt, one "
@@ -602,10 +602,14 @@ class _Importer:
         if not isinstance(node.get("vars") or {}, Mapping):
             where = self.where(self.config, node, "vars")
             self.note(where, f"{what} vars: expected a mapping: not imported")
-        for key in node.get("options") or {}:
-            self.note(
-                self.where(self.config, node, "options"), f"{what} option {key!r}: not imported"
-            )
+        self.options(node, self.config, what)
+
+    def options(self, node: Mapping[str, Any], path: Path, what: str) -> None:
+        """Name each of a test's ``options``: none is imported."""
+        options, where = node.get("options") or {}, self.where(path, node, "options")
+        for key in options if isinstance(options, Mapping) else [str(options)[:80]]:
+            why = " (its assertions check the answer as it comes)" if key == "transform" else ""
+            self.note(where, f"{what} option {key!r}: not imported{why}")
 
     def merged(self, default: Any, at: Path, test: Mapping[str, Any], path: Path) -> MarkedDict:
         """A test with defaultTest (or a scenario's config, from ``at``) under it: vars
@@ -628,13 +632,7 @@ class _Importer:
         for key in test:
             if key not in (*TEST_KEYS, "options"):
                 self.note(self.where(path, test, key), f"test field {key!r}: not imported")
-        for key in test.get("options") or {}:
-            self.note(
-                at,
-                f"test option {key!r}: not imported (its assertions check the answer as it comes)"
-                if key == "transform"
-                else f"test option {key!r}: not imported",
-            )
+        self.options(test, path, "test")
         variables = self.variables(test.get("vars") or {}, path, at)
         cases = []
         for n, values in enumerate(_combinations(variables), count + 1):
