@@ -523,7 +523,8 @@ class _Importer:
 
     def csv_tests(self, path: Path) -> Iterator[MarkedDict]:
         """promptfoo's CSV: columns are vars but ``__expected*`` (an assertion each, as
-        ``type:value``), ``__description``, ``__threshold``, ``__metric`` and the rest."""
+        ``type:value``), ``__description`` and ``__threshold``; any other ``__`` column is
+        named once, at the header."""
         reader = csv.reader(io.StringIO(self.read_text(path), newline=""))
         try:
             header = next(reader, None)
@@ -536,25 +537,19 @@ class _Importer:
 
     def csv_test(self, path: Path, line: int, header: list[str], row: list[str]) -> MarkedDict:
         test: dict[str, Any] = {"vars": {}, "assert": []}
-        metric = None
         for column, value in zip(header, row, strict=False):
             if column.startswith("__expected"):
                 if value.strip():
                     test["assert"].append(_marked(_from_string(value), line))
             elif column == "__description" and value:
                 test["description"] = value
-            elif column == "__threshold":
-                test["threshold"] = _number(value)
-            elif column == "__metric":
-                metric = value
+            elif column == "__threshold" and value.strip():
+                test["threshold"] = _number(value) if _number(value) is not None else value
             elif column.startswith("__"):
-                if column != "__description":  # the header names it, once
+                if column not in ("__description", "__threshold"):  # named once, at the header
                     self.note(display(path, 1), f"column {column!r}: not imported")
             else:
                 test["vars"][column] = value
-        if metric:
-            for assertion in test["assert"]:
-                assertion["metric"] = metric
         return _marked(test, line)
 
     def scenarios(self, data: MarkedDict, default: Any) -> Iterator[tuple[MarkedDict, Path]]:
