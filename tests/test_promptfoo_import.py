@@ -587,3 +587,21 @@ def test_any_config_shape_imports_or_is_one_error(
         root.joinpath("p.txt").write_text("hi {{x}}\n---\n{% if y %}")
         with contextlib.suppress(PromptevalError):  # one line, as the command prints it
             promptfoo_project(root / "c.yaml")
+
+
+def test_csv_metric_and_a_threshold_that_is_no_number_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tmp_path.joinpath("th.csv").write_text(
+        "x,__threshold,__metric,__expected\n1,abc,m,contains:a\n2,0.5,m,\n"
+    )
+    tmp_path.joinpath("th.yaml").write_text("prompts: ['{{x}}']\ntests: file://th.csv\n")
+    project = promptfoo_project(Path("th.yaml"))
+    assert [c["threshold"] for c in project.cases["cases"]] == [0, 0.5]
+    assert project.notes[1:] == [
+        "th.csv:1: column '__metric': not imported",
+        "th.csv:2: test threshold 'abc': expected a number from 0 to 1: not imported",
+        "th.csv:3: test threshold: promptfoo passes a test whose weighted score reaches it; here "
+        "every assertion must pass too",
+    ]
