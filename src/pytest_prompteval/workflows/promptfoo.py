@@ -310,13 +310,14 @@ class _Importer:
         if not path.is_file():
             raise PromptevalError(f"{at}: prompt {ref!r}: no such file {display(path)}")
         if suffix in (".json", ".yaml", ".yml"):
+            text = self.read_text(path)
             try:
-                data = self.load(path)
+                data = parse_yaml(text, path)
             except PromptevalError as exc:
+                why = ": a Nunjucks chat template cannot be mapped" if "{%" in text else ""
                 self.note(
                     str(_Place(path, exc.line)),
-                    f"prompt {ref!r} is no JSON or YAML ({exc.message}): a Nunjucks chat "
-                    "template cannot be mapped: not imported",
+                    f"prompt {ref!r} is no JSON or YAML ({exc.message}){why}: not imported",
                 )
                 return []
             prompt = self.chat(data, _Place(path, line_of(data) or 1), label or path.name)
