@@ -109,6 +109,26 @@ def test_a_json_fence_without_its_end_is_not_json() -> None:
     assert checked is not None and not checked.passed
 
 
+@pytest.mark.parametrize(
+    "answer", ["[" * MEGA, "{" * MEGA, '[{"a": ' * (MEGA // 7)], ids=["lists", "braces", "objects"]
+)
+def test_an_answer_of_a_million_openings_is_searched_for_json_a_bounded_number_of_times(
+    answer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = []
+    real = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, text: str, idx: int = 0) -> tuple[object, int]:
+        tries.append(idx)
+        return real(self, text, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    checked = check_simple(Assertion("contains_json"), Observed(answer, "", 0, None, None))
+    assert checked is not None and not checked.passed
+    assert checked.reason == "no JSON found"
+    assert len(tries) <= assertions.MAX_JSON_STARTS + 2  # json.loads of the answer, its fence
+
+
 SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}},

@@ -276,7 +276,7 @@ def test_check_cases_and_list_report_every_problem_collection_finds(
     cases.joinpath("a.yaml").write_text("cases:\n- id: a\n  input: {}\n")
     cases.joinpath("b.yaml").write_text("cases:\n- id: a\n  input: {}\n")
     cases.joinpath("c.yaml").write_text(
-        "cases:\n- id: c\n  input: {}\n  assert: [{type: contains_all, value: x}]\n"
+        "cases:\n- id: c\n  input: {}\n  assert: [{type: contain, value: x}]\n"
     )
     expected = [
         "prompteval: error: prompts/w.yaml:1: unknown field 'sytem_prompt'; did you mean "
@@ -284,11 +284,14 @@ def test_check_cases_and_list_report_every_problem_collection_finds(
         "prompteval: error: prompt_cases/b.yaml:2: duplicate case id 'a': also defined at "
         "prompt_cases/a.yaml:2",
         "prompteval: error: prompt_cases/c.yaml:4: case 'c', assert[0]: unknown assertion or "
-        "scorer 'contains_all'; did you mean 'contains'?; known: baseline, contains, equals, "
-        "file_exists, file_matches, file_not_exists, file_unchanged, "
-        "icontains, is_json, json_field, json_schema, judge, "
-        "max_cost_usd, max_latency_ms, max_length, max_steps, max_tokens, min_length, "
-        "not_contains, not_regex, regex, tool_called, tool_not_called, tool_sequence, topics",
+        "scorer 'contain'; did you mean 'contains'?; known: baseline, contains, contains_all, "
+        "contains_any, contains_json, equals, file_exists, file_matches, file_not_exists, "
+        "file_unchanged, icontains, icontains_all, icontains_any, is_json, json_field, "
+        "json_schema, judge, max_cost_usd, max_latency_ms, max_length, max_steps, max_tokens, "
+        "min_length, not_contains, not_contains_all, not_contains_any, not_contains_json, "
+        "not_equals, not_icontains, not_icontains_all, not_icontains_any, not_is_json, "
+        "not_regex, not_starts_with, regex, starts_with, tool_called, tool_not_called, "
+        "tool_sequence, topics",
         "prompteval: 3 problem(s) found",
     ]
     for command in ("check-cases", "list"):

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_prompteval.core.templates import MissingVariables, fill, format_value
+from pytest_prompteval.core.templates import MissingVariables, fill, format_value, literal
 
 
 def test_placeholders_literal_braces_and_other_braces() -> None:
@@ -18,6 +18,15 @@ def test_missing_placeholders_are_all_listed_once() -> None:
     with pytest.raises(MissingVariables) as excinfo:
         fill("{a} {b} {a} {c}", {"b": 1})
     assert excinfo.value.names == ["a", "c"]
+
+
+@given(st.text(alphabet=st.sampled_from("{}ab_1 ")))
+def test_a_literal_template_fills_to_its_text(text: str) -> None:
+    assert fill(literal(text), {"a": "x", "ab": "y", "b": "z"}) == text
+
+
+def test_a_literal_template_escapes_only_what_a_template_reads() -> None:
+    assert literal('{"a": {b}} {{c}} {} x}}') == '{"a": {{b}}} {{{{c}}}} {} x}}}}'
 
 
 @given(st.text())

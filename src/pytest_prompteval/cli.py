@@ -107,6 +107,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _import_swebench(args)
     if args.dataset in CODE_BENCHMARKS:
         return _import_benchmark(args)
+    if args.dataset == "promptfoo":
+        return _import_promptfoo(args)
     from pytest_prompteval.core.yamldump import dump
     from pytest_prompteval.workflows.humaneval import humaneval_cases
 
@@ -135,8 +137,9 @@ def _import_benchmark(args: argparse.Namespace) -> int:
     imported = benchmark_cases(args.dataset, args.file)
     if imported.problems:
         return _report_problems(imported.problems)
-    args.out.mkdir(parents=True, exist_ok=True)
-    target = output_inside(args.out, f"{args.file.stem}.yaml")
+    out = args.out or Path("prompt_cases")
+    out.mkdir(parents=True, exist_ok=True)
+    target = output_inside(out, f"{args.file.stem}.yaml")
     write_atomically(target, dump(imported.data))
     print(f"wrote {len(imported.data['cases'])} cases to {display(target)}")
     return 0
@@ -149,6 +152,7 @@ def _import_swebench(args: argparse.Namespace) -> int:
 
     if args.file is None or args.repos is None:
         raise PromptevalError("import swebench needs FILE.jsonl and --repos DIR (the clones)")
+    args.out = args.out or Path("prompt_cases")
     environments = None if args.environments is None else load_environments(args.environments)
     imported = swebench_cases(args.file, args.repos, args.out, environments)
     if imported.problems:
@@ -168,6 +172,40 @@ def _import_swebench(args: argparse.Namespace) -> int:
         f"pytest leaves the clones of {display(args.repos)}/ that the cases name out of its "
         "collection: their tests run in the sandbox only"
     )
+    return 0
+
+
+def _import_promptfoo(args: argparse.Namespace) -> int:
+    """Prompt versions and a case file, none written over an existing file; a line for each
+    item of the config that did not map."""
+    from pytest_prompteval.core.yamldump import dump
+    from pytest_prompteval.workflows.promptfoo import promptfoo_project
+
+    if args.file is None or args.repos is not None:
+        raise PromptevalError("import promptfoo needs CONFIG (a promptfooconfig.yaml), no --repos")
+    imported = promptfoo_project(args.file)
+    out = args.out or Path(".")
+    targets = {out / "prompts" / f"{name}.yaml": data for name, data in imported.prompts.items()}
+    cases = out / "prompt_cases" / f"{imported.stem}.yaml"
+    targets[cases] = imported.cases
+    for target in targets:
+        if target.exists() or target.is_symlink():
+            raise PromptevalError(f"{display(target)} exists: not overwritten (move it away first)")
+    for target, data in targets.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(output_inside(target.parent, target.name), dump(data))
+    count, versions = len(imported.cases["cases"]), len(imported.prompts)
+    print(
+        f"wrote {count} case{'s' * (count != 1)} to {display(cases)} and {versions} prompt "
+        f"version{'s' * (versions != 1)} to {display(out / 'prompts')}/"
+        + "".join(f"\n  {display(t)}" for t in targets if t != cases)
+    )
+    for note in imported.notes:
+        print(f"prompteval: not imported: {note}", file=sys.stderr)
+    if imported.notes:
+        print(
+            f"prompteval: {len(imported.notes)} item(s) not imported as they were", file=sys.stderr
+        )
     return 0
 
 
@@ -675,15 +713,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=cmd_list)
-    importing = commands.add_parser("import", help="convert a benchmark into prompt cases")
-    importing.add_argument("dataset", choices=["humaneval", "swebench", *CODE_BENCHMARKS])
+    importing = commands.add_parser(
+        "import", help="convert a benchmark or a promptfoo config into prompt cases"
+    )
+    importing.add_argument(
+        "dataset", choices=["humaneval", "swebench", "promptfoo", *CODE_BENCHMARKS]
+    )
     importing.add_argument(
         "file",
         nargs="?",
         type=Path,
         help="swebench: the instances, one JSON object a line, or a SWE-bench 5.x folder of "
         "tasks (tasks/<id>/task.yaml, ...); mbpp, humanevalplus, apps, bigcodebench: the "
-        "benchmark's file (JSON lines, or a JSON array)",
+        "benchmark's file (JSON lines, or a JSON array); promptfoo: the config "
+        "(promptfooconfig.yaml)",
     )
     importing.add_argument(
         "-o",
@@ -698,9 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument(
         "--out",
         type=Path,
-        default=Path("prompt_cases"),
         help="swebench and the code benchmarks: the case folder (FILE's stem names the case "
-        "file, and swebench's patch folder; default prompt_cases)",
+        "file, and swebench's patch folder; default prompt_cases); promptfoo: the project "
+        "folder its prompts/ and prompt_cases/ are written in (default: the working directory)",
     )
     importing.add_argument(
         "--environments",

@@ -28,6 +28,12 @@ def placeholders(template: str) -> list[str]:
     return [m.group(1) for m in _TOKEN.finditer(template) if m.group(1)]
 
 
+def literal(text: str) -> str:
+    """``text`` as a template that fills to ``text`` itself: each ``{{``, ``}}`` and
+    ``{name}`` in it doubled, every other brace left as it stands."""
+    return _TOKEN.sub(lambda m: m.group(0).replace("{", "{{").replace("}", "}}"), text)
+
+
 def format_value(value: Any) -> str:
     if value is None:
         return ""

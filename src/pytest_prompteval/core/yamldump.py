@@ -6,6 +6,8 @@ from typing import Any
 
 import yaml
 
+from pytest_prompteval.core.yamlload import MarkedDict
+
 
 class _Literal(str):
     """Multi-line text written as a YAML block, readable in the case file."""
@@ -20,6 +22,7 @@ def _literal(dumper: yaml.SafeDumper, text: _Literal) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(_Literal, _literal)
+_Dumper.add_representer(MarkedDict, yaml.SafeDumper.represent_dict)  # a mapping read from YAML
 
 
 def block(text: str) -> str:

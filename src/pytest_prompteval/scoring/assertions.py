@@ -25,10 +25,24 @@ _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
 
 #: graded by the judge: a question about the answer, or its comparison with a reference
 JUDGED_TYPES = ("judge", "baseline")
-STRING_TYPES = ("contains", "not_contains", "icontains", "equals", *JUDGED_TYPES)
-PATTERN_TYPES = ("regex", "not_regex")
+STRING_TYPES = ("contains", "icontains", "equals", "starts_with", *JUDGED_TYPES)
+#: a list of strings: the answer contains any (all) of them, in its case or in any case
+LIST_TYPES = ("contains_any", "contains_all", "icontains_any", "icontains_all")
+PATTERN_TYPES = ("regex",)
 LIMIT_TYPES = ("max_length", "min_length", "max_tokens", "max_latency_ms", "max_cost_usd")
-JSON_TYPES = ("is_json", "json_schema", "json_field")
+JSON_TYPES = ("is_json", "contains_json", "json_schema", "json_field")
+#: yes-or-no checks of the answer that ``not_<type>`` turns round
+NEGATABLE = (
+    "contains",
+    "icontains",
+    "equals",
+    "starts_with",
+    *LIST_TYPES,
+    "regex",
+    "is_json",
+    "contains_json",
+)
+NEGATED_TYPES = tuple(f"not_{kind}" for kind in NEGATABLE)
 #: an agent's conversation: the tools it called, in what order, in how many steps
 TRAJECTORY_TYPES = ("tool_called", "tool_not_called", "tool_sequence", "max_steps")
 #: how ``tool_sequence`` compares the calls made with the names listed
@@ -38,7 +52,9 @@ FILE_TYPES = ("file_exists", "file_not_exists", "file_matches", "file_unchanged"
 FILE_MATCH_KEYS = ("path", "regex")
 BUILTIN_TYPES = (
     *STRING_TYPES,
+    *LIST_TYPES,
     *PATTERN_TYPES,
+    *NEGATED_TYPES,
     *LIMIT_TYPES,
     *JSON_TYPES,
     *TRAJECTORY_TYPES,
@@ -369,29 +385,39 @@ def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
     )
 
 
+def base_type(kind: str) -> str:
+    """The check a ``not_<type>`` turns round (the type itself for the others)."""
+    return kind[4:] if kind in NEGATED_TYPES else kind
+
+
 def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    named, kind = kind, base_type(kind)
     if kind in STRING_TYPES and (not isinstance(value, str) or not value):
-        raise fail(f"{kind}: expected a non-empty string value")
+        raise fail(f"{named}: expected a non-empty string value")
+    if kind in LIST_TYPES and (
+        not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value)
+    ):
+        raise fail(f"{named}: expected a non-empty list of non-empty strings")
     if kind in PATTERN_TYPES:
         if not isinstance(value, str):
-            raise fail(f"{kind}: expected a regular expression")
+            raise fail(f"{named}: expected a regular expression")
         try:
             pattern(value)
         except PatternError as exc:
-            raise fail(f"{kind}: {exc}") from None
+            raise fail(f"{named}: {exc}") from None
     if kind in LIMIT_TYPES and (
         isinstance(value, bool) or not isinstance(value, int | float) or value < 0
     ):
         raise fail(f"{kind}: expected a number >= 0")
-    if kind == "json_schema":
+    if kind == "json_schema" or (kind == "contains_json" and value is not None):
         import jsonschema  # slow to import: only for suites that use it
 
         if not isinstance(value, Mapping):
-            raise fail("json_schema: expected a JSON schema (a mapping)")
+            raise fail(f"{named}: expected a JSON schema (a mapping)")
         try:
             jsonschema.Draft202012Validator.check_schema(dict(value))
         except jsonschema.SchemaError as exc:
-            raise fail(f"json_schema: invalid schema: {exc.message}") from None
+            raise fail(f"{named}: invalid schema: {exc.message}") from None
         _check_schema(value, fail)
     if (
         kind == "topics"
@@ -714,23 +740,112 @@ class Observed:
     cost_usd: float | None
 
 
+def _text_check(kind: str, value: Any, text: str) -> tuple[bool, str]:
+    """A check of the answer's text: whether it holds, and what it is (said positively)."""
+    if kind == "contains":
+        return value in text, f"contains {value!r}"
+    if kind == "icontains":
+        return value.lower() in text.lower(), f"contains {value!r} (any case)"
+    if kind == "equals":
+        return text.strip() == value.strip(), f"equals {value!r}"
+    if kind == "starts_with":
+        return text.lstrip().startswith(value), f"starts with {value!r}"
+    if kind == "regex":
+        return pattern(value).search(text) is not None, f"matches /{value}/"
+    fold = kind.startswith("i")  # the lists: (i)contains_any, (i)contains_all
+    haystack = text.lower() if fold else text
+    found = [v for v in value if (v.lower() if fold else v) in haystack]
+    which = "any" if kind.endswith("any") else "all"
+    passed = bool(found) if which == "any" else len(found) == len(value)
+    return passed, f"contains {which} of {_shown(value)}" + (" (any case)" if fold else "")
+
+
+def _negated(reason: str) -> str:
+    """``contains 'x'`` -> ``does not contain 'x'``: what a ``not_<type>`` expects."""
+    verb, _, rest = reason.partition(" ")
+    return f"does not {verb[:-2] if verb.endswith('ches') else verb[:-1]} {rest}"
+
+
+#: where ``contains_json`` tries a value, after the whole answer and its fenced block: an
+#: answer of a million ``[`` is read a bounded number of times
+MAX_JSON_STARTS = 64
+
+
+def _json_in(text: str) -> Iterator[Any]:
+    """The JSON values in an answer: the answer itself or its first ```json block, else each
+    value that starts at a ``{`` or ``[`` (at most MAX_JSON_STARTS tries)."""
+    try:
+        yield parse_json(text)
+        return
+    except (ValueError, RecursionError):
+        pass
+    decoder, start = json.JSONDecoder(), 0
+    for _ in range(MAX_JSON_STARTS):
+        starts = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
+        if not starts:
+            return
+        try:
+            value, start = decoder.raw_decode(text, min(starts))
+        except (ValueError, RecursionError):
+            start = min(starts) + 1
+            continue
+        yield value
+
+
+def _contains_json(text: str, schema: Any) -> tuple[bool, str]:
+    failures = []
+    for document in _json_in(text):
+        if schema is None:
+            return True, "contains JSON"
+        errors = list(schema_validator()(dict(schema)).iter_errors(document))
+        if not errors:
+            return True, "contains JSON matching the schema"
+        failures.append(errors)
+    if failures:
+        return False, f"schema: {schema_failure(failures[0])}"
+    return False, "no JSON found"
+
+
+def _check_json(assertion: Assertion, text: str) -> Checked:
+    kind, value = assertion.type, assertion.value
+    base = base_type(kind)
+    field = value.name if base == "json_field" else None
+    if base == "contains_json":
+        passed, reason = _contains_json(text, value)
+    else:
+        try:
+            document = parse_json(text)
+        except ValueError as exc:
+            passed, reason = False, f"not JSON: {exc}"
+        else:
+            if base == "is_json":
+                passed, reason = True, "is JSON"
+            elif base == "json_field":
+                passed, reason = check_field(value, document)
+            else:
+                errors = list(schema_validator()(dict(value)).iter_errors(document))
+                passed = not errors
+                reason = "matches the schema" if passed else f"schema: {schema_failure(errors)}"
+    if base != kind:  # not_is_json, not_contains_json
+        passed = not passed
+        wanted = "is not JSON" if base == "is_json" else "contains no JSON"
+        reason = wanted if passed else f"expected: {wanted}"
+    # the reason says what was expected and what came
+    return Checked(kind, passed, float(passed), assertion.weight, reason, field)
+
+
 def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
     """Assertions that need nothing but the response; None for the others."""
     kind, value = assertion.type, assertion.value
     text = seen.prefill + seen.text if assertion.include_prefill else seen.text
+    base = base_type(kind)
     passed: bool
-    if kind == "contains":
-        passed, reason = value in text, f"contains {value!r}"
-    elif kind == "not_contains":
-        passed, reason = value not in text, f"does not contain {value!r}"
-    elif kind == "icontains":
-        passed, reason = value.lower() in text.lower(), f"contains {value!r} (any case)"
-    elif kind == "equals":
-        passed, reason = text.strip() == value.strip(), f"equals {value!r}"
-    elif kind == "regex":
-        passed, reason = pattern(value).search(text) is not None, f"matches /{value}/"
-    elif kind == "not_regex":
-        passed, reason = pattern(value).search(text) is None, f"does not match /{value}/"
+    if base in JSON_TYPES:
+        return _check_json(assertion, text)
+    if base in NEGATABLE:
+        passed, reason = _text_check(base, value, text)
+        if base != kind:
+            passed, reason = not passed, _negated(reason)
     elif kind == "max_length":
         passed, reason = len(text) <= value, f"length {len(text)} <= {value}"
     elif kind == "min_length":
@@ -744,23 +859,6 @@ def check_simple(assertion: Assertion, seen: Observed) -> Checked | None:
         if seen.cost_usd is None:
             return Checked(kind, False, 0.0, assertion.weight, "cost unknown: model not priced")
         passed, reason = seen.cost_usd <= value, f"cost ${seen.cost_usd:.6f} <= ${value}"
-    elif kind in JSON_TYPES:
-        field = value.name if kind == "json_field" else None
-        try:
-            document = parse_json(text)
-        except ValueError as exc:
-            return Checked(kind, False, 0.0, assertion.weight, f"not JSON: {exc}", field)
-        if kind == "is_json":
-            passed, reason = True, "is JSON"
-        else:
-            if kind == "json_field":
-                passed, reason = check_field(value, document)
-            else:
-                errors = list(schema_validator()(dict(value)).iter_errors(document))
-                passed = not errors
-                reason = "matches the schema" if passed else f"schema: {schema_failure(errors)}"
-            # the reason says what was expected and what came
-            return Checked(kind, passed, float(passed), assertion.weight, reason, field)
     else:
         return None
     return Checked(

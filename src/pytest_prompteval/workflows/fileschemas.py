@@ -83,7 +83,12 @@ CASE_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "kind": _field("code | repo (else inferred from entry_point / repo)"),
     "entry_point": _field("Code cases: the function under test", _STRING),
     "language": _field("Code cases: python"),
-    "tests": _field("Code cases: {assert: ...}, {check: ...} or {args: [...], expected: ...}"),
+    "tests": _field(
+        "Code cases: {assert: ...}, {check: ...}, {args: [...], expected: ...}, "
+        "{stdin: ..., stdout: ...} or {unittest: ...}"
+    ),
+    "test_setup": _field("Code cases: source run before each assert, check and unittest", _TEXT),
+    "atol": _field("Code cases: absolute tolerance for numbers in outputs", {"type": "number"}),
     "reference": _field("Code cases: a correct solution's source", _TEXT),
     "properties": _field("Code cases: property tests against the reference"),
     "timeout": _field("Seconds: CPU time per code sample, or per repository command"),
