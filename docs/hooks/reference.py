@@ -248,7 +248,21 @@ ASSERTION_WORDS = {
     "file_matches": "repository tasks: the file matches `{path, regex}`",
     "file_unchanged": "repository tasks: the file is as the snapshot had it",
     "topics": "the automatic topic check on the listed topics (default: the case's)",
+    "starts_with": "the answer, stripped of leading space, starts with the string",
+    "contains_any": "the answer contains at least one of the listed strings",
+    "contains_all": "the answer contains every listed string",
+    "icontains_any": "`contains_any`, in any case",
+    "icontains_all": "`contains_all`, in any case",
+    "contains_json": "a JSON value somewhere in the answer (matching the schema given, if any)",
 }
+# each not_<type> turns a yes-or-no check round
+ASSERTION_WORDS.update(
+    {
+        kind: f"`{kind[4:]}` turned round"
+        for kind in assertions.NEGATED_TYPES
+        if kind not in ASSERTION_WORDS
+    }
+)
 OPTION_WORDS = {
     "type": "the assertion type (or `{TYPE: VALUE}` as a shorthand)",
     "value": "what the type checks against",
