@@ -605,3 +605,33 @@ def test_csv_metric_and_a_threshold_that_is_no_number_are_named(
         "th.csv:3: test threshold: promptfoo passes a test whose weighted score reaches it; here "
         "every assertion must pass too",
     ]
+
+
+@pytest.mark.parametrize(
+    ("reference", "why"),
+    [
+        ("file://../secret.txt", "path '../secret.txt' leads outside the project"),
+        ("file:///etc/passwd", "path '/etc/passwd': absolute paths are not allowed"),
+        ("file://link.txt", "path 'link.txt' leads outside the project"),
+        ("file://*.txt", "is a link to"),
+    ],
+    ids=["dot-dot", "absolute", "link", "glob-through-a-link"],
+)
+def test_a_reference_out_of_the_configs_folder_is_refused(
+    tmp_path: Path, reference: str, why: str
+) -> None:
+    """A config is hostile input: what it names beyond its folder is never copied into a case
+    (a prompt, a tests file, a var, a schema)."""
+    (tmp_path / "secret.txt").write_text("the secret\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (project / "promptfooconfig.yaml").write_text(
+        f"prompts: ['{reference}']\ntests: [{{vars: {{x: 1}}}}]\n"
+    )
+    done = prompteval(project, "import", "promptfoo", "promptfooconfig.yaml")
+    assert done.returncode == 2 and done.stdout == "", done
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"prompteval: error: promptfooconfig.yaml: {reference!r}: "), line
+    assert why in line and line.endswith("only files in the config's folder are read"), line
+    assert "the secret" not in "".join(p.read_text() for p in project.rglob("*.yaml"))

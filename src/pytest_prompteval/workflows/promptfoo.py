@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.paths import NAME, read_bounded
+from pytest_prompteval.core.paths import NAME, check_inside, read_bounded, resolve_inside
 from pytest_prompteval.core.patterns import pattern
 from pytest_prompteval.core.prompts import model_config_keys
 from pytest_prompteval.core.templates import literal
@@ -193,14 +193,23 @@ class _Importer:
             raise PromptevalError(f"cannot read file: not UTF-8 ({exc.reason})", path) from None
 
     def referenced(self, ref: str, base: Path) -> list[Path]:
-        """The files a ``file://`` reference names (a glob's matches, sorted)."""
+        """The files a ``file://`` reference names (a glob's matches, sorted). A config is
+        read as hostile: a reference that leads out of the config's folder (an absolute
+        path, ``..``, a link) is an error, so no file beyond it is copied into a case."""
         name = ref.removeprefix("file://")
-        if any(c in name for c in "*?["):
-            try:
-                return sorted(p for p in base.glob(name) if p.is_file())
-            except (NotImplementedError, ValueError):  # an absolute or empty pattern
-                return []
-        return [base / name]
+        try:
+            if any(c in name for c in "*?["):
+                try:
+                    found = sorted(p for p in base.glob(name) if p.is_file())
+                except (NotImplementedError, ValueError):  # an absolute or empty pattern
+                    return []
+                return [check_inside(self.base, p) for p in found]
+            resolve_inside(self.base, name, base)
+            return [base / name]
+        except PromptevalError as exc:
+            raise PromptevalError(
+                f"{ref!r}: {exc.message}; only files in the config's folder are read", self.config
+            ) from None
 
     def line(self, key: str, index: int, default: int | None) -> int | None:
         """The line of item ``index`` of the config's top-level list ``key``."""
