@@ -374,8 +374,11 @@ def cmd_improve(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     print("\n".join(improve.render(answer, patterns)))
-    tokens_in, tokens_out, cost = ledger.judge_totals()
-    print(f"({tokens_in} in / {tokens_out} out tokens, ${cost:.4f}, from {run.path.name})")
+    spent = ledger.usage()
+    print(
+        f"({spent.input_tokens} in / {spent.output_tokens} out tokens, ${spent.cost_usd:.4f}, "
+        f"from {run.path.name})"
+    )
     if args.create_improved:
         if not args.output:
             raise PromptevalError("--create-improved needs --output NAME")

@@ -21,6 +21,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult, Trajectory
 from pytest_prompteval.core.safetext import safe_text
+from pytest_prompteval.core.usage import Usage
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
 from pytest_prompteval.interaction.agent import shown as agent_shown
@@ -28,7 +29,7 @@ from pytest_prompteval.interaction.deadline import Deadline
 from pytest_prompteval.interaction.repository import RepoTask, repo_result, run_task
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.ledger import ANSWER, Ledger
 from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
     FILE_TYPES,
@@ -366,11 +367,41 @@ def _score_parts(
         parts.main = verdict.score if verdict is not None and claude else parts.automatic
     else:
         result.scorer = spec.scorer
-    ledger.settle(result)
+    settle(result, ledger)
     parts.checks = [
         run_check(engine, spec, a, request, response, result, ledger, parts.repo)
         for a in spec.assertions
     ]
+
+
+def _cost(usage: Usage) -> float:
+    # no call: 0, as results have always written it
+    return round(usage.cost_usd, 8) if usage.calls else 0
+
+
+def settle(result: ItemResult, ledger: Ledger) -> None:
+    """The item's figures from its calls: the answer's (the generation, a strategy's later
+    calls, an agent's steps), the judge's and a simulated user's apart, calls by source."""
+    answer = ledger.usage(*ANSWER)
+    if answer.calls:
+        result.attempts = answer.calls
+        result.input_tokens = answer.input_tokens
+        result.output_tokens = answer.output_tokens
+        result.cache_read_tokens = answer.cache_read_tokens
+        result.cache_write_tokens = answer.cache_write_tokens
+        result.cost_usd = None if answer.unpriced else round(answer.cost_usd, 8)
+        # one call's latency as it was measured (or recorded)
+        result.latency_ms = answer.latency_ms if answer.calls == 1 else round(answer.latency_ms, 1)
+    judge, user, every = ledger.usage("judge"), ledger.usage("user"), ledger.usage()
+    result.judge_input_tokens = judge.input_tokens
+    result.judge_output_tokens = judge.output_tokens
+    result.judge_cost_usd = _cost(judge)
+    result.judge_calls = judge.calls
+    result.user_input_tokens = user.input_tokens
+    result.user_output_tokens = user.output_tokens
+    result.user_cost_usd = _cost(user)
+    result.user_calls = user.calls
+    result.calls_replayed, result.calls_live = every.replayed, every.live
 
 
 def _main_passes(engine: Engine, spec: ItemSpec, main: Score, result: ItemResult) -> bool:
@@ -490,7 +521,7 @@ def evaluate(
             result.request_id = exc.request_id
         raise
     finally:
-        ledger.settle(result)
+        settle(result, ledger)
         _found(result, parts)
     assemble(engine, spec, result, parts)
     return request, response
