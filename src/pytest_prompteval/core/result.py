@@ -21,7 +21,7 @@ SCHEMA_VERSION = 2
 JUNIT = {"junit": True}  # a field shown as a JUnit testcase property
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckResult:
     """One ``assert:`` entry's verdict."""
 
@@ -34,7 +34,7 @@ class CheckResult:
     field: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class JudgeResult:
     """The judge's verdict on the answer (the claude and hybrid scorers)."""
 
@@ -49,7 +49,7 @@ class JudgeResult:
     PREFIX = "judge_"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExecutionResult:
     """A code case's run in the sandbox."""
 
@@ -67,7 +67,7 @@ class ExecutionResult:
 MAX_DIFF = 1 << 20
 
 
-@dataclass
+@dataclass(frozen=True)
 class RepoResult:
     """A repository task's verdict: its tests on the copy the agent left."""
 
@@ -89,7 +89,8 @@ class RepoResult:
     def __post_init__(self) -> None:
         # the verdict builds it within the bound; a history file may hold anything
         if len(self.diff) > MAX_DIFF:
-            self.diff = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
+            cut = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
+            object.__setattr__(self, "diff", cut)
 
 
 @dataclass
@@ -154,8 +155,10 @@ class Trajectory:
         return cls(**{**{k: v for k, v in data.items() if k != "steps"}, "steps": steps})
 
 
-@dataclass
+@dataclass(frozen=True)
 class ItemResult:
+    """Built once, by ``engine/assemble.py``, and never changed after."""
+
     case_id: str = field(metadata=JUNIT)
     file: str
     prompt: str = field(metadata=JUNIT)

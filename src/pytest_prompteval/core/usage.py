@@ -50,3 +50,17 @@ def total(usages: Iterable[Usage]) -> Usage:
         calls=sum(u.calls for u in parts),
         replayed=sum(u.replayed for u in parts),
     )
+
+
+@dataclass(frozen=True)
+class Spent:
+    """An item's usage by purpose: its answer's calls (the generation, a strategy's later
+    calls, an agent's steps), the judge's and a simulated user's."""
+
+    answer: Usage = Usage()
+    judge: Usage = Usage()
+    user: Usage = Usage()
+
+    @property
+    def every(self) -> Usage:
+        return total((self.answer, self.judge, self.user))

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pytest_prompteval.core.pricing import PriceTable
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.core.usage import Usage, total
+from pytest_prompteval.core.usage import Spent, Usage, total
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.store import Check, Fetched, Store
 
@@ -65,3 +65,6 @@ class Ledger:
     def usage(self, *purposes: Purpose) -> Usage:
         """The calls made for these purposes (every call when none is named), summed."""
         return total(e.usage for e in self.entries if not purposes or e.purpose in purposes)
+
+    def spent(self) -> Spent:
+        return Spent(self.usage(*ANSWER), self.usage("judge"), self.usage("user"))
