@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_prompteval.core.usage import Usage
+
 #: The ``user_properties`` key of an item's result.
 RESULT_KEY = "prompteval"
 #: The ``user_properties`` key of a sample that --prompteval-stop-early did not draw.
@@ -238,6 +240,41 @@ class ItemResult:
     @property
     def judge_repeats(self) -> list[float]:
         return self.judge.repeats if self.judge else []
+
+    # Each purpose's usage, from the figures above (a result keeps neither the judge's cache
+    # tokens nor which purpose's calls were replayed: ``calls_replayed`` counts them all).
+
+    @property
+    def answer_usage(self) -> Usage:
+        calls = self.calls_replayed + self.calls_live - self.judge_calls - self.user_calls
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd or 0.0,
+            unpriced=int(self.cost_usd is None),
+            latency_ms=self.latency_ms or 0.0,
+            calls=calls,
+        )
+
+    @property
+    def judge_usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.judge_input_tokens,
+            output_tokens=self.judge_output_tokens,
+            cost_usd=self.judge_cost_usd,
+            calls=self.judge_calls,
+        )
+
+    @property
+    def user_usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.user_input_tokens,
+            output_tokens=self.user_output_tokens,
+            cost_usd=self.user_cost_usd,
+            calls=self.user_calls,
+        )
 
     @property
     def error_class(self) -> str | None:
