@@ -1,9 +1,9 @@
 """One item's work: render the request, get the response through the store, score it.
 
-Every call goes on the item's ledger, whose figures (tokens, cost, calls) are the result's;
-scoring returns parts (scores, the judge's verdict, the code's run, the checks) that
-``assemble`` makes the result's verdict from. Whatever was computed before a failure
-(request, model, response, calls) stays on the report.
+Every call goes on the item's ledger, whose usage (tokens, cost, calls) is the result's;
+``evaluate`` returns what the work found (the answer, the conversation, scoring's parts, the
+verdict, the usage, the error), which ``engine/assemble.py`` makes the item's result from.
+Whatever was computed before a failure (request, model, response, calls) stays on it.
 """
 
 from __future__ import annotations
@@ -483,14 +483,30 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     terminal and a CI log."""
     suffix = f"-s{result.sample}" if result.samples > 1 else ""
     label = f"{result.case_id} [{result.prompt}{suffix}]"
-    threshold = result.threshold
     why, check_named = _failure_reason(result)
     failed_checks = [c for c in result.assertions if not c.passed][1 if check_named else 0 :]
-    run, trajectory, repo = result.execution, result.trajectory, result.repo
+    run, trajectory = result.execution, result.trajectory
     lines = [f"{label}: {why}"]
     if run is not None and run.error_class is not None:
         lines.append(f"  {run.error_class}: {run.first_failure}")
-    score = result.score or 0.0
+    lines += _score_lines(result, check_named)
+    lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
+    if trajectory is not None:
+        lines += trajectory_lines(trajectory)
+    answer = result.response or ""
+    if not whole_response and len(answer) > RESPONSE_SHOWN:
+        answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
+    lines.append("  response: " + answer.replace("\n", "\n    "))
+    if result.recording:
+        lines.append(f"  recording: {result.recording}")
+    return safe_text("\n".join(lines), indent="")
+
+
+def _score_lines(result: ItemResult, check_named: bool) -> list[str]:
+    """The score as the summary counts it, and what the scorer found."""
+    lines = []
+    score, threshold = result.score or 0.0, result.threshold
+    run, trajectory, repo = result.execution, result.trajectory, result.repo
     if check_named:
         # not the threshold: a score beside it would read as a near miss
         passed = sum(c.passed for c in result.assertions)
@@ -508,13 +524,4 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
         lines.append(f"  dimensions: {dims}")
     if result.judge is not None and result.judge.notes:
         lines.append(f"  judge notes: {result.judge.notes}")
-    lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
-    if trajectory is not None:
-        lines += trajectory_lines(trajectory)
-    answer = result.response or ""
-    if not whole_response and len(answer) > RESPONSE_SHOWN:
-        answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
-    lines.append("  response: " + answer.replace("\n", "\n    "))
-    if result.recording:
-        lines.append(f"  recording: {result.recording}")
-    return safe_text("\n".join(lines), indent="")
+    return lines
