@@ -14,17 +14,12 @@ from pytest_prompteval.core.errors import ApiError, PromptevalError, display, is
 from pytest_prompteval.core.minpass import MinPass
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.core.result import (
-    CheckResult,
-    ExecutionResult,
-    ItemResult,
-    JudgeResult,
-    Trajectory,
-)
+from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult, Trajectory
 from pytest_prompteval.core.usage import Spent, Usage
 from pytest_prompteval.interaction.repository import repo_result
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.providers.store import Fetched
+from pytest_prompteval.scoring.assertions import Checked
 from pytest_prompteval.scoring.judge import Verdict
 from pytest_prompteval.scoring.repo import RepoVerdict
 from pytest_prompteval.scoring.score import Score
@@ -57,7 +52,7 @@ class Decision:
     #: the deciding scorer's score (None: scored by its assertions alone)
     main: Score | None
     passed: bool
-    checks: tuple[CheckResult, ...]
+    checks: tuple[Checked, ...]
 
 
 @dataclass(frozen=True)
@@ -193,7 +188,7 @@ def _scored(found: Found) -> dict[str, Any]:
 def _decided(decision: Decision) -> dict[str, Any]:
     main = decision.main
     decided: dict[str, Any] = {
-        "assertions": list(decision.checks),
+        "assertions": [c.result() for c in decision.checks],
         "score": decision.score,
         "main_score": decision.score if main is None else main.value,
         "passed": decision.passed,

@@ -369,7 +369,7 @@ def _decide(
     trajectory = given.trajectory
     ended = trajectory is None or trajectory.failure is None
     passed = ended and main_passes and all(c.passed for c in checks)
-    return Decision(score, main, passed, tuple(c.result() for c in checks))
+    return Decision(score, main, passed, tuple(checks))
 
 
 def _answer(
