@@ -14,9 +14,15 @@ from pytest_prompteval.core.errors import ApiError, PromptevalError, display, is
 from pytest_prompteval.core.minpass import MinPass
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
-from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult, Trajectory
+from pytest_prompteval.core.result import (
+    CheckResult,
+    ExecutionResult,
+    ItemResult,
+    JudgeResult,
+    RepoResult,
+    Trajectory,
+)
 from pytest_prompteval.core.usage import Spent, Usage
-from pytest_prompteval.interaction.repository import repo_result
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.providers.store import Fetched
 from pytest_prompteval.scoring.assertions import Checked
@@ -181,14 +187,31 @@ def _scored(found: Found) -> dict[str, Any]:
         "judged": verdict is not None,
         "execution": parts.execution,
         "trajectory": found.trajectory,
-        "repo": repo_result(found.repo) if found.repo is not None else None,
+        "repo": _repo(found.repo) if found.repo is not None else None,
     }
+
+
+def _repo(found: RepoVerdict) -> RepoResult:
+    return RepoResult(
+        resolved=found.passed,
+        outcomes={t: found.outcomes.get(t, "missing") for t in found.listed},
+        fail_to_pass=list(found.fail_to_pass),
+        pass_to_pass=list(found.pass_to_pass),
+        fail_to_pass_fixed=found.fixed,
+        pass_to_pass_kept=found.kept,
+        diff=found.diff,
+        restored=list(found.restored),
+        broken=found.broken,
+    )
 
 
 def _decided(decision: Decision) -> dict[str, Any]:
     main = decision.main
     decided: dict[str, Any] = {
-        "assertions": [c.result() for c in decision.checks],
+        "assertions": [
+            CheckResult(c.type, c.passed, round(c.score, 6), c.weight, c.reason, c.field)
+            for c in decision.checks
+        ],
         "score": decision.score,
         "main_score": decision.score if main is None else main.value,
         "passed": decision.passed,
