@@ -15,7 +15,6 @@ from pytest_prompteval.core.minpass import MinPass
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import (
-    CheckResult,
     ExecutionResult,
     ItemResult,
     JudgeResult,
@@ -208,10 +207,7 @@ def _repo(found: RepoVerdict) -> RepoResult:
 def _decided(decision: Decision) -> dict[str, Any]:
     main = decision.main
     decided: dict[str, Any] = {
-        "assertions": [
-            CheckResult(c.type, c.passed, round(c.score, 6), c.weight, c.reason, c.field)
-            for c in decision.checks
-        ],
+        "assertions": [c.result() for c in decision.checks],
         "score": decision.score,
         "main_score": decision.score if main is None else main.value,
         "passed": decision.passed,

@@ -15,7 +15,7 @@ from typing import Any
 from pytest_prompteval.core.content import input_matches
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.patterns import SPACE, PatternError, pattern
-from pytest_prompteval.core.result import Trajectory
+from pytest_prompteval.core.result import CheckResult, Trajectory
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.filestate import glob_pattern
@@ -99,6 +99,11 @@ class Checked:
     weight: float
     reason: str
     field: str | None = None
+
+    def result(self) -> CheckResult:
+        return CheckResult(
+            self.type, self.passed, round(self.score, 6), self.weight, self.reason, self.field
+        )
 
 
 def parse_assertions(
