@@ -151,3 +151,42 @@ def test_min_pass_of_a_compared_version_fails_tests_mode_only(
     assert gates.ret == pytest.ExitCode.OK
     # JUnit still shows old's case as the failure it is; the gate is the exit status
     assert ElementTree.parse(two_versions.path / "junit.xml").getroot()[0].get("failures") == "1"
+
+
+def test_a_simulated_users_cost_is_its_own_whatever_became_of_the_item() -> None:
+    # the user's cost was added to the answers' ("generation") and left out when the
+    # conversation errored before it ended (no trajectory on the result)
+    conversation = {"steps": [], "max_steps": 5}
+    ran = item(
+        "v",
+        "a",
+        0.9,
+        cost_usd=0.01,
+        judge_cost_usd=0.003,
+        user_calls=2,
+        user_cost_usd=0.002,
+        calls_live=5,
+        calls_replayed=0,
+        trajectory=conversation,
+    )
+    erred = item(
+        "v",
+        "b",
+        None,
+        error_type="api",
+        user_calls=1,
+        user_cost_usd=0.001,
+        calls_live=3,
+        calls_replayed=0,
+    )
+    (s,) = summarize([ran, erred], ["v"])
+    assert s.user_calls == 3 and s.user_cost_usd == pytest.approx(0.003)
+    assert s.cost_usd == pytest.approx(0.01)  # the answers' alone
+    assert s.to_json()["cost_usd"] == s.cost_usd
+    spent = (
+        "$0.0160 spent on 8 live calls (generation $0.0100, judge $0.0030, simulated users $0.0030)"
+    )
+    assert f"v: cost: {spent}" in notes_block([s])
+    assert table(versions_rows([s]))[1].split()[11] == "0.0160"  # cost $: every call's
+    markdown = render_markdown(MarkdownRun([s], [], cases=case_samples([ran, erred])))
+    assert f"### Cost\n\n{spent}; 0 tokens" in markdown

@@ -72,6 +72,29 @@ def judge_requests(server: AnthropicServer) -> list[dict[str, Any]]:
     return [r.body for r in server.requests if "tools" in r.body]
 
 
+def test_every_purpose_counts_input_tokens_as_the_api_does(
+    project: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """The judge's input tokens leave cache reads apart, as the answer's always have: with
+    every recorded call reading 1000 cached tokens, neither figure grows by them."""
+    args = ["--prompt=current", "--prompteval-scorer=claude", "-k", "case_00"]
+    (first,) = results(project.inline_run(*args))
+    for path in project.path.joinpath("prompt_recordings").glob("*.json"):
+        recording = json.loads(path.read_text())
+        recording["response"]["cache_read_tokens"] = 1000
+        path.write_text(json.dumps(recording))
+    run = project.runpytest(*args, "--prompteval-record=none")
+    run.stdout.fnmatch_lines(
+        [f"current: judge: 1 judged, {first['judge_input_tokens']} in / 50 out tokens, *"]
+    )
+    (again,) = results(project.inline_run(*args, "--prompteval-record=none"))
+    assert again["cache_read_tokens"] == 1000
+    assert (again["input_tokens"], again["judge_input_tokens"]) == (
+        first["input_tokens"],
+        first["judge_input_tokens"],
+    )
+
+
 def test_claude_scorer_stores_dimensions_and_replays_without_requests(
     project: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

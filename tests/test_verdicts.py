@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -439,9 +440,12 @@ def test_agent_and_repository_figures_leave_errored_items_out() -> None:
         [(True, "api")] + [(True, None)] * 3 + [(False, None)] * 2
     ):
         r = item("v", f"c{i}", 1.0 if resolved else 0.0, error_type=error)
-        r.outcome = "error" if error else ("passed" if resolved else "failed")
-        r.repo = RepoResult(resolved, {}, [], [], 1.0, 1.0, "")
-        r.trajectory = Trajectory(max_steps=3, hit_max_steps=bool(error))
+        r = dataclasses.replace(
+            r,
+            outcome="error" if error else ("passed" if resolved else "failed"),
+            repo=RepoResult(resolved, {}, [], [], 1.0, 1.0, ""),
+            trajectory=Trajectory(max_steps=3, hit_max_steps=bool(error)),
+        )
         results.append(r)
     s = summarize_version("v", results, (1,))
     assert (s.resolved, s.repo_items) == (3, 5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,9 @@ def test_analyze_trend_is_a_test_over_comparable_complete_runs(tmp_path: Path) -
 
 
 def test_analyze_agreement_never_takes_the_judge_score_for_an_automatic_0(tmp_path: Path) -> None:
-    result = item("v", "c00", 0.9, scorer="hybrid", judge_score=0.9)
-    result.automatic_score = 0.0
+    result = dataclasses.replace(
+        item("v", "c00", 0.9, scorer="hybrid", judge_score=0.9), automatic_score=0.0
+    )
     path = _store(tmp_path, "1", [result])
     review = {"file": "c.yaml", "case_id": "c00", "sample": 0, "human_score": 0.2}
     path.with_name(path.name + ".review.json").write_text(json.dumps({"reviews": [review]}))

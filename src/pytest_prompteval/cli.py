@@ -22,6 +22,8 @@ from pytest_prompteval.workflows.init import KINDS
 
 if TYPE_CHECKING:
     from pytest_prompteval.core.cases import Case
+    from pytest_prompteval.scoring.code.spec import CodeSpec
+    from pytest_prompteval.scoring.mutation import MutationReport
     from pytest_prompteval.workflows.repocheck import RepoCheck
 
 
@@ -274,9 +276,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         return check_files(args)
     from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
-    from pytest_prompteval.scoring.code.runner import CodeRunner
     from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
-    from pytest_prompteval.scoring.mutation import mutation_test
     from pytest_prompteval.workflows.envs import environments_of
     from pytest_prompteval.workflows.repocheck import check_repo_cases
 
@@ -299,17 +299,7 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         _print_repo_checks(repo_checks)
     if problems and not args.json:
         return _report_problems(problems)
-    reports, untested = [], []
-    if args.mutation:
-        scorer = CodeRunner()
-        try:
-            for case, spec in code_cases:
-                if spec.reference is None:
-                    untested.append(case.id)
-                else:
-                    reports.append(mutation_test(case, spec, scorer))
-        finally:
-            scorer.close()
+    reports, untested = _mutation_reports(code_cases) if args.mutation else ([], [])
     weak = [r for r in reports if r.score is not None and r.score < args.min_score]
     if args.json:  # nothing but the JSON document on stdout
         document: dict[str, Any] = {"cases": len(cases), "code_cases": len(code_cases)}
@@ -326,8 +316,34 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
             return _report_problems(problems)
         return 1 if weak else 0
     print("all valid")
-    if not args.mutation:
-        return 0
+    if args.mutation:
+        _print_mutation(reports, untested, weak)
+    return 1 if weak else 0
+
+
+def _mutation_reports(
+    code_cases: list[tuple[Case, CodeSpec]],
+) -> tuple[list[MutationReport], list[str]]:
+    """Mutation-test the code cases that have a reference solution; the ids of the others."""
+    from pytest_prompteval.scoring.code.runner import CodeRunner
+    from pytest_prompteval.scoring.mutation import mutation_test
+
+    reports, untested = [], []
+    scorer = CodeRunner()
+    try:
+        for case, spec in code_cases:
+            if spec.reference is None:
+                untested.append(case.id)
+            else:
+                reports.append(mutation_test(case, spec, scorer))
+    finally:
+        scorer.close()
+    return reports, untested
+
+
+def _print_mutation(
+    reports: list[MutationReport], untested: list[str], weak: list[MutationReport]
+) -> None:
     for case_id in untested:
         print(f"  {case_id}: no reference solution, not mutation-tested")
     _print_table(
@@ -355,7 +371,6 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
                 "the reference on every probe input, not scored): "
                 + "; ".join(r.possibly_equivalent[:3])
             )
-    return 1 if weak else 0
 
 
 def cmd_envs(args: argparse.Namespace) -> int:
@@ -482,8 +497,11 @@ def cmd_improve(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     print("\n".join(improve.render(answer, patterns)))
-    tokens_in, tokens_out, cost = ledger.judge_totals()
-    print(f"({tokens_in} in / {tokens_out} out tokens, ${cost:.4f}, from {run.path.name})")
+    spent = ledger.usage()
+    print(
+        f"({spent.input_tokens} in / {spent.output_tokens} out tokens, ${spent.cost_usd:.4f}, "
+        f"from {run.path.name})"
+    )
     if args.create_improved:
         if not args.output:
             raise PromptevalError("--create-improved needs --output NAME")

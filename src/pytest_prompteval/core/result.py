@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_prompteval.core.usage import Usage
+
 #: The ``user_properties`` key of an item's result.
 RESULT_KEY = "prompteval"
 #: The ``user_properties`` key of a sample that --prompteval-stop-early did not draw.
@@ -21,7 +23,7 @@ SCHEMA_VERSION = 2
 JUNIT = {"junit": True}  # a field shown as a JUnit testcase property
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckResult:
     """One ``assert:`` entry's verdict."""
 
@@ -36,7 +38,7 @@ class CheckResult:
     step: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class JudgeResult:
     """The judge's verdict on the answer (the claude and hybrid scorers)."""
 
@@ -51,7 +53,7 @@ class JudgeResult:
     PREFIX = "judge_"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExecutionResult:
     """A code case's run in the sandbox."""
 
@@ -76,7 +78,7 @@ MAX_OUTPUT = 64 << 10
 PASSING = ("PASSED", "XFAIL")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RepoResult:
     """A repository task's verdict: its tests on the copy the agent left."""
 
@@ -103,9 +105,11 @@ class RepoResult:
     def __post_init__(self) -> None:
         # the verdict builds it within the bound; a history file may hold anything
         if len(self.diff) > MAX_DIFF:
-            self.diff = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
+            cut = self.diff[:MAX_DIFF] + "\n[diff cut: more than the kept bound]\n"
+            object.__setattr__(self, "diff", cut)
         if self.output is not None and len(self.output) > MAX_OUTPUT:
-            self.output = "[output cut: its start]\n" + self.output[-MAX_OUTPUT:]
+            kept = "[output cut: its start]\n" + self.output[-MAX_OUTPUT:]
+            object.__setattr__(self, "output", kept)
 
 
 @dataclass
@@ -180,8 +184,10 @@ class Trajectory:
         return cls(**{**{k: v for k, v in data.items() if k != "steps"}, "steps": steps})
 
 
-@dataclass
+@dataclass(frozen=True)
 class ItemResult:
+    """Built once, by ``engine/assemble.py``, and never changed after."""
+
     case_id: str = field(metadata=JUNIT)
     file: str
     prompt: str = field(metadata=JUNIT)
@@ -261,6 +267,41 @@ class ItemResult:
     @property
     def judge_repeats(self) -> list[float]:
         return self.judge.repeats if self.judge else []
+
+    # Each purpose's usage, from the figures above (a result keeps neither the judge's cache
+    # tokens nor which purpose's calls were replayed: ``calls_replayed`` counts them all).
+
+    @property
+    def answer_usage(self) -> Usage:
+        calls = self.calls_replayed + self.calls_live - self.judge_calls - self.user_calls
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd or 0.0,
+            unpriced=int(self.cost_usd is None),
+            latency_ms=self.latency_ms or 0.0,
+            calls=calls,
+        )
+
+    @property
+    def judge_usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.judge_input_tokens,
+            output_tokens=self.judge_output_tokens,
+            cost_usd=self.judge_cost_usd,
+            calls=self.judge_calls,
+        )
+
+    @property
+    def user_usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.user_input_tokens,
+            output_tokens=self.user_output_tokens,
+            cost_usd=self.user_cost_usd,
+            calls=self.user_calls,
+        )
 
     @property
     def error_class(self) -> str | None:

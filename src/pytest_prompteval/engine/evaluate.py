@@ -1,34 +1,35 @@
 """One item's work: render the request, get the response through the store, score it.
 
-Every call goes on the item's ledger, whose figures (tokens, cost, calls) are the result's;
-scoring returns parts (scores, the judge's verdict, the code's run, the checks) that
-``assemble`` makes the result's verdict from. Whatever was computed before a failure
-(request, model, response, calls) stays on the report.
+Every call goes on the item's ledger, whose usage (tokens, cost, calls) is the result's;
+``evaluate`` returns what the work found (the answer, the conversation, scoring's parts, the
+verdict, the usage, the error), which ``engine/assemble.py`` makes the item's result from.
+Whatever was computed before a failure (request, model, response, calls) stays on it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pluggy
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.errors import ApiError, PromptevalError, display, user_code_error
+from pytest_prompteval.core.errors import PromptevalError, user_code_error
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.core.result import ExecutionResult, ItemResult, JudgeResult, Trajectory
+from pytest_prompteval.core.result import ExecutionResult, ItemResult, Trajectory
 from pytest_prompteval.core.safetext import safe_text
+from pytest_prompteval.engine.assemble import Decision, Found, Parts, Subject, answer_cost
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
 from pytest_prompteval.interaction.agent import shown as agent_shown
 from pytest_prompteval.interaction.deadline import Deadline
-from pytest_prompteval.interaction.repository import RepoTask, repo_result, run_task
+from pytest_prompteval.interaction.repository import RepoTask, run_task
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
-from pytest_prompteval.providers.ledger import Ledger
+from pytest_prompteval.providers.ledger import ANSWER, Ledger
 from pytest_prompteval.providers.store import Fetched, MissingRecording
 from pytest_prompteval.scoring.assertions import (
     FILE_TYPES,
@@ -54,31 +55,6 @@ from pytest_prompteval.scoring.score import Score
 
 class CaseFailed(AssertionError):
     """The response scored under the threshold; the message says why."""
-
-
-def new_result(
-    case: Case,
-    prompt: PromptVersion,
-    sample: int,
-    threshold: float,
-    scorer: str,
-    samples: int = 1,
-) -> ItemResult:
-    return ItemResult(
-        case_id=case.id,
-        file=case.path.name,
-        prompt=prompt.version,
-        prompt_sha256=prompt.sha256,
-        sample=sample,
-        samples=samples,
-        category=case.category,
-        difficulty=case.difficulty,
-        quality=case.quality,
-        scorer=scorer,
-        threshold=threshold,
-        # the case's own labels (-m picks by them): the view filters on them
-        extra={"tags": list(case.tags)} if case.tags else {},
-    )
 
 
 def make_request(
@@ -178,16 +154,14 @@ def scorer_for(
     return ASSERTIONS_ONLY
 
 
-@dataclass
-class Parts:
-    """What scoring an answer found, for ``assemble``."""
+@dataclass(frozen=True)
+class Given:
+    """What a check is given beside the answer: the item's threshold, its conversation and
+    the answer's cost so far."""
 
-    main: Score | None = None
-    automatic: Score | None = None
-    verdict: Verdict | None = None
-    execution: ExecutionResult | None = None
-    repo: RepoVerdict | None = None
-    checks: list[Checked] = field(default_factory=list)
+    threshold: float
+    trajectory: Trajectory | None = None
+    cost_usd: float | None = None
 
 
 def _verdict(
@@ -210,7 +184,7 @@ def run_check(
     assertion: Assertion,
     request: Request,
     response: Response,
-    result: ItemResult,
+    given: Given,
     ledger: Ledger,
     repo: RepoVerdict | None = None,
 ) -> Checked:
@@ -219,11 +193,11 @@ def run_check(
         request.prefill,
         response.output_tokens,
         response.latency_ms,
-        result.cost_usd,
+        given.cost_usd,
     )
     if assertion.type in TRAJECTORY_TYPES:
-        assert result.trajectory is not None  # the spec admits them on agent cases only
-        return check_trajectory(assertion, result.trajectory)
+        assert given.trajectory is not None  # the spec admits them on agent cases only
+        return check_trajectory(assertion, given.trajectory)
     if assertion.type in FILE_TYPES:
         assert repo is not None  # the spec admits them on repository cases only
         passed, reason = repo.files[file_key(file_job(assertion))]
@@ -240,7 +214,7 @@ def run_check(
         reason = f"missing topics: {', '.join(missing)}" if missing else "all topics covered"
         return scored(assertion, score, 1.0, reason)
     if assertion.type in JUDGED_TYPES:
-        return _judged(engine, spec, assertion, text, result, ledger)
+        return _judged(engine, spec, assertion, text, given, ledger)
     function = engine.scorers()[assertion.type]
     try:
         returned = function(spec.case, request, response)
@@ -250,7 +224,7 @@ def run_check(
         ) from None
     value, dims = custom_score(assertion.type, returned)
     detail = "".join(f" {k} {v:.2f}" for k, v in dims.items())
-    return scored(assertion, value, result.threshold, f"scorer {assertion.type}{detail}")
+    return scored(assertion, value, given.threshold, f"scorer {assertion.type}{detail}")
 
 
 BASELINE_QUESTION = (
@@ -265,7 +239,7 @@ def _judged(
     spec: ItemSpec,
     assertion: Assertion,
     text: str,
-    result: ItemResult,
+    given: Given,
     ledger: Ledger,
 ) -> Checked:
     """A judge question's check (``baseline``: is the answer at least as good as the
@@ -276,15 +250,15 @@ def _judged(
     if assertion.type == "baseline":
         question = BASELINE_QUESTION.format(reference=assertion.value)
     if assertion.votes == 1:
-        score, reason = judge.ask(case, spec.prompt, text, question, ledger, result.trajectory)
-        return scored(assertion, score, result.threshold, f"judge: {reason}")
+        score, reason = judge.ask(case, spec.prompt, text, question, ledger, given.trajectory)
+        return scored(assertion, score, given.threshold, f"judge: {reason}")
     votes = [
-        judge.ask(case, spec.prompt, text, question, ledger, result.trajectory, n)
+        judge.ask(case, spec.prompt, text, question, ledger, given.trajectory, n)
         for n in range(assertion.votes)
     ]
     scores = sorted(score for score, _ in votes)
     median = scores[len(scores) // 2]
-    threshold = assertion.threshold if assertion.threshold is not None else result.threshold
+    threshold = assertion.threshold if assertion.threshold is not None else given.threshold
     passing = sum(score >= threshold for score, _ in votes)
     agreeing = max(passing, len(votes) - passing)
     reason = next(why for score, why in votes if score == median)
@@ -292,7 +266,7 @@ def _judged(
     return scored(
         assertion,
         median,
-        result.threshold,
+        given.threshold,
         f"judge: {passing}/{len(votes)} votes pass (scores {shown}; agreement "
         f"{agreeing}/{len(votes)}): {reason}",
     )
@@ -306,9 +280,8 @@ def _code_parts(
     ctx: CallContext,
     response: Response,
     ledger: Ledger,
-    parts: Parts,
-) -> str:
-    """Run the code (after the strategy's calls, if any); the final answer's text."""
+) -> tuple[Score, Parts]:
+    """Run the code (after the strategy's calls, if any): its score, and its run."""
     text, prefill = response.text, request.prefill
     if spec.strategy is not None:
         text, prefill = apply(
@@ -322,104 +295,81 @@ def _code_parts(
             ctx,
             response,
         )
-    parts.main, metrics = engine.code_runner().score(spec.case, code, text, prefill)
-    parts.execution = ExecutionResult(
+    main, metrics = engine.code_runner().score(spec.case, code, text, prefill)
+    execution = ExecutionResult(
         error_class=metrics.error_class,
         first_failure=metrics.first_failure,
         tests_passed=metrics.tests_passed,
         tests_total=metrics.tests_total,
         **metrics.details,
     )
-    return text
+    return main, Parts(spec.scorer, execution=execution, text=text)
 
 
-def _score_parts(
+def _main(
     engine: Engine,
     spec: ItemSpec,
     request: Request,
     ctx: CallContext,
-    outcome: Fetched,
     ledger: Ledger,
-    result: ItemResult,
-    parts: Parts,
-) -> None:
-    """Score the answer into ``parts``; the checks see the answer's figures so far."""
-    response = outcome.response
-    if parts.repo is not None:  # resolved when every listed test passes
-        fixed, kept = parts.repo.fixed, parts.repo.kept
+    found: Found,
+) -> Score | None:
+    """The deciding scorer's score (None: the assertions alone decide), its parts kept in
+    ``found`` as they come (an automatic score stays when the judge then errs)."""
+    assert found.fetched is not None
+    response = found.fetched.response
+    if found.repo is not None:  # resolved when every listed test passes
+        fixed, kept = found.repo.fixed, found.repo.kept
+        found.parts = Parts(spec.scorer)
         dimensions = {"fail_to_pass_fixed": fixed, "pass_to_pass_kept": kept}
-        parts.main = Score(1.0 if parts.repo.passed else (fixed + kept) / 2, dimensions)
-        result.scorer = spec.scorer
-    elif spec.code is not None:
-        result.response = _code_parts(
-            engine, spec, spec.code, request, ctx, response, ledger, parts
-        )
-        result.scorer = spec.scorer
-    elif spec.scorer != ASSERTIONS_ONLY:
-        texts = (
-            _sample_texts(engine, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
-        )
-        parts.automatic = engine.scorer.score(spec.case, response.text, texts)
-        verdict = parts.verdict = _verdict(engine, spec, response.text, ledger, result.trajectory)
-        # hybrid records the verdict beside the automatic score, which decides
-        claude = engine.settings.scorer == "claude"
-        parts.main = verdict.score if verdict is not None and claude else parts.automatic
-    else:
-        result.scorer = spec.scorer
-    ledger.settle(result)
-    parts.checks = [
-        run_check(engine, spec, a, request, response, result, ledger, parts.repo)
-        for a in spec.assertions
-    ]
+        return Score(1.0 if found.repo.passed else (fixed + kept) / 2, dimensions)
+    if spec.code is not None:
+        main, found.parts = _code_parts(engine, spec, spec.code, request, ctx, response, ledger)
+        return main
+    if spec.scorer == ASSERTIONS_ONLY:
+        found.parts = Parts(spec.scorer)
+        return None
+    texts = (
+        _sample_texts(engine, request, ctx, found.fetched, spec.samples) if spec.samples > 1 else []
+    )
+    automatic = engine.scorer.score(spec.case, response.text, texts)
+    found.parts = Parts(automatic=automatic)
+    verdict = _verdict(engine, spec, response.text, ledger, found.trajectory)
+    found.parts = Parts(automatic=automatic, verdict=verdict)
+    # hybrid records the verdict beside the automatic score, which decides
+    claude = engine.settings.scorer == "claude"
+    return verdict.score if verdict is not None and claude else automatic
 
 
-def _main_passes(engine: Engine, spec: ItemSpec, main: Score, result: ItemResult) -> bool:
+def _main_passes(engine: Engine, spec: ItemSpec, main: Score, threshold: float) -> bool:
     """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
     reaches the threshold); anything else: the score reaches the threshold."""
     if spec.scorer == EXECUTION and engine.settings.code_pass == "all":
         return bool(main.dimensions["functional_correctness"] == 1.0)
     if spec.scorer == REPOSITORY:
         return all(v == 1.0 for v in main.dimensions.values())
-    return bool(main.value >= result.threshold)
+    return bool(main.value >= threshold)
 
 
-def _found(result: ItemResult, parts: Parts) -> None:
-    """What scoring found so far (kept on the report of an item that then errs)."""
-    if parts.automatic is not None:
-        result.automatic_score = parts.automatic.value
-    if parts.verdict is not None:
-        result.judge = JudgeResult(
-            score=parts.verdict.score.value,
-            dimensions=parts.verdict.score.dimensions,
-            notes=parts.verdict.score.notes,
-            repeats=parts.verdict.repeats,
-            spread=round(parts.verdict.spread, 6),
-            model=parts.verdict.model,
-            template=parts.verdict.template,
-        )
-    result.judged = parts.verdict is not None
-    result.execution = parts.execution
-    if parts.repo is not None:
-        result.repo = repo_result(parts.repo)
-
-
-def assemble(engine: Engine, spec: ItemSpec, result: ItemResult, parts: Parts) -> None:
-    """The result's score and verdict from the parts scoring found."""
-    checks, main = parts.checks, parts.main
-    result.assertions = [c.result() for c in checks]
+def _decide(
+    engine: Engine,
+    spec: ItemSpec,
+    main: Score | None,
+    checks: list[Checked],
+    given: Given,
+) -> Decision:
+    """The item's score and verdict from its main score and its checks."""
+    threshold = given.threshold
     if main is None:  # scored by its assertions alone
-        result.score = result.main_score = round(combine(None, checks), 6)
-        main_passes = result.score >= result.threshold
+        score = round(combine(None, checks), 6)
+        main_passes = score >= threshold
     else:
-        result.score = round(combine(main.value, checks), 6) if checks else main.value
-        result.dimensions = main.dimensions
-        result.missing_topics = main.missing_topics
-        result.incorrect_claims = main.incorrect_claims
-        result.main_score = main.value
-        main_passes = _main_passes(engine, spec, main, result)
-    ended = result.trajectory is None or result.trajectory.failure is None
-    result.passed = ended and main_passes and all(c.passed for c in checks)
-    result.outcome = "passed" if result.passed else "failed"
+        score = round(combine(main.value, checks), 6) if checks else main.value
+        main_passes = _main_passes(engine, spec, main, threshold)
+    trajectory = given.trajectory
+    ended = trajectory is None or trajectory.failure is None
+    passed = ended and main_passes and all(c.passed for c in checks)
+    return Decision(score, main, passed, tuple(checks))
 
 
 def _answer(
@@ -428,72 +378,59 @@ def _answer(
     request: Request,
     ctx: CallContext,
     ledger: Ledger,
-    result: ItemResult,
-    parts: Parts,
+    found: Found,
     deadline: Deadline | None,
-) -> Fetched:
+) -> None:
     """The item's final answer: one call, an agent's conversation, or a repository task's
-    conversation and verdict (its trajectory and verdict kept as they come)."""
+    conversation and verdict."""
     if spec.repo is not None:
-        fetched, result.trajectory, parts.repo = run_task(
+        found.fetched, found.trajectory, found.repo = run_task(
             spec.repo, engine.store, ledger, request, ctx, deadline
         )
-        return fetched
-    if spec.agent is None:
-        return ledger.get(engine.store, request, ctx, "generation")
-    tools = executor(spec.agent, spec.case)
-    fetched, result.trajectory = converse(
-        spec.agent, engine.store, ledger, request, ctx, tools, deadline=deadline
-    )
-    return fetched
-
-
-def _answered(result: ItemResult, request: Request, fetched: Fetched) -> None:
-    """What the result says of the answer and where it came from."""
-    response = fetched.response
-    result.response = response.text
-    result.prefill = request.prefill
-    result.replayed = fetched.replayed
-    result.recording = display(fetched.recording)
-    result.unverified = fetched.unverified
-    result.stop_reason = response.stop_reason
-    result.request_id = response.request_id
+    elif spec.agent is None:
+        found.fetched = ledger.get(engine.store, request, ctx, "generation")
+    else:
+        tools = executor(spec.agent, spec.case)
+        found.fetched, found.trajectory = converse(
+            spec.agent, engine.store, ledger, request, ctx, tools, deadline=deadline
+        )
 
 
 def evaluate(
     hook: pluggy.HookRelay,
     engine: Engine,
     spec: ItemSpec,
-    result: ItemResult,
+    subject: Subject,
     request: Request | None = None,
     deadline: Deadline | None = None,
-) -> tuple[Request, Response]:
-    """Fill ``result`` (``passed`` says whether the item passes); raise PromptevalError for
-    what went wrong, keeping in ``result`` what was computed before. ``request``: the one
-    already built for this item, if any; ``deadline``: an agent item's, if its conversation
-    was walked before (ahead, in batch rounds)."""
-    ledger = Ledger(engine.prices)
-    parts = Parts()
+) -> Found:
+    """The item's work, as far as it got: ``found.error`` says what went wrong, if anything
+    did (whatever was computed before stays). ``request``: the one already built for this
+    item, if any; ``deadline``: an agent item's, if its conversation was walked before
+    (ahead, in batch rounds)."""
+    ledger, found = Ledger(engine.prices), Found()
     try:
         if request is None:
             request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
-        result.model = request.model
+        found.request = request
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        outcome = _answer(engine, spec, request, ctx, ledger, result, parts, deadline)
-        response = outcome.response
-        _answered(result, request, outcome)
-        _score_parts(engine, spec, request, ctx, outcome, ledger, result, parts)
+        _answer(engine, spec, request, ctx, ledger, found, deadline)
+        assert found.fetched is not None
+        main = _main(engine, spec, request, ctx, ledger, found)
+        # the checks see the answer's figures so far
+        cost = answer_cost(ledger.usage(*ANSWER))
+        given = Given(subject.threshold, found.trajectory, cost)
+        response = found.fetched.response
+        checks = [
+            run_check(engine, spec, a, request, response, given, ledger, found.repo)
+            for a in spec.assertions
+        ]
+        found.decision = _decide(engine, spec, main, checks, given)
     except PromptevalError as exc:
-        result.error_type, result.error = exc.kind, str(exc)
-        if isinstance(exc, ApiError):  # which call failed, for the provider's support
-            result.api_error_class, result.status = exc.error_class, exc.status
-            result.request_id = exc.request_id
-        raise
+        found.error = exc
     finally:
-        ledger.settle(result)
-        _found(result, parts)
-    assemble(engine, spec, result, parts)
-    return request, response
+        found.spent = ledger.spent()
+    return found
 
 
 def trajectory_lines(trajectory: Trajectory, shown: int = 200) -> list[str]:
@@ -546,14 +483,30 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
     terminal and a CI log."""
     suffix = f"-s{result.sample}" if result.samples > 1 else ""
     label = f"{result.case_id} [{result.prompt}{suffix}]"
-    threshold = result.threshold
     why, check_named = _failure_reason(result)
     failed_checks = [c for c in result.assertions if not c.passed][1 if check_named else 0 :]
-    run, trajectory, repo = result.execution, result.trajectory, result.repo
+    run, trajectory = result.execution, result.trajectory
     lines = [f"{label}: {why}"]
     if run is not None and run.error_class is not None:
         lines.append(f"  {run.error_class}: {run.first_failure}")
-    score = result.score or 0.0
+    lines += _score_lines(result, check_named)
+    lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
+    if trajectory is not None:
+        lines += trajectory_lines(trajectory)
+    answer = result.response or ""
+    if not whole_response and len(answer) > RESPONSE_SHOWN:
+        answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
+    lines.append("  response: " + answer.replace("\n", "\n    "))
+    if result.recording:
+        lines.append(f"  recording: {result.recording}")
+    return safe_text("\n".join(lines), indent="")
+
+
+def _score_lines(result: ItemResult, check_named: bool) -> list[str]:
+    """The score as the summary counts it, and what the scorer found."""
+    lines = []
+    score, threshold = result.score or 0.0, result.threshold
+    run, trajectory, repo = result.execution, result.trajectory, result.repo
     if check_named:
         # not the threshold: a score beside it would read as a near miss
         passed = sum(c.passed for c in result.assertions)
@@ -571,13 +524,4 @@ def failure_message(result: ItemResult, whole_response: bool = False) -> str:
         lines.append(f"  dimensions: {dims}")
     if result.judge is not None and result.judge.notes:
         lines.append(f"  judge notes: {result.judge.notes}")
-    lines += [f"  failed assert {c.type}: {c.reason}" for c in failed_checks]
-    if trajectory is not None:
-        lines += trajectory_lines(trajectory)
-    answer = result.response or ""
-    if not whole_response and len(answer) > RESPONSE_SHOWN:
-        answer = answer[:RESPONSE_SHOWN] + f"... ({len(answer)} characters; -vv shows all)"
-    lines.append("  response: " + answer.replace("\n", "\n    "))
-    if result.recording:
-        lines.append(f"  recording: {result.recording}")
-    return safe_text("\n".join(lines), indent="")
+    return lines

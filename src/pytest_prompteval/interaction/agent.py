@@ -589,9 +589,11 @@ def converse(
     outcome, trajectory = _walk(agent, store, get, request, context, execute, False, key, deadline)
     if len(calls) == len(trajectory.steps):  # not an app's transcript, read from one answer
         for step, call in zip(trajectory.steps, calls, strict=True):
-            step.input_tokens, step.output_tokens = call.input_tokens, call.output_tokens
-            step.latency_ms, step.cost_usd = call.latency_ms, call.cost_usd
-            step.replayed = call.replayed
+            used = call.usage
+            step.input_tokens, step.output_tokens = used.input_tokens, used.output_tokens
+            step.latency_ms = used.latency_ms
+            step.cost_usd = None if used.unpriced else used.cost_usd
+            step.replayed = used.replayed == used.calls
     return outcome, trajectory
 
 

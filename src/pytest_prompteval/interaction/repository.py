@@ -31,7 +31,7 @@ from pytest_prompteval.core.errors import PromptevalError, SandboxError, is_infr
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.request import Message, Request
-from pytest_prompteval.core.result import RepoResult, Trajectory
+from pytest_prompteval.core.result import Trajectory
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.interaction.deadline import Deadline
@@ -223,18 +223,3 @@ def run_task(
     finally:
         copy.remove()
     return outcome, trajectory, found
-
-
-def repo_result(found: RepoVerdict) -> RepoResult:
-    return RepoResult(
-        resolved=found.passed,
-        outcomes={t: found.outcomes.get(t, "missing") for t in found.listed},
-        fail_to_pass=list(found.fail_to_pass),
-        pass_to_pass=list(found.pass_to_pass),
-        fail_to_pass_fixed=found.fixed,
-        pass_to_pass_kept=found.kept,
-        diff=found.diff,
-        restored=list(found.restored),
-        broken=found.broken,
-        output=None if found.passed else found.output,
-    )

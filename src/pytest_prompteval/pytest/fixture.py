@@ -15,8 +15,10 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import RESULT_KEY, ItemResult
 from pytest_prompteval.core.safetext import safe_text
+from pytest_prompteval.engine.assemble import Subject
+from pytest_prompteval.engine.assemble import result as assembled
 from pytest_prompteval.engine.engine import Engine
-from pytest_prompteval.engine.evaluate import ItemSpec, evaluate, new_result, run_check
+from pytest_prompteval.engine.evaluate import Given, ItemSpec, evaluate, run_check
 from pytest_prompteval.engine.specs import item_specs
 from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.providers.ledger import Ledger
@@ -92,20 +94,30 @@ class Prompteval:
             _fail(exc)
         settings = self.engine.settings
         threshold = case.threshold if case.threshold is not None else settings.threshold
-        result = new_result(case, prompt, sample, threshold, settings.scorer)
-        result.inline, result.test = not suite, self.node.nodeid
-        try:
-            request, response = evaluate(self.node.ihook, self.engine, spec, result)
-        except BudgetSpent as exc:
-            result.outcome = "skipped"
+        subject = Subject(
+            case,
+            prompt,
+            sample,
+            1,
+            threshold,
+            settings.scorer,
+            item=False,
+            inline=not suite,
+            test=self.node.nodeid,
+        )
+        found = evaluate(self.node.ihook, self.engine, spec, subject)
+        result = assembled(subject, found)
+        # user_properties cross to the xdist controller as plain data
+        self.node.user_properties.append((RESULT_KEY, result.to_json()))
+        if isinstance(found.error, BudgetSpent):
             # as items are: the budget stops calls, it fails nothing
             raise pytest.skip.Exception(
-                safe_text(str(exc), indent=""), _use_item_location=True
-            ) from None
-        finally:
-            # as it stands now: user_properties cross to the xdist controller as plain data
-            self.node.user_properties.append((RESULT_KEY, result.to_json()))
-        return RunResult(case, prompt, request, response, result)
+                safe_text(str(found.error), indent=""), _use_item_location=True
+            )
+        if found.error is not None:
+            raise found.error
+        assert found.request is not None and found.fetched is not None
+        return RunResult(case, prompt, found.request, found.fetched.response, result)
 
     def check(
         self,
@@ -134,8 +146,9 @@ class Prompteval:
                 [entry], (self.node.path, None), "check", self.engine.scorers()
             )
             spec = ItemSpec(run.case, run.prompt, 0, 1, (assertion,))
+            given = Given(run.result.threshold, run.result.trajectory, run.result.cost_usd)
             checked = run_check(
-                self.engine, spec, assertion, run.request, run.response, run.result, ledger
+                self.engine, spec, assertion, run.request, run.response, given, ledger
             )
             if not checked.passed:
                 _fail(f"{scorer}: {checked.reason}")

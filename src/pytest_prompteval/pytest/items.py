@@ -18,6 +18,8 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY
 from pytest_prompteval.core.safetext import safe_line, safe_text
 from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.engine.assemble import Subject
+from pytest_prompteval.engine.assemble import result as assembled
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import (
     CaseFailed,
@@ -25,7 +27,6 @@ from pytest_prompteval.engine.evaluate import (
     evaluate,
     failure_message,
     make_request,
-    new_result,
 )
 from pytest_prompteval.engine.settings import Settings
 from pytest_prompteval.engine.specs import item_specs
@@ -129,8 +130,8 @@ class CaseFile(pytest.File):
                         # --lf, --ff, --sw and --nf read them back from the cache
                         nodeid=f"{self.nodeid}::{case.id}[{params}]",
                         spec=spec(prompt, sample, samples),
+                        min_pass=min_pass,
                     )
-                    item.result.min_pass = min_pass
                     for marker in markers:
                         item.add_marker(decorators[marker])
                     yield item
@@ -185,7 +186,14 @@ def case_min_pass(case: Case, default: MinPass | None) -> MinPass | None:
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, spec: ItemSpec, context: ItemContext, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        spec: ItemSpec,
+        context: ItemContext,
+        min_pass: MinPass | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.spec = spec
         self.context = context
@@ -193,9 +201,17 @@ class CaseItem(pytest.Item):
         self.prompt: PromptVersion = spec.prompt
         settings = context.settings
         threshold = spec.case.threshold if spec.case.threshold is not None else settings.threshold
-        self.result = new_result(
-            spec.case, spec.prompt, spec.sample, threshold, settings.scorer, spec.samples
+        self.subject = Subject(
+            spec.case,
+            spec.prompt,
+            spec.sample,
+            spec.samples,
+            threshold,
+            settings.scorer,
+            min_pass,
         )
+        #: its labels until its work is done, then all it found
+        self.result = assembled(self.subject)
         self.work = Work(spec, self._request)
 
     def _request(self) -> Request:
@@ -208,7 +224,7 @@ class CaseItem(pytest.Item):
         (an API error after retries, a missing recording, an invalid judge verdict) raises
         here, so pytest reports an *error*, never a failure of the prompt. What the prompt
         itself causes (a template error) is kept and fails the item in ``runtest``."""
-        tally, min_pass = self.context.tally, self.result.min_pass
+        tally, min_pass = self.context.tally, self.subject.min_pass
         case = (self.prompt.version, str(self.path), self.case.id)
         if (
             tally is not None
@@ -231,28 +247,20 @@ class CaseItem(pytest.Item):
             tally.add(case, self.result.passed)
 
     def _evaluate(self, request: Request | None) -> None:
-        try:
-            evaluate(
-                self.ihook,
-                self.context.engine,
-                self.spec,
-                self.result,
-                request,
-                self.work.deadline,
-            )
-        except BudgetSpent as exc:
-            self.result.outcome = "skipped"
-            # reported at the case, not at this line
-            raise pytest.skip.Exception(_shown(exc), _use_item_location=True) from None
-        except PromptevalError as exc:
-            if not is_infrastructure(exc):
-                self.failure = exc
-                self.result.outcome, self.result.passed, self.result.score = "failed", False, 0.0
-                return
-            self.result.outcome = "error"
-            if isinstance(exc, StopRun):
-                self.session.shouldstop = safe_line(str(exc))  # pytest prints it as it is
-            raise pytest.fail.Exception(_shown(exc), pytrace=False) from None
+        engine, deadline = self.context.engine, self.work.deadline
+        found = evaluate(self.ihook, engine, self.spec, self.subject, request, deadline)
+        self.result = assembled(self.subject, found)
+        exc = found.error
+        if exc is None:
+            return
+        if isinstance(exc, BudgetSpent):  # reported at the case, not at this line
+            raise pytest.skip.Exception(_shown(exc), _use_item_location=True)
+        if not is_infrastructure(exc):
+            self.failure = exc
+            return
+        if isinstance(exc, StopRun):
+            self.session.shouldstop = safe_line(str(exc))  # pytest prints it as it is
+        raise pytest.fail.Exception(_shown(exc), pytrace=False)
 
     def runtest(self) -> None:
         if self.failure is not None:

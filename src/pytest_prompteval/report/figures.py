@@ -96,10 +96,20 @@ def label(text: str) -> str:
     return text or NONE
 
 
-def cost_line(generation: float, judge: float, live_calls: int, replayed_calls: int) -> str:
-    """What a run cost: live calls are spent now, replays were paid for when recorded."""
-    total = generation + judge
-    split = f" (generation {dollars(generation)}, judge {dollars(judge)})" if judge else ""
+def cost_line(
+    generation: float, judge: float, live_calls: int, replayed_calls: int, user: float = 0.0
+) -> str:
+    """What a run cost: live calls are spent now, replays were paid for when recorded.
+    ``generation``: the answers' calls; the judge's and simulated users' are apart."""
+    total = generation + judge + user
+    parts = [(what, cost) for what, cost in (("judge", judge), ("simulated users", user)) if cost]
+    split = (
+        f" (generation {dollars(generation)}"
+        + "".join(f", {what} {dollars(cost)}" for what, cost in parts)
+        + ")"
+        if parts
+        else ""
+    )
     if not replayed_calls:
         return f"{dollars(total)} spent on {live_calls} live calls{split}"
     if not live_calls:

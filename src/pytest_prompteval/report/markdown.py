@@ -140,7 +140,7 @@ def _versions(run: MarkdownRun) -> str:
                 *(figures.share(s.pass_at_k.get(k)) for k in run.ks),
                 *(figures.share(mean_pass_hat_k(cases, k)) for k in run.ks),
                 sum(s.errors.values()),
-                figures.money(s.cost_usd + s.judge_cost_usd),
+                figures.money(s.spent_usd),
             ]
         )
     return "### Versions\n\n" + _table(header, rows)
@@ -283,5 +283,6 @@ def _cost(summaries: Sequence[VersionSummary]) -> str:
         sum(s.judge_cost_usd for s in summaries),
         sum(s.live for s in summaries),
         sum(s.replayed for s in summaries),
+        sum(s.user_cost_usd for s in summaries),
     )
     return f"### Cost\n\n{line}; {tokens} tokens"

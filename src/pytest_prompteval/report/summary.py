@@ -17,12 +17,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any
 
 from pytest_prompteval.core.errors import INFRASTRUCTURE_KINDS
-from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.core.result import ItemResult, RepoResult, Trajectory
 from pytest_prompteval.core.stats import Agreement, agreement, pass_at_k, percentile, spread
+from pytest_prompteval.core.usage import Usage, total
 
 Result = ItemResult
 GROUPS = ("category", "difficulty", "quality")
@@ -73,83 +75,337 @@ def sort_results(results: Iterable[Result]) -> list[Result]:
     return sorted(results, key=lambda r: (r.prompt, r.file, r.case_id, r.sample))
 
 
-@dataclass
+#: The summary's JSON, in this order (the history files' and json-report's).
+JSON_FIELDS = (
+    "version", "items", "passed", "failed", "errored", "skipped", "mean_score", "dimensions",
+    "pass_at_k", "pass_at_k_cases", "group_pass_at_k", "case_pass_at_k", "max_samples",
+    "groups", "json_fields", "errors", "input_tokens", "output_tokens", "cost_usd", "unpriced",
+    "latency_p50_ms", "latency_p95_ms", "replayed", "live", "judged", "judge_input_tokens",
+    "judge_output_tokens", "judge_cost_usd", "agreement", "judge_spread", "judge_repeats",
+    "failed_assertions", "code_failures", "attempts", "code_items", "agent_items",
+    "agent_steps", "tool_calls", "tool_errors", "hit_max_steps", "repo_items", "resolved",
+    "infrastructure_changed", "user_calls", "user_cost_usd", "ran", "mean_steps", "pass_rate",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class VersionSummary:
+    """One version's figures, each derived from its items' results when first read."""
+
     version: str
-    items: int = 0
-    passed: int = 0
-    failed: int = 0
-    errored: int = 0
-    skipped: int = 0
-    mean_score: float | None = None
-    dimensions: dict[str, float] = field(default_factory=dict)
-    pass_at_k: dict[int, float | None] = field(default_factory=dict)
-    #: per k: (cases pass@k covers, cases that ran); a case with fewer samples than k is out
-    pass_at_k_cases: dict[int, tuple[int, int]] = field(default_factory=dict)
-    #: pass@k averaged over the cases of each category / difficulty / quality label
-    group_pass_at_k: dict[str, dict[str, dict[int, float | None]]] = field(default_factory=dict)
-    #: pass@k of each case ("file::case_id"); None where the case has fewer than k samples
-    case_pass_at_k: dict[str, dict[int, float | None]] = field(default_factory=dict)
-    max_samples: int = 1
-    groups: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
-    #: per json_field path: (items whose checks of it all passed, items that checked it)
-    json_fields: dict[str, tuple[int, int]] = field(default_factory=dict)
-    errors: Counter[str] = field(default_factory=Counter)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced: int = 0
-    latency_p50_ms: float | None = None
-    latency_p95_ms: float | None = None
-    replayed: int = 0  # calls, not items: a strategy or a judge makes several per item
-    live: int = 0
-    judged: int = 0
-    judge_input_tokens: int = 0
-    judge_output_tokens: int = 0
-    judge_cost_usd: float = 0.0
-    agreement: Agreement | None = None
-    #: mean standard deviation of the judge's repeated scores of one item, and the repeats
-    judge_spread: float | None = None
-    judge_repeats: int = 0
-    failed_assertions: Counter[str] = field(default_factory=Counter)
-    code_failures: Counter[str] = field(default_factory=Counter)
-    attempts: int = 0
-    code_items: int = 0
-    #: agent cases: items that ran (passed or failed) with a conversation, their steps,
-    #: tool calls, tool errors, and those of the items that reached max_steps
-    agent_items: int = 0
-    agent_steps: int = 0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    hit_max_steps: int = 0
-    #: repository cases: items that ran whose tests ran, and those resolved (every listed
-    #: test passes); an errored item is in no denominator here either
-    repo_items: int = 0
-    resolved: int = 0
-    #: of those, items whose agent changed the test infrastructure (restored for the verdict)
-    infrastructure_changed: int = 0
-    #: simulated users' calls and cost (the cost is in ``cost_usd`` too: the run's spend)
-    user_calls: int = 0
-    user_cost_usd: float = 0.0
+    #: in ``sort_results`` order, so float sums do not depend on which worker reported first
+    results: Sequence[Result]
+    ks: Sequence[int] = (1,)
+
+    # -- outcomes: the denominators ------------------------------------------------------
+
+    @cached_property
+    def outcomes(self) -> Counter[str]:
+        return Counter(outcome_of(r) for r in self.results)
 
     @property
-    def mean_steps(self) -> float | None:
-        return self.agent_steps / self.agent_items if self.agent_items else None
+    def items(self) -> int:
+        return len(self.results)
+
+    @property
+    def passed(self) -> int:
+        return self.outcomes["passed"]
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes["failed"]
+
+    @property
+    def errored(self) -> int:
+        return self.outcomes["error"]
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes["skipped"]
 
     @property
     def ran(self) -> int:
         """The denominator: passed + failed items (not errored, not skipped)."""
         return self.passed + self.failed
 
+    @cached_property
+    def ran_results(self) -> list[Result]:
+        return [r for r in self.results if counts_in_denominators(r)]
+
     @property
     def pass_rate(self) -> float | None:
         return self.passed / self.ran if self.ran else None
 
+    @cached_property
+    def errors(self) -> Counter[str]:
+        """Error kinds of the items that were not skipped."""
+        return Counter(
+            r.error_type for r in self.results if r.error_type and outcome_of(r) != "skipped"
+        )
+
+    # -- scores --------------------------------------------------------------------------
+
+    @cached_property
+    def mean_score(self) -> float | None:
+        return _mean([scored_value(r) for r in self.ran_results])
+
+    @cached_property
+    def dimensions(self) -> dict[str, float]:
+        values: dict[str, list[float]] = {}
+        for r in self.results:
+            for name, value in r.dimensions.items():
+                values.setdefault(name, []).append(value)
+        return {name: statistics.fmean(v) for name, v in values.items()}
+
+    @cached_property
+    def groups(self) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per group and label: (passed, ran)."""
+        return {
+            group: dict(
+                sorted(
+                    _tallies(
+                        (getattr(r, group) or "-", outcome_of(r) == "passed")
+                        for r in self.ran_results
+                    ).items()
+                )
+            )
+            for group in GROUPS
+        }
+
+    @cached_property
+    def json_fields(self) -> dict[str, tuple[int, int]]:
+        """Per json_field path: (items whose checks of it all passed, items that checked it)."""
+        return _tallies(
+            (name, ok) for r in self.ran_results for name, ok in _checked_fields(r).items()
+        )
+
+    @cached_property
+    def failed_assertions(self) -> Counter[str]:
+        return Counter(c.type for r in self.results for c in r.assertions if not c.passed)
+
+    @cached_property
+    def code_failures(self) -> Counter[str]:
+        return Counter(r.error_class for r in self.results if r.error_class)
+
+    # -- pass@k --------------------------------------------------------------------------
+
+    @cached_property
+    def counts(self) -> dict[tuple[str, str], tuple[int, int]]:
+        return per_case_counts(self.results)
+
+    @property
+    def pass_at_k(self) -> dict[int, float | None]:
+        return {k: mean_pass_at_k(self.counts, k) for k in self.ks}
+
+    @property
+    def pass_at_k_cases(self) -> dict[int, tuple[int, int]]:
+        """Per k: (cases pass@k covers, cases that ran); a case with fewer samples is out."""
+        counts = self.counts.values()
+        return {k: (sum(n >= k for n, _ in counts), len(counts)) for k in self.ks}
+
+    @property
+    def max_samples(self) -> int:
+        return max((n for n, _ in self.counts.values()), default=1)
+
+    @property
+    def case_pass_at_k(self) -> dict[str, dict[int, float | None]]:
+        """pass@k of each case ("file::case_id"); None where it has fewer than k samples."""
+        return {
+            f"{f}::{c}": {k: pass_at_k(n, passed, k) if n >= k else None for k in self.ks}
+            for (f, c), (n, passed) in self.counts.items()
+        }
+
+    @cached_property
+    def group_pass_at_k(self) -> dict[str, dict[str, dict[int, float | None]]]:
+        """pass@k averaged over the cases of each category / difficulty / quality label."""
+        labels = {case_key(r): r for r in self.results}
+        grouped: dict[str, dict[str, dict[int, float | None]]] = {}
+        for group in GROUPS:
+            by_label: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+            for key, case_counts in self.counts.items():
+                by_label.setdefault(getattr(labels[key], group) or "-", {})[key] = case_counts
+            grouped[group] = {
+                label: {k: mean_pass_at_k(cases, k) for k in self.ks}
+                for label, cases in sorted(by_label.items())
+            }
+        return grouped
+
+    # -- what the calls spent --------------------------------------------------------------
+
+    @cached_property
+    def answer(self) -> Usage:
+        return total(r.answer_usage for r in self.results)
+
+    @cached_property
+    def answered(self) -> Usage:
+        """The answers of the items that have one: their cost, and how many had no price."""
+        return total(r.answer_usage for r in self.results if r.response is not None)
+
+    @cached_property
+    def judge(self) -> Usage:
+        return total(r.judge_usage for r in self.results)
+
+    @cached_property
+    def user(self) -> Usage:
+        """Simulated users' calls, spent whatever became of the item."""
+        return total(r.user_usage for r in self.results)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.answer.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.answer.output_tokens
+
+    @property
+    def cost_usd(self) -> float:
+        """The answers' cost: neither the judge's nor a simulated user's (``spent_usd``)."""
+        return self.answered.cost_usd
+
+    @property
+    def unpriced(self) -> int:
+        return self.answered.unpriced
+
+    @property
+    def spent_usd(self) -> float:
+        """What the version's calls cost: its answers', its judge's and its simulated users'."""
+        return total((self.answered, self.judge, self.user)).cost_usd
+
+    @cached_property
+    def latencies(self) -> list[float]:
+        return [r.latency_ms for r in self.results if r.latency_ms is not None]
+
+    @property
+    def latency_p50_ms(self) -> float | None:
+        return percentile(self.latencies, 50) if self.latencies else None
+
+    @property
+    def latency_p95_ms(self) -> float | None:
+        return percentile(self.latencies, 95) if self.latencies else None
+
+    @property
+    def replayed(self) -> int:  # calls, not items: a strategy or a judge makes several per item
+        return sum(r.calls_replayed for r in self.results)
+
+    @property
+    def live(self) -> int:
+        return sum(r.calls_live for r in self.results)
+
+    @property
+    def attempts(self) -> int:
+        """The answers' calls (a skipped item made none)."""
+        return sum(r.attempts for r in self.results if outcome_of(r) != "skipped")
+
+    @property
+    def user_calls(self) -> int:
+        return self.user.calls
+
+    @property
+    def user_cost_usd(self) -> float:
+        return self.user.cost_usd
+
+    # -- the judge -----------------------------------------------------------------------
+
+    @property
+    def judged(self) -> int:
+        return sum(bool(r.judged) for r in self.results)
+
+    @property
+    def judge_input_tokens(self) -> int:
+        return self.judge.input_tokens
+
+    @property
+    def judge_output_tokens(self) -> int:
+        return self.judge.output_tokens
+
+    @property
+    def judge_cost_usd(self) -> float:
+        return self.judge.cost_usd
+
+    @cached_property
+    def agreement(self) -> Agreement | None:
+        both = [
+            (r.automatic_score, r.judge_score, r.threshold)
+            for r in self.results
+            if r.judge_score is not None and r.automatic_score is not None and r.scorer == "hybrid"
+        ]
+        if not both:
+            return None
+        return agreement([a for a, _, _ in both], [j for _, j, _ in both], [t for _, _, t in both])
+
+    @cached_property
+    def repeated(self) -> list[list[float]]:
+        return [r.judge_repeats for r in self.results if len(r.judge_repeats or ()) > 1]
+
+    @property
+    def judge_spread(self) -> float | None:
+        """Mean standard deviation of the judge's repeated scores of one item."""
+        return _mean([spread(values) for values in self.repeated])
+
+    @property
+    def judge_repeats(self) -> int:
+        return max((len(values) for values in self.repeated), default=0)
+
+    # -- code, agents, repositories ------------------------------------------------------
+
+    @property
+    def code_items(self) -> int:
+        return sum(r.execution is not None for r in self.results)
+
+    @cached_property
+    def conversations(self) -> list[Trajectory]:
+        """The conversations of the items that ran (passed or failed)."""
+        return [r.trajectory for r in self.ran_results if r.trajectory is not None]
+
+    @property
+    def agent_items(self) -> int:
+        return len(self.conversations)
+
+    @property
+    def agent_steps(self) -> int:
+        return sum(len(t.steps) for t in self.conversations)
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(len(t.calls) for t in self.conversations)
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(t.tool_errors for t in self.conversations)
+
+    @property
+    def hit_max_steps(self) -> int:
+        return sum(t.hit_max_steps for t in self.conversations)
+
+    @property
+    def mean_steps(self) -> float | None:
+        return self.agent_steps / self.agent_items if self.agent_items else None
+
+    @cached_property
+    def verdicts(self) -> list[RepoResult]:
+        """The repository verdicts of the items that ran whose tests ran (an errored item is
+        in no denominator here either)."""
+        return [r.repo for r in self.ran_results if r.repo is not None]
+
+    @property
+    def repo_items(self) -> int:
+        return len(self.verdicts)
+
+    @property
+    def resolved(self) -> int:
+        """Items resolved: every listed test passes."""
+        return sum(v.resolved for v in self.verdicts)
+
+    @property
+    def infrastructure_changed(self) -> int:
+        """Items whose agent changed the test infrastructure (restored for the verdict)."""
+        return sum(bool(v.restored) for v in self.verdicts)
+
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["ran"] = self.ran
-        data["mean_steps"] = self.mean_steps
-        data["pass_rate"] = self.pass_rate
+        data = {name: getattr(self, name) for name in JSON_FIELDS}
+        data["dimensions"] = dict(self.dimensions)
+        data["agreement"] = None if self.agreement is None else asdict(self.agreement)
         data["pass_at_k"] = {f"pass@{k}": v for k, v in self.pass_at_k.items()}
         data["pass_at_k_cases"] = {
             f"pass@{k}": {"cases": covered, "of": total}
@@ -170,10 +426,27 @@ class VersionSummary:
         data["json_fields"] = {
             name: {"passed": p, "total": t} for name, (p, t) in self.json_fields.items()
         }
-        data["errors"] = dict(self.errors)
-        data["failed_assertions"] = dict(self.failed_assertions)
-        data["code_failures"] = dict(self.code_failures)
+        for name in ("errors", "failed_assertions", "code_failures"):
+            data[name] = dict(data[name])
         return data
+
+
+def _tallies(pairs: Iterable[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
+    """Per name, in the order first seen: (times true, times seen)."""
+    tallies: dict[str, tuple[int, int]] = {}
+    for name, ok in pairs:
+        passed, seen = tallies.get(name, (0, 0))
+        tallies[name] = (passed + ok, seen + 1)
+    return tallies
+
+
+def _checked_fields(result: Result) -> dict[str, bool]:
+    """Per json_field path an item checks: whether every check of it passed."""
+    fields: dict[str, bool] = {}
+    for check in result.assertions:
+        if check.field is not None:
+            fields[check.field] = fields.get(check.field, True) and check.passed
+    return fields
 
 
 def group_labels(summaries: Sequence[VersionSummary], group: str) -> list[str]:
@@ -215,112 +488,5 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
     return _mean(values)
 
 
-def _count_fields(counts: dict[str, tuple[int, int]], result: Result) -> None:
-    """One item counts once per field: passed when every json_field check of it passed."""
-    fields: dict[str, bool] = {}
-    for check in result.assertions:
-        if check.field is not None:
-            fields[check.field] = fields.get(check.field, True) and check.passed
-    for name, ok in fields.items():
-        passed, total = counts.get(name, (0, 0))
-        counts[name] = (passed + ok, total + 1)
-
-
 def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
-    s = VersionSummary(version=version, items=len(results))
-    ran = [r for r in results if counts_in_denominators(r)]
-    s.mean_score = _mean([scored_value(r) for r in ran])
-    dimension_values: dict[str, list[float]] = {}
-    latencies = []
-    for group in GROUPS:
-        s.groups[group] = {}
-    for r in results:
-        outcome = outcome_of(r)
-        s.passed += outcome == "passed"
-        s.failed += outcome == "failed"
-        s.errored += outcome == "error"
-        s.skipped += outcome == "skipped"
-        if r.error_type and outcome != "skipped":
-            s.errors[r.error_type] += 1
-        for name, value in r.dimensions.items():
-            dimension_values.setdefault(name, []).append(value)
-        if outcome in ("passed", "failed"):
-            for group in GROUPS:
-                label = getattr(r, group) or "-"
-                passed, total = s.groups[group].get(label, (0, 0))
-                s.groups[group][label] = (passed + (outcome == "passed"), total + 1)
-            _count_fields(s.json_fields, r)
-        s.input_tokens += r.input_tokens
-        s.output_tokens += r.output_tokens
-        if r.response is not None:
-            if r.cost_usd is None:
-                s.unpriced += 1
-            else:
-                s.cost_usd += r.cost_usd
-        if r.latency_ms is not None:
-            latencies.append(r.latency_ms)
-        s.replayed += r.calls_replayed
-        s.live += r.calls_live
-        s.judged += bool(r.judged)
-        s.judge_input_tokens += r.judge_input_tokens
-        s.judge_output_tokens += r.judge_output_tokens
-        s.judge_cost_usd += r.judge_cost_usd
-        if outcome != "skipped":  # a skipped item made no call
-            s.attempts += r.attempts
-        s.code_items += r.execution is not None
-        counted = outcome in ("passed", "failed")
-        if r.trajectory is not None:
-            s.user_calls += r.user_calls  # spent whatever became of the item
-            s.user_cost_usd += r.user_cost_usd
-            s.cost_usd += r.user_cost_usd
-        if r.trajectory is not None and counted:
-            s.agent_items += 1
-            s.agent_steps += len(r.trajectory.steps)
-            s.tool_calls += len(r.trajectory.calls)
-            s.tool_errors += r.trajectory.tool_errors
-            s.hit_max_steps += r.trajectory.hit_max_steps
-        if r.repo is not None and counted:
-            s.repo_items += 1
-            s.resolved += r.repo.resolved
-            s.infrastructure_changed += bool(r.repo.restored)
-        if r.error_class:
-            s.code_failures[r.error_class] += 1
-        for check in r.assertions:
-            if not check.passed:
-                s.failed_assertions[check.type] += 1
-    for group in GROUPS:
-        s.groups[group] = dict(sorted(s.groups[group].items()))
-    s.dimensions = {k: statistics.fmean(v) for k, v in dimension_values.items()}
-    if latencies:
-        s.latency_p50_ms = percentile(latencies, 50)
-        s.latency_p95_ms = percentile(latencies, 95)
-    counts = per_case_counts(results)
-    s.pass_at_k = {k: mean_pass_at_k(counts, k) for k in ks}
-    s.pass_at_k_cases = {k: (sum(n >= k for n, _ in counts.values()), len(counts)) for k in ks}
-    s.max_samples = max((n for n, _ in counts.values()), default=1)
-    s.case_pass_at_k = {
-        f"{f}::{c}": {k: pass_at_k(n, passed, k) if n >= k else None for k in ks}
-        for (f, c), (n, passed) in counts.items()
-    }
-    labels = {case_key(r): r for r in results}
-    for group in GROUPS:
-        by_label: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
-        for key, case_counts in counts.items():
-            by_label.setdefault(getattr(labels[key], group) or "-", {})[key] = case_counts
-        s.group_pass_at_k[group] = {
-            label: {k: mean_pass_at_k(cases, k) for k in ks}
-            for label, cases in sorted(by_label.items())
-        }
-    both = [
-        (r.automatic_score, r.judge_score, r.threshold)
-        for r in results
-        if r.judge_score is not None and r.automatic_score is not None and r.scorer == "hybrid"
-    ]
-    if both:
-        s.agreement = agreement(
-            [a for a, _, _ in both], [j for _, j, _ in both], [t for _, _, t in both]
-        )
-    repeated = [r.judge_repeats for r in results if len(r.judge_repeats or ()) > 1]
-    s.judge_spread = _mean([spread(values) for values in repeated])
-    s.judge_repeats = max((len(values) for values in repeated), default=0)
-    return s
+    return VersionSummary(version, results, tuple(ks))

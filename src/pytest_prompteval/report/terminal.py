@@ -64,7 +64,7 @@ def versions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
                 *(pass_at_k_cell(s, k) for k in ks),
                 str(s.input_tokens),
                 str(s.output_tokens),
-                figures.money(s.cost_usd + s.judge_cost_usd) + ("*" if s.unpriced else ""),
+                figures.money(s.spent_usd) + ("*" if s.unpriced else ""),
                 figures.milliseconds(s.latency_p50_ms),
                 figures.milliseconds(s.latency_p95_ms),
             ]
@@ -135,7 +135,7 @@ def _per_solved(s: VersionSummary) -> str:
     tokens = (s.input_tokens + s.output_tokens) / s.passed
     return (
         f"per solved case: {s.attempts / s.passed:.1f} attempts, {tokens:.0f} tokens, "
-        f"{figures.dollars((s.cost_usd + s.judge_cost_usd) / s.passed)}"
+        f"{figures.dollars(s.spent_usd / s.passed)}"
     )
 
 
@@ -214,7 +214,10 @@ def notes_block(
             )
         if s.unpriced:
             notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
-        notes.append("cost: " + figures.cost_line(s.cost_usd, s.judge_cost_usd, s.live, s.replayed))
+        notes.append(
+            "cost: "
+            + figures.cost_line(s.cost_usd, s.judge_cost_usd, s.live, s.replayed, s.user_cost_usd)
+        )
         lines.extend(f"{s.version}: {note}" for note in notes)
     return lines
 

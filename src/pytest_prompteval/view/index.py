@@ -65,7 +65,8 @@ def _entry(name: str, meta: dict[str, Any], summary: dict[str, Any], partial: bo
         failed=int(summary.get("failed", 0)),
         errored=int(summary.get("errored", 0)),
         pass_rate=summary.get("pass_rate"),
-        cost_usd=float(summary.get("cost_usd") or 0) + float(summary.get("judge_cost_usd") or 0),
+        # every purpose's cost is apart (core/usage.py)
+        cost_usd=sum(float(summary.get(f"{p}cost_usd") or 0) for p in ("", "judge_", "user_")),
         partial=partial,
     )
 
