@@ -17,8 +17,8 @@ from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows import calibrate as calibrate_module
 from pytest_prompteval.workflows.calibrate import (
-    Agreement,
     Calibration,
+    HumanAgreement,
     Pair,
     judge_rating,
     kappa_warning,
@@ -124,7 +124,7 @@ def _responder(request: dict[str, Any]) -> Any:
 
 
 def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) -> Path:
-    agreement = Agreement(
+    agreement = HumanAgreement(
         "correctness",
         [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
     )
@@ -185,8 +185,8 @@ def test_min_kappa_is_checked_as_a_number(pytester: pytest.Pytester) -> None:
     assert "Traceback" not in result.stderr.str()
 
 
-def _pairs(kappa_pairs: list[tuple[int, int]]) -> Agreement:
-    return Agreement(
+def _pairs(kappa_pairs: list[tuple[int, int]]) -> HumanAgreement:
+    return HumanAgreement(
         "correctness",
         [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
     )
