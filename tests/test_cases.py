@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core import cases
-from pytest_prompteval.core.cases import CaseFile, load_case_file, load_case_file_cached
+from pytest_prompteval.core.cases import LoadedCaseFile, load_case_file, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError
 
 from .conftest import COMPAT, generated_project
@@ -118,7 +118,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
     def counting(
         path: Path, data: Any, extra_fields: Collection[str] = (), root: Path | None = None
-    ) -> CaseFile:
+    ) -> LoadedCaseFile:
         names.append(path.name)
         return check(path, data, extra_fields, root)
 
@@ -126,7 +126,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return names
 
 
-def same_cases(got: CaseFile, expected: CaseFile) -> None:
+def same_cases(got: LoadedCaseFile, expected: LoadedCaseFile) -> None:
     """Every field equal (``raw``, ``vars`` and ``root`` too), and every line."""
     assert got == expected
     for mine, theirs in zip(got.cases, expected.cases, strict=True):
