@@ -343,7 +343,7 @@ def test_a_copy_left_past_the_recursion_limit_is_given_to_the_next_sandbox(
         with Workspace(copy.path) as workspace:
             run = Executor(workspace, {"bash": "bash_20250124"}, timeout=60.0)
             write = "find agent -name f -execdir sh -c 'echo x > g && cat g' ';'"
-            assert run("bash", {"command": write}).text == "x\n"
+            assert run("bash", {"command": write}).content == "x\n"
 
 
 if __name__ == "__main__":

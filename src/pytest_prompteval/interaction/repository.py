@@ -3,8 +3,8 @@ it, then the verdict.
 
 The prompt version gives Claude Anthropic's client tools (``text_editor_20250728``,
 ``bash_20250124``); the workspace runs them in the item's sandbox through the tool loop's
-one executor seam (``tool_executor``: the workspace's ``ToolResult`` becomes the loop's
-``ToolOutcome`` here and nowhere else). After the conversation the verdict
+one executor seam (``tool_executor``: the workspace's executor, each call bounded by the
+item's deadline and its sandbox failure an error). After the conversation the verdict
 (scoring/repo.py) runs the case's tests in a fresh sandbox; the copy is removed after the
 item whatever happens. A sandbox that fails is a ``SandboxError``: the item errs, it does
 not fail.
@@ -174,8 +174,7 @@ def tool_executor(run: Executor, deadline: Deadline | None = None) -> ToolExecut
         if deadline is not None and deadline.left() < run.timeout:
             bounded = Executor(run.workspace, run.tools, deadline.left(), run.max_characters)
         with _sandbox(f"tool call {name}"):
-            result = bounded(name, arguments)
-        return ToolOutcome(result.text, result.is_error)
+            return bounded(name, arguments)
 
     return execute
 
