@@ -338,13 +338,13 @@ def _score_parts(
     spec: ItemSpec,
     request: Request,
     ctx: CallContext,
-    outcome: Fetched,
+    fetched: Fetched,
     ledger: Ledger,
     result: ItemResult,
     parts: Parts,
 ) -> None:
     """Score the answer into ``parts``; the checks see the answer's figures so far."""
-    response = outcome.response
+    response = fetched.response
     if parts.repo is not None:  # resolved when every listed test passes
         fixed, kept = parts.repo.fixed, parts.repo.kept
         dimensions = {"fail_to_pass_fixed": fixed, "pass_to_pass_kept": kept}
@@ -357,7 +357,7 @@ def _score_parts(
         result.scorer = spec.scorer
     elif spec.scorer != ASSERTIONS_ONLY:
         texts = (
-            _sample_texts(engine, request, ctx, outcome, spec.samples) if spec.samples > 1 else []
+            _sample_texts(engine, request, ctx, fetched, spec.samples) if spec.samples > 1 else []
         )
         parts.automatic = engine.scorer.score(spec.case, response.text, texts)
         verdict = parts.verdict = _verdict(engine, spec, response.text, ledger, result.trajectory)
@@ -479,10 +479,10 @@ def evaluate(
             request = make_request(hook, engine, spec.case, spec.prompt, spec.agent)
         result.model = request.model
         ctx = CallContext(spec.case, spec.prompt, spec.sample)
-        outcome = _answer(engine, spec, request, ctx, ledger, result, parts, deadline)
-        response = outcome.response
-        _answered(result, request, outcome)
-        _score_parts(engine, spec, request, ctx, outcome, ledger, result, parts)
+        fetched = _answer(engine, spec, request, ctx, ledger, result, parts, deadline)
+        response = fetched.response
+        _answered(result, request, fetched)
+        _score_parts(engine, spec, request, ctx, fetched, ledger, result, parts)
     except PromptevalError as exc:
         result.error_type, result.error = exc.kind, str(exc)
         if isinstance(exc, ApiError):  # which call failed, for the provider's support

@@ -212,7 +212,7 @@ def run_task(
                 products = installed.products
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)
-            outcome, trajectory = converse(
+            fetched, trajectory = converse(
                 task.agent, store, ledger, request, context, tools, keyed, deadline
             )
         finally:
@@ -221,7 +221,7 @@ def run_task(
             found = verdict(task.case, copy, task.hidden, task.environment, products, task.files)
     finally:
         copy.remove()
-    return outcome, trajectory, found
+    return fetched, trajectory, found
 
 
 def repo_result(found: RepoVerdict) -> RepoResult:

@@ -46,12 +46,12 @@ class Ledger:
         answers: Request | None = None,
     ) -> Fetched:
         """``store.get``, recorded."""
-        outcome = store.get(request, context, check, answers=answers)
-        response = outcome.response
+        fetched = store.get(request, context, check, answers=answers)
+        response = fetched.response
         self.entries.append(
             Entry(
                 purpose,
-                outcome.replayed,
+                fetched.replayed,
                 response.input_tokens,
                 response.output_tokens,
                 response.cache_read_tokens,
@@ -60,7 +60,7 @@ class Ledger:
                 response.latency_ms,
             )
         )
-        return outcome
+        return fetched
 
     def judge_totals(self, purpose: Purpose = "judge") -> tuple[int, int, float]:
         """The judge's (or the simulated user's) (input tokens, cache reads included; output
