@@ -106,7 +106,7 @@ def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
     ]
     assert trajectory["steps"][2]["turn"] == "Can you make it store credit instead?"
     assert result["response"] == "Done: you get store credit of 42.0."
-    assert result["calls_live"] == 4 and result["attempts"] == 4
+    assert result["calls_live"] == 4 and result["answer_calls"] == 4
     # what the API received: results answer each call first, thinking passed back unchanged
     bodies = [r.body for r in agent.requests]
     assert len(bodies) == 4 and bodies[0]["tool_choice"] == {"type": "auto"}
@@ -647,7 +647,7 @@ def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
     log = pytester.path / "ran.log"
     assert sorted(log.read_text().splitlines()) == [f"add {i} 1" for i in range(4)]
     results = item_results(reprec)
-    assert [(r["calls_live"], r["attempts"]) for r in results] == [(2, 2)] * 4
+    assert [(r["calls_live"], r["answer_calls"]) for r in results] == [(2, 2)] * 4
     # the tools' outcomes were recorded with the answers: replayed, none runs again
     anthropic_server.requests.clear()
     again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
@@ -747,7 +747,7 @@ def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
     assert [s["turn"] for s in trajectory["steps"]] == [None, "Store credit instead?", None]
     assert (trajectory["user_calls"], trajectory["user_turns"]) == (user_calls, 1)
     # the agent's figures are its own three calls; the user's apart
-    assert result["attempts"] == 3 and result["user_calls"] == user_calls
+    assert result["answer_calls"] == 3 and result["user_calls"] == user_calls
     assert result["calls_live"] == 3 + user_calls and result["user_output_tokens"] > 0
     # the simulated user sees the instructions and what the agent said, in its own model
     assert len(asked) == user_calls and asked[0]["model"] == "claude-sonnet-4-5"
@@ -962,7 +962,7 @@ def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
     # agent, agent, user, agent, user: a round each
     assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
     (result,) = item_results(reprec)
-    assert (result["attempts"], result["user_calls"]) == (3, 2)
+    assert (result["answer_calls"], result["user_calls"]) == (3, 2)
 
 
 AGENT_DIMENSIONS = ["task_completed", "policy_followed", "tools_used_correctly", "communication"]

@@ -271,7 +271,7 @@ def test_mcnemar_at_1030_discordant_pairs() -> None:
 
 def test_per_solved_case_counts_calls_made_and_is_always_shown_for_code() -> None:
     ran = [
-        item("v", f"c{i}", 1.0, scorer="execution", attempts=3, tests_passed=1, tests_total=1)
+        item("v", f"c{i}", 1.0, scorer="execution", answer_calls=3, tests_passed=1, tests_total=1)
         for i in range(2)
     ]
     stopped = [
@@ -279,7 +279,7 @@ def test_per_solved_case_counts_calls_made_and_is_always_shown_for_code() -> Non
         for i in range(8)
     ]
     s = summarize_version("v", ran + stopped, [1])
-    assert (s.attempts, s.passed, s.skipped) == (6, 2, 8)  # skipped items made no call
+    assert (s.answer_calls, s.passed, s.skipped) == (6, 2, 8)  # skipped items made no call
     assert any("per solved case: 3.0 attempts" in line for line in notes_block([s]))
 
 

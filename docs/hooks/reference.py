@@ -457,7 +457,8 @@ ITEM_WORDS = {
     "cache_write_tokens": "tokens written to it",
     "cost_usd": "the generation's cost",
     "latency_ms": "the call's latency",
-    "attempts": "calls a strategy or conversation made",
+    "answer_calls": "the answer's calls: the generation, a strategy's later ones, an agent's "
+    "steps (`attempts` in older files)",
     "calls_replayed": "calls answered from recordings",
     "calls_live": "calls sent to the provider",
     "replayed": "whether the answer was replayed",

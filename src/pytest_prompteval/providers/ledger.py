@@ -79,7 +79,7 @@ class Ledger:
         answer = [e for e in self.entries if e.purpose not in ("judge", "user")]
         if answer:
             costs = [e.cost_usd for e in answer]
-            result.attempts = len(answer)
+            result.answer_calls = len(answer)
             result.input_tokens = sum(e.input_tokens for e in answer)
             result.output_tokens = sum(e.output_tokens for e in answer)
             result.cache_read_tokens = sum(e.cache_read_tokens for e in answer)

@@ -113,7 +113,7 @@ class VersionSummary:
     judge_repeats: int = 0
     failed_assertions: Counter[str] = field(default_factory=Counter)
     code_failures: Counter[str] = field(default_factory=Counter)
-    attempts: int = 0
+    answer_calls: int = 0
     code_items: int = 0
     #: agent cases: items that ran (passed or failed) with a conversation, their steps,
     #: tool calls, tool errors, and those of the items that reached max_steps
@@ -266,7 +266,7 @@ def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]
         s.judge_output_tokens += r.judge_output_tokens
         s.judge_cost_usd += r.judge_cost_usd
         if outcome != "skipped":  # a skipped item made no call
-            s.attempts += r.attempts
+            s.answer_calls += r.answer_calls
         s.code_items += r.execution is not None
         counted = outcome in ("passed", "failed")
         if r.trajectory is not None:
