@@ -407,7 +407,7 @@ EXIT_WORDS = {
     "USAGE_ERROR": "pytest's own: a bad option or ini value (named, with what is allowed)",
     "NO_TESTS_COLLECTED": "pytest's own: no tests",
     "MAX_WARNINGS_ERROR": "pytest's own, in the pytest versions that have `--max-warnings`: "
-    "more warnings than it allows (gates mode reads a 6 as no verdict too)",
+    "more warnings than it allows (in gates mode too, on a run whose gates passed)",
     "NO_VERDICT": "gates mode only: items errored (API failure, missing recording, budget), "
     "so the gates cannot decide",
 }
