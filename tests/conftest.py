@@ -46,15 +46,24 @@ def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     return list(request.param)
 
 
-def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
+def item_results(run: pytest.HookRecorder | pytest.RunResult) -> list[dict[str, Any]]:
     """The ``prompteval`` result of every item an in-process run reported: on its test
-    phase's report, or its setup's when an error of the calls ended it there."""
+    phase's report, or its setup's when an error of the calls ended it there. ``run``: an
+    ``inline_run``'s recorder, or an in-process ``runpytest``'s result (which holds one)."""
+    reprec: pytest.HookRecorder = vars(run)["reprec"] if isinstance(run, pytest.RunResult) else run
     return [
-        dict(report.user_properties)["prompteval"]
+        prompteval_result(report)
         for report in reprec.getreports("pytest_runtest_logreport")
         if (report.when == "call" or (report.when == "setup" and report.failed))
         and "prompteval" in dict(report.user_properties)  # not a case's min_pass verdict
     ]
+
+
+def prompteval_result(report: pytest.TestReport) -> dict[str, Any]:
+    """The item's result as its report carries it."""
+    properties: dict[str, Any] = dict(report.user_properties)
+    result: dict[str, Any] = properties["prompteval"]
+    return result
 
 
 def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,14 @@ import pytest
 
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.scoring.judge import trajectory_materials
-from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking, tool_use
+from pytest_prompteval.testing import (
+    AnthropicServer,
+    Block,
+    ScriptedAgent,
+    call,
+    thinking,
+    tool_use,
+)
 
 from .conftest import item_results
 
@@ -58,7 +65,7 @@ ASSERTS = """\
     - {type: contains, value: "store credit"}
 """
 
-REFUND = {
+REFUND: dict[str, list[list[Block]]] = {
     "Order A-1001": [
         [
             thinking("Look the order up first."),
@@ -385,7 +392,10 @@ def test_the_loopback_server_refuses_a_malformed_tool_conversation(
 
     ask = {"role": "user", "content": "Order A-1001"}
     first = send(ask)
-    assistant = {"role": "assistant", "content": [b.model_dump() for b in first.content]}
+    assistant: dict[str, Any] = {
+        "role": "assistant",
+        "content": [b.model_dump() for b in first.content],
+    }
     answered = {"type": "tool_result", "tool_use_id": first.content[2].id, "content": "ok"}
     cases = {
         "without `tool_result`": [{"type": "text", "text": "hm"}],
@@ -613,7 +623,7 @@ def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
     """The second step of c01's conversation is answered only once c02's second step has
     arrived: with only first steps sent ahead, c02's second step would wait for c01's item
     to end, and the wait below would run out."""
-    scripts = {
+    scripts: dict[str, list[list[Block]]] = {
         f"Order c0{i}": [[call("add", a=i, b=1)], [f"The sum is {i + 1}."]] for i in range(4)
     }
     agent = ScriptedAgent(scripts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) 
 def test_calibrations_of_one_judge_in_the_same_instant_keep_apart_and_the_last_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(calibrate_module.time, "time_ns", lambda: 1_780_000_000_123_456_789)
+    monkeypatch.setattr(time, "time_ns", lambda: 1_780_000_000_123_456_789)
     first = _calibration(tmp_path, "judge-model", [(1, 1), (5, 5)])
     second = _calibration(tmp_path, "judge-model", [(1, 5), (5, 1)])
     assert first != second and first.exists() and second.exists()

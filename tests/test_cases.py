@@ -11,6 +11,7 @@ import pytest
 from pytest_prompteval.core import cases
 from pytest_prompteval.core.cases import LoadedCaseFile, load_case_file, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import line_of
 
 from .conftest import COMPAT, generated_project
 
@@ -158,7 +159,7 @@ def test_a_cached_file_is_built_again_without_its_checks(
     same_cases(again, load_case_file(path, ("level",), tmp_path))
     assert again.cases[1].threshold == 1.0 and isinstance(again.cases[1].threshold, float)
     assert again.cases[0].root == tmp_path
-    assert again.cases[1].raw.line_of("samples") == 13  # type: ignore[attr-defined]
+    assert line_of(again.cases[1].raw, "samples") == 13
 
 
 def test_what_the_checks_read_changing_checks_the_file_again(

@@ -457,14 +457,19 @@ def test_samples_with_the_same_code_share_one_run(
 
 
 def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
-    identity_case: tuple[Case, CodeSpec, CodeRunner],
+    identity_case: tuple[Case, CodeSpec, CodeRunner], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     case, spec, scorer = identity_case
     assert spec.reference is not None
     calibration = scorer.calibration(case, spec)
     submitted: list[object] = []
     submit = scorer.sandbox.submit
-    scorer.sandbox.submit = lambda *a, **k: submitted.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        submitted.append(args)
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(scorer.sandbox, "submit", recorded)
     first, limits = scorer.run(case, spec, spec.reference)
     other, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
     assert limits.timeout == calibration.timeout

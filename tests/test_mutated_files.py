@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
+from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
@@ -59,7 +60,7 @@ PROMPT: dict[str, Any] = {
 }
 
 ODD_TEXT = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=12
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=12
 ) | st.sampled_from(
     ["", "\u202e", "\x1b[2J", "::error::x", "ß", "\U0001d538", "\ufeff", "..", "skip"]
 )
@@ -134,7 +135,7 @@ def collect_cases(path: Path) -> None:
     for case in load_case_file(path).cases:
         if is_code_case(case):
             parse_code_spec(case)
-        parse_assertions(case.raw.get("assert"), (case.path, case.raw.line_of("assert")), "case")
+        parse_assertions(case.raw.get("assert"), (case.path, line_of(case.raw, "assert")), "case")
 
 
 def collect_prompt(path: Path) -> None:

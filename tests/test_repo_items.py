@@ -17,16 +17,16 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
-try:
+if TYPE_CHECKING or __package__:  # imported as tests.test_repo_items (mypy reads it so)
     from .conftest import ROOT, item_results
     from .test_repo_sandbox import digest
-except ImportError:  # run as a script: the hostile loop, as another user
+else:  # run as a script: the hostile loop, as another user
     from conftest import ROOT, item_results
     from test_repo_sandbox import digest
 

@@ -203,7 +203,7 @@ def test_a_link_swapped_in_after_the_editors_check_is_not_followed(
         return real
 
     monkeypatch.setattr(editor, "resolve", racing)
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "view": {},
         "create": {"file_text": "pwned"},
         "str_replace": {"old_str": "secret", "new_str": "pwned"},

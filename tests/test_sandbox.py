@@ -4,6 +4,7 @@ user opts in, samples run ahead in order, verdicts that do not depend on the mac
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -107,6 +108,10 @@ def test_a_property_case_without_hypothesis_fails_at_collection_with_the_install
         parse_code_spec(case)
 
 
+def _finished(finished: list[str], name: str, future: object) -> None:
+    finished.append(name)
+
+
 def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
     """Before every job queued ahead but the one a server may already hold behind the job
     it runs; jobs ahead in the order of the items that need them; -x drops what no server
@@ -120,7 +125,7 @@ def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
             jobs[name] = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD, rank)
         jobs["now"] = pool.submit(SPEC.job(RETURNS_NONE), Limits())
         for name, future in jobs.items():
-            future.add_done_callback(lambda _, name=name: finished.append(name))
+            future.add_done_callback(functools.partial(_finished, finished, name))
         for future in jobs.values():
             future.result()
         assert finished[0] == "first"

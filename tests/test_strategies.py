@@ -83,8 +83,8 @@ def test_strategies_beside_a_plain_version(project: pytest.Pytester) -> None:
         assert result["passed"], version
         assert result["answer_calls"] == attempts
         assert (result["input_tokens"], result["output_tokens"]) == (100 * attempts, 50 * attempts)
-    result = project.runpytest(*args, "--prompteval-record=none")
-    result.stdout.fnmatch_lines(
+    replayed = project.runpytest(*args, "--prompteval-record=none")
+    replayed.stdout.fnmatch_lines(
         [
             "plain: per solved case: - (none solved)",
             "verify: per solved case: 2.0 attempts, 300 tokens, $0.0007",
