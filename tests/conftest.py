@@ -17,6 +17,7 @@ import pytest
 
 from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.sandbox.pool import NOW, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT.parent / "shared" / "compat" / "explain"
@@ -135,7 +136,7 @@ class LoggingPool(SandboxPool):
     job's run ("wait"): jobs run side by side show every submit of a round before a wait."""
 
     def __init__(self) -> None:
-        super().__init__(workers=2)
+        super().__init__(NamespaceSandboxes(concurrency=2))
         self.log: list[str] = []
 
     def submit(

@@ -18,6 +18,7 @@ from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.sandbox.client import Sandbox
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics
 from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -347,7 +348,7 @@ def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeRunner]]
         "  tests: [{args: [1], expected: 1}]\n"
     )
     (case,) = load_case_file(path).cases
-    scorer = CodeRunner(workers=1)
+    scorer = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
     yield case, parse_code_spec(case), scorer
     scorer.close()
 
@@ -366,7 +367,7 @@ def test_the_calibrations_of_the_cases_ahead_start_side_by_side(tmp_path: Path) 
         )
     )
     cases = [(case, parse_code_spec(case)) for case in load_case_file(path).cases]
-    scorer = CodeRunner(workers=1)
+    scorer = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
     scorer.sandbox = pool = LoggingPool()
     answered = threading.Event()
 

@@ -27,6 +27,7 @@ from pytest_prompteval.sandbox import client, server
 from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.sandbox.server import parse_events, readiness
 from pytest_prompteval.scoring.code.measure import measure
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
@@ -116,7 +117,7 @@ def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
     """Before every job queued ahead but the one a server may already hold behind the job
     it runs; jobs ahead in the order of the items that need them; -x drops what no server
     holds yet."""
-    pool = SandboxPool(workers=1)
+    pool = SandboxPool(NamespaceSandboxes(concurrency=1))
     finished: list[str] = []
     try:
         sleeps = SPEC.job("import time\ndef f():\n    time.sleep(1)\n")
@@ -168,10 +169,11 @@ def test_ending_a_dead_server_with_a_job_still_buffered_for_it() -> None:
 
 
 def test_jobs_held_by_a_server_that_dies_run_again_on_a_new_one() -> None:
-    pool = SandboxPool(workers=1)
+    pool = SandboxPool(NamespaceSandboxes(concurrency=1))
     try:
         pool.run(SPEC.job(RETURNS_NONE), Limits())  # the server is up
         (box,) = pool._boxes
+        assert isinstance(box, Sandbox)
         sleep = "import time\ndef f():\n    time.sleep({})\n"
         gate = pool.submit(SPEC.job(sleep.format(1)), Limits())  # the next two queue meanwhile
         sleeps = pool.submit(SPEC.job(sleep.format(60)), Limits(timeout=60))

@@ -436,7 +436,7 @@ def _answer(
     conversation and verdict (its trajectory and verdict kept as they come)."""
     if spec.repo is not None:
         fetched, result.trajectory, parts.repo = run_task(
-            spec.repo, engine.store, ledger, request, ctx, deadline
+            spec.repo, engine.store, ledger, request, ctx, engine.sandboxes, deadline
         )
         return fetched
     if spec.agent is None:

@@ -40,7 +40,8 @@ from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
+from pytest_prompteval.sandbox.provider import SandboxProvider
+from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Executor
 from pytest_prompteval.scoring.assertions import FILE_TYPES, Assertion, file_job
 from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, verdict
 
@@ -185,16 +186,17 @@ def run_task(
     ledger: Ledger,
     request: Request,
     context: CallContext,
+    sandboxes: SandboxProvider,
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory, RepoVerdict]:
-    """The conversation in the item's copy, then the verdict on what it left. ``deadline``:
-    the item's (else one of ``item_timeout``)."""
+    """The conversation in the item's copy, then the verdict on what it left, in sandboxes
+    of ``sandboxes``. ``deadline``: the item's (else one of ``item_timeout``)."""
     deadline = deadline or Deadline(task.agent.item_timeout)
     with _sandbox(f"copying {task.case.id!r}'s repository"):
-        copy = Copy(snapshot_of(task.case))
+        copy = sandboxes.copy_in(snapshot_of(task.case))
     try:
         with _sandbox("the repository sandbox"):
-            workspace = Workspace(
+            workspace = sandboxes.repo_sandbox(
                 copy.path,
                 hidden=task.hidden,
                 memory_mb=task.case.memory_mb,
@@ -218,7 +220,15 @@ def run_task(
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden, task.environment, products, task.files)
+            found = verdict(
+                task.case,
+                copy,
+                task.hidden,
+                task.environment,
+                products,
+                task.files,
+                sandboxes=sandboxes,
+            )
     finally:
         copy.remove()
     return fetched, trajectory, found

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError
@@ -296,6 +296,18 @@ class Copy:
         self.remove()
 
 
+class ToolOps(Protocol):
+    """What the client tools run on: any provider's repository sandbox (``provider.py``)."""
+
+    def bash(self, command: str, timeout: float) -> dict[str, Any]: ...
+
+    def restart(self, timeout: float) -> dict[str, Any]: ...
+
+    def edit(
+        self, command: Mapping[str, Any], timeout: float, max_characters: int | None = None
+    ) -> dict[str, Any]: ...
+
+
 class Executor:
     """The tool loop's executor for one item: ``executor(name, input) -> ToolOutcome``.
     ``tools`` maps each tool's ``name`` to its ``type`` (one of ``TOOL_TYPES``);
@@ -304,7 +316,7 @@ class Executor:
 
     def __init__(
         self,
-        workspace: Workspace,
+        workspace: ToolOps,
         tools: Mapping[str, str],
         timeout: float,
         max_characters: Mapping[str, int] | None = None,

@@ -20,6 +20,7 @@ from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox import SampleReport
 from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.pool import AHEAD, NOW, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics, measure, reference_outputs
 from pytest_prompteval.scoring.code.spec import CodeSpec
@@ -53,11 +54,11 @@ class CodeRunner:
         self,
         default_timeout: float = 3.0,
         memory_mb: int = 512,
-        workers: int | None = None,
-        unsafe: bool = False,
+        sandboxes: SandboxProvider | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
     ):
-        self.sandbox = SandboxPool(workers, unsafe, hidden=hidden)
+        """``sandboxes``: where samples run (this machine's namespaces by default)."""
+        self.sandbox = SandboxPool(sandboxes or NamespaceSandboxes(), hidden)
         self.default_timeout = default_timeout
         self.memory_mb = memory_mb
         self._calibrations: dict[tuple[str, str], Future[ReferenceRun]] = {}
