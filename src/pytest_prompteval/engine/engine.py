@@ -295,7 +295,7 @@ class Engine:
         cache = self.settings.environments_cache or default_cache()
         hidden = () if case.root is None else (case.root,)
         try:
-            collected = Collected(cache).ids(repo, environment, command, hidden)
+            collected = Collected(cache, self.sandboxes).ids(repo, environment, command, hidden)
         except PromptevalError as exc:
             where = line_of(case.raw, "environment" if repo.environment else "repo")
             raise PromptevalError(f"case {case.id!r}: {exc.message}", case.path, where) from None
