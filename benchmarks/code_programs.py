@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import parse_code_spec
 
@@ -40,7 +41,7 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     with tempfile.TemporaryDirectory() as folder:
         cases = {c.id: c for c in load_case_file(case_file(Path(folder), count)).cases}
-        runner = CodeRunner(workers=1)
+        runner = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
         try:
             for name, code in (("program", PROGRAM), ("function", FUNCTION)):
                 case = cases[name]

@@ -183,8 +183,9 @@ def breakdown(project: Path, samples: int, pytest_cpu: float) -> None:
     """Where a distinct sample's milliseconds go: pytest's own process, and the sandbox
     alone (the pool pytest uses, the same jobs) by process."""
     from pytest_prompteval.core.cases import load_case_file
-    from pytest_prompteval.sandbox.client import Limits
+    from pytest_prompteval.sandbox.client import Limits, Sandbox
     from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
+    from pytest_prompteval.sandbox.provider import NamespaceSandboxes
     from pytest_prompteval.scoring.code.extract import extract_code
     from pytest_prompteval.scoring.code.spec import parse_code_spec
 
@@ -197,17 +198,19 @@ def breakdown(project: Path, samples: int, pytest_cpu: float) -> None:
         for sample in range(samples):
             answer = completion("distinct", case.raw["reference"], case.id, sample)
             jobs.append(spec.job(extract_code(answer, "", spec)[0]))
-    pool = SandboxPool()
+    pool = SandboxPool(NamespaceSandboxes())
     pool.warm()
     pool.run(jobs[0], Limits())
-    while not all(box._process for box in pool._boxes):  # every server started
-        time.sleep(0.05)
-    before = [_server_cpu(box._process.pid) for box in pool._boxes if box._process]
+    servers: list[Sandbox] = []
+    while len(servers) < pool.workers or not all(box._process for box in servers):
+        time.sleep(0.05)  # every server made and started
+        servers = [box for box in pool._boxes if isinstance(box, Sandbox)]
+    before = [_server_cpu(box._process.pid) for box in servers if box._process]
     load, started = os.getloadavg()[0], time.perf_counter()
     futures = [pool.submit(job, Limits(), AHEAD, rank) for rank, job in enumerate(jobs)]
     runs = [future.result() for future in futures]
     wall = time.perf_counter() - started
-    after = [_server_cpu(box._process.pid) for box in pool._boxes if box._process]
+    after = [_server_cpu(box._process.pid) for box in servers if box._process]
     pool.close()
     per = {
         role: sum(a[role] - b[role] for a, b in zip(after, before, strict=True)) / len(jobs) * 1000

@@ -203,18 +203,18 @@ def main() -> None:
             server.responder = converse
             calls = args.agent_items * args.agent_steps
             ideal = calls * args.latency / DEFAULT_CONCURRENCY
-            runs = [
+            agent_runs = [
                 live_run(server, arrivals, args.agent_items, 0, agent_project)
                 for _ in range(args.repeat)
             ]
-            phase = statistics.median(r[1] for r in runs)
-            wall = statistics.median(r[2] for r in runs)
+            phase = statistics.median(r[1] for r in agent_runs)
+            wall = statistics.median(r[2] for r in agent_runs)
             plain = f"; {args.items} plain items took {phases[0]:.2f} s" if 0 in phases else ""
             print(
                 f"{args.agent_items} agent items of {args.agent_steps} steps ({calls} calls) at "
                 f"the default settings, median of {args.repeat}: call phase {phase:.2f} s = "
                 f"{phase / ideal:.2f}x the ideal {ideal:.2f} s for {calls} independent calls"
-                f"{plain}; whole process {wall:.2f} s | {runs[-1][3]}",
+                f"{plain}; whole process {wall:.2f} s | {agent_runs[-1][3]}",
                 flush=True,
             )
             server.responder = respond

@@ -228,7 +228,7 @@ def _recipe_cell(args: tuple[int, float, int]) -> tuple[int, int]:
             _item(x.prompt, int(x.case_id[1:]), x.sample, bool(x.passed), samples=5, min_pass=0.8)
             for x in sides[1]
         ]
-        own = {}
+        own: dict[str, list[bool]] = {}
         for x in old:
             own.setdefault(x.case_id, []).append(bool(x.passed))
         fails_min_pass = any(sum(v) < needed(0.8, len(v)) for v in own.values())

@@ -164,7 +164,10 @@ def main() -> None:
                 later_search, _ = timed_get(f"{url}/grid?run={big_a}&q=word777%20")
             finally:
                 server.terminate()
-        ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
+
+        def ms(seconds: float) -> str:
+            return f"{seconds * 1000:.0f} ms"
+
         print(f"first page of runs ({RUNS_PER_PAGE} runs, {size_first // 1000} kB): "
               f"{ms(cold)} cold, {ms(warm)} warm")  # fmt: skip
         print(f"a run's page ({args.items} items): {ms(run_page)}; an item's page: "

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.sandbox.pool import NOW, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT.parent / "shared" / "compat" / "explain"
@@ -46,15 +47,24 @@ def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     return list(request.param)
 
 
-def item_results(reprec: pytest.HookRecorder) -> list[dict[str, Any]]:
+def item_results(run: pytest.HookRecorder | pytest.RunResult) -> list[dict[str, Any]]:
     """The ``prompteval`` result of every item an in-process run reported: on its test
-    phase's report, or its setup's when an error of the calls ended it there."""
+    phase's report, or its setup's when an error of the calls ended it there. ``run``: an
+    ``inline_run``'s recorder, or an in-process ``runpytest``'s result (which holds one)."""
+    reprec: pytest.HookRecorder = vars(run)["reprec"] if isinstance(run, pytest.RunResult) else run
     return [
-        dict(report.user_properties)["prompteval"]
+        prompteval_result(report)
         for report in reprec.getreports("pytest_runtest_logreport")
         if (report.when == "call" or (report.when == "setup" and report.failed))
         and "prompteval" in dict(report.user_properties)  # not a case's min_pass verdict
     ]
+
+
+def prompteval_result(report: pytest.TestReport) -> dict[str, Any]:
+    """The item's result as its report carries it."""
+    properties: dict[str, Any] = dict(report.user_properties)
+    result: dict[str, Any] = properties["prompteval"]
+    return result
 
 
 def prompteval(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -126,7 +136,7 @@ class LoggingPool(SandboxPool):
     job's run ("wait"): jobs run side by side show every submit of a round before a wait."""
 
     def __init__(self) -> None:
-        super().__init__(workers=2)
+        super().__init__(NamespaceSandboxes(concurrency=2))
         self.log: list[str] = []
 
     def submit(

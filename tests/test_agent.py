@@ -12,7 +12,14 @@ import pytest
 
 from pytest_prompteval.core.result import Step, ToolCall, Trajectory
 from pytest_prompteval.scoring.judge import trajectory_materials
-from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call, thinking, tool_use
+from pytest_prompteval.testing import (
+    AnthropicServer,
+    Block,
+    ScriptedAgent,
+    call,
+    thinking,
+    tool_use,
+)
 
 from .conftest import item_results
 
@@ -58,7 +65,7 @@ ASSERTS = """\
     - {type: contains, value: "store credit"}
 """
 
-REFUND = {
+REFUND: dict[str, list[list[Block]]] = {
     "Order A-1001": [
         [
             thinking("Look the order up first."),
@@ -112,7 +119,7 @@ def test_the_loop_answers_calls_sends_turns_and_passes_every_assertion(
     ]
     assert trajectory["steps"][2]["turn"] == "Can you make it store credit instead?"
     assert result["response"] == "Done: you get store credit of 42.0."
-    assert result["calls_live"] == 4 and result["attempts"] == 4
+    assert result["calls_live"] == 4 and result["answer_calls"] == 4
     # each step's own call: its figures add up to the item's, its thinking kept
     steps = trajectory["steps"]
     assert steps[0]["thinking"] == "Look the order up first." and steps[1]["thinking"] == ""
@@ -401,7 +408,10 @@ def test_the_loopback_server_refuses_a_malformed_tool_conversation(
 
     ask = {"role": "user", "content": "Order A-1001"}
     first = send(ask)
-    assistant = {"role": "assistant", "content": [b.model_dump() for b in first.content]}
+    assistant: dict[str, Any] = {
+        "role": "assistant",
+        "content": [b.model_dump() for b in first.content],
+    }
     answered = {"type": "tool_result", "tool_use_id": first.content[2].id, "content": "ok"}
     cases = {
         "without `tool_result`": [{"type": "text", "text": "hm"}],
@@ -629,7 +639,7 @@ def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
     """The second step of c01's conversation is answered only once c02's second step has
     arrived: with only first steps sent ahead, c02's second step would wait for c01's item
     to end, and the wait below would run out."""
-    scripts = {
+    scripts: dict[str, list[list[Block]]] = {
         f"Order c0{i}": [[call("add", a=i, b=1)], [f"The sum is {i + 1}."]] for i in range(4)
     }
     agent = ScriptedAgent(scripts)
@@ -663,7 +673,7 @@ def test_upcoming_conversations_are_walked_ahead_and_each_tool_runs_once(
     log = pytester.path / "ran.log"
     assert sorted(log.read_text().splitlines()) == [f"add {i} 1" for i in range(4)]
     results = item_results(reprec)
-    assert [(r["calls_live"], r["attempts"]) for r in results] == [(2, 2)] * 4
+    assert [(r["calls_live"], r["answer_calls"]) for r in results] == [(2, 2)] * 4
     # the tools' outcomes were recorded with the answers: replayed, none runs again
     anthropic_server.requests.clear()
     again = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
@@ -764,7 +774,7 @@ def test_a_simulated_user_talks_until_done_counted_as_the_users_calls(
     assert [s["simulated"] for s in trajectory["steps"]] == [False, True, False]
     assert (trajectory["user_calls"], trajectory["user_turns"]) == (user_calls, 1)
     # the agent's figures are its own three calls; the user's apart
-    assert result["attempts"] == 3 and result["user_calls"] == user_calls
+    assert result["answer_calls"] == 3 and result["user_calls"] == user_calls
     assert result["calls_live"] == 3 + user_calls and result["user_output_tokens"] > 0
     # the simulated user sees the instructions and what the agent said, in its own model
     assert len(asked) == user_calls and asked[0]["model"] == "claude-sonnet-4-5"
@@ -983,7 +993,7 @@ def test_a_batch_sends_a_simulated_users_calls_in_their_own_rounds(
     # agent, agent, user, agent, user: a round each
     assert [len(b["requests"]) for b in anthropic_server.batches.values()] == [1] * 5
     (result,) = item_results(reprec)
-    assert (result["attempts"], result["user_calls"]) == (3, 2)
+    assert (result["answer_calls"], result["user_calls"]) == (3, 2)
 
 
 AGENT_DIMENSIONS = ["task_completed", "policy_followed", "tools_used_correctly", "communication"]

@@ -8,6 +8,8 @@ import pytest
 
 from pytest_prompteval.testing import AnthropicServer, tool_use
 
+from .conftest import item_results
+
 APP = """
 from pytest_prompteval import Response
 
@@ -182,11 +184,7 @@ def test_assertion_results_and_weighted_score(project: pytest.Pytester) -> None:
         "  - {contains: loop, weight: 3}\n  - {type: dims, weight: 2}\n"
     )
     reprec = project.inline_run("--prompt=v", "--prompteval-provider=python:myapp:answer")
-    with_topics, alone = (
-        dict(r.user_properties)["prompteval"]
-        for r in reprec.getreports("pytest_runtest_logreport")
-        if r.when == "call"
-    )
+    with_topics, alone = item_results(reprec)
     assert [(a["type"], a["passed"], a["score"], a["weight"]) for a in alone["assertions"]] == [
         ("contains", True, 1.0, 3.0),
         ("dims", True, 0.9, 2.0),

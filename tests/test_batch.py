@@ -162,5 +162,5 @@ def test_strategies_extra_calls_go_into_batches_in_rounds(
     assert len(first["requests"]) == 5  # refine's and verify's first, best_of_3's three
     assert all("failed" in json.dumps(r["params"]).lower() for r in second["requests"])
     replay = pytester.inline_run(*args, "--prompteval-record=none")
-    attempts = {r["prompt"]: (r["attempts"], r["passed"]) for r in item_results(replay)}
+    attempts = {r["prompt"]: (r["answer_calls"], r["passed"]) for r in item_results(replay)}
     assert attempts == {"refine": (2, True), "verify": (2, True), "best_of_3": (3, False)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,8 @@ from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.testing import AnthropicServer, tool_use
 from pytest_prompteval.workflows import calibrate as calibrate_module
 from pytest_prompteval.workflows.calibrate import (
-    Agreement,
     Calibration,
+    HumanAgreement,
     Pair,
     judge_rating,
     kappa_warning,
@@ -124,7 +125,7 @@ def _responder(request: dict[str, Any]) -> Any:
 
 
 def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) -> Path:
-    agreement = Agreement(
+    agreement = HumanAgreement(
         "correctness",
         [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
     )
@@ -134,7 +135,7 @@ def _calibration(results: Path, model: str, kappa_pairs: list[tuple[int, int]]) 
 def test_calibrations_of_one_judge_in_the_same_instant_keep_apart_and_the_last_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(calibrate_module.time, "time_ns", lambda: 1_780_000_000_123_456_789)
+    monkeypatch.setattr(time, "time_ns", lambda: 1_780_000_000_123_456_789)
     first = _calibration(tmp_path, "judge-model", [(1, 1), (5, 5)])
     second = _calibration(tmp_path, "judge-model", [(1, 5), (5, 1)])
     assert first != second and first.exists() and second.exists()
@@ -185,8 +186,8 @@ def test_min_kappa_is_checked_as_a_number(pytester: pytest.Pytester) -> None:
     assert "Traceback" not in result.stderr.str()
 
 
-def _pairs(kappa_pairs: list[tuple[int, int]]) -> Agreement:
-    return Agreement(
+def _pairs(kappa_pairs: list[tuple[int, int]]) -> HumanAgreement:
+    return HumanAgreement(
         "correctness",
         [Pair("r", "f", f"c{i}", 0, "", h, j) for i, (h, j) in enumerate(kappa_pairs)],
     )

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from pytest_prompteval.core import cases
-from pytest_prompteval.core.cases import CaseFile, load_case_file, load_case_file_cached
+from pytest_prompteval.core.cases import LoadedCaseFile, load_case_file, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.yamlload import line_of
 
 from .conftest import COMPAT, generated_project
 
@@ -118,7 +119,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
     def counting(
         path: Path, data: Any, extra_fields: Collection[str] = (), root: Path | None = None
-    ) -> CaseFile:
+    ) -> LoadedCaseFile:
         names.append(path.name)
         return check(path, data, extra_fields, root)
 
@@ -126,7 +127,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return names
 
 
-def same_cases(got: CaseFile, expected: CaseFile) -> None:
+def same_cases(got: LoadedCaseFile, expected: LoadedCaseFile) -> None:
     """Every field equal (``raw``, ``vars`` and ``root`` too), and every line."""
     assert got == expected
     for mine, theirs in zip(got.cases, expected.cases, strict=True):
@@ -158,7 +159,7 @@ def test_a_cached_file_is_built_again_without_its_checks(
     same_cases(again, load_case_file(path, ("level",), tmp_path))
     assert again.cases[1].threshold == 1.0 and isinstance(again.cases[1].threshold, float)
     assert again.cases[0].root == tmp_path
-    assert again.cases[1].raw.line_of("samples") == 13  # type: ignore[attr-defined]
+    assert line_of(again.cases[1].raw, "samples") == 13
 
 
 def test_what_the_checks_read_changing_checks_the_file_again(

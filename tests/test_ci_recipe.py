@@ -222,8 +222,8 @@ def test_a_pull_request_with_a_real_regression_fails_naming_the_cases(
     assert markdown == (root / "step_summary.md").read_text()
     suite = ElementTree.parse(root / "junit.xml").getroot()[0]
     # JUnit gives the line the Markdown links: the case's own
-    lines = {t.get("name"): t.get("line") for t in suite.iter("testcase")}
-    assert lines["c01[current-s0]"] == "6" and lines["c02[current@origin/main-s4]"] == "10"
+    at = {t.get("name"): t.get("line") for t in suite.iter("testcase")}
+    assert at["c01[current-s0]"] == "6" and at["c02[current@origin/main-s4]"] == "10"
     # its 10 failing samples are failures (the recipe sets no min_pass)
     assert (suite.get("failures"), suite.get("skipped")) == ("10", "0")
     assert {t.get("name") for t in suite.iter("testcase") if t.find("failure") is not None} == {
@@ -258,7 +258,7 @@ def test_pruning_keeps_every_recording_the_recipe_reads(
     cases.write_text(cases.read_text().split("- id: c07")[0])
     commit(root, "a shorter prompt, with its recordings; c07 removed")
     run = repository.runpytest(*recipe_args())
-    used = {r["recording"] for r in item_results(run.reprec) if r["recording"]}
+    used = {r["recording"] for r in item_results(run) if r["recording"]}
     assert len(used) == 70  # 7 cases x 5 samples x 2 versions
 
     # the recipe's own samples and comparison, as its comment says to prune

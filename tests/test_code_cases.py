@@ -18,6 +18,7 @@ from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.sandbox.client import Sandbox
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics
 from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -347,7 +348,7 @@ def identity_case(tmp_path: Path) -> Iterator[tuple[Case, CodeSpec, CodeRunner]]
         "  tests: [{args: [1], expected: 1}]\n"
     )
     (case,) = load_case_file(path).cases
-    scorer = CodeRunner(workers=1)
+    scorer = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
     yield case, parse_code_spec(case), scorer
     scorer.close()
 
@@ -366,7 +367,7 @@ def test_the_calibrations_of_the_cases_ahead_start_side_by_side(tmp_path: Path) 
         )
     )
     cases = [(case, parse_code_spec(case)) for case in load_case_file(path).cases]
-    scorer = CodeRunner(workers=1)
+    scorer = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
     scorer.sandbox = pool = LoggingPool()
     answered = threading.Event()
 
@@ -457,14 +458,19 @@ def test_samples_with_the_same_code_share_one_run(
 
 
 def test_a_sample_whose_code_is_the_reference_shares_the_calibration_run(
-    identity_case: tuple[Case, CodeSpec, CodeRunner],
+    identity_case: tuple[Case, CodeSpec, CodeRunner], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     case, spec, scorer = identity_case
     assert spec.reference is not None
     calibration = scorer.calibration(case, spec)
     submitted: list[object] = []
     submit = scorer.sandbox.submit
-    scorer.sandbox.submit = lambda *a, **k: submitted.append(a) or submit(*a, **k)  # type: ignore[method-assign]
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        submitted.append(args)
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(scorer.sandbox, "submit", recorded)
     first, limits = scorer.run(case, spec, spec.reference)
     other, _ = scorer.run(case, spec, "def f(x):\n    return x\n")
     assert limits.timeout == calibration.timeout

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_prompteval.core.cases import Case, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.scoring.code.measure import Metrics, stdout_matches
 from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import parse_code_spec
@@ -64,7 +65,7 @@ cases:
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[CodeRunner]:
-    scorer = CodeRunner(workers=1)
+    scorer = CodeRunner(sandboxes=NamespaceSandboxes(concurrency=1))
     yield scorer
     scorer.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,13 @@ import pytest
 from pytest_prompteval.cli import main
 from pytest_prompteval.core.cases import load_case_file, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.history import RunHistory
 from pytest_prompteval.core.paths import create_new, read_bounded
 from pytest_prompteval.core.prompts import build_request, load_prompt, template_variables
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.safetext import safe_line, safe_text
-from pytest_prompteval.core.yamlload import load_yaml
+from pytest_prompteval.core.yamlload import line_of, load_yaml
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.scoring.assertions import Assertion, Observed, check_simple
 from pytest_prompteval.scoring.code.spec import parse_code_spec
@@ -266,7 +268,7 @@ def test_the_parsed_case_cache_is_signed_json_and_a_planted_entry_runs_nothing(
     (entry,) = cache.iterdir()
     assert json.loads(entry.read_bytes().partition(b"\n")[2])["line"] == 1
     again = load_case_file_cached(path, cache)
-    assert again.cases == first.cases and again.cases[0].raw.line_of("tags") == 4
+    assert again.cases == first.cases and line_of(again.cases[0].raw, "tags") == 4
     entry.write_bytes(b"\x80\x04cos\nsystem\n.")  # a pickle: not ours, so parsed afresh
     assert load_case_file_cached(path, cache).cases == first.cases
     key = tmp_path / "user" / "pytest-prompteval" / "cache-key"
@@ -321,14 +323,12 @@ def test_a_link_planted_where_the_results_journal_goes_is_not_written_through(
 ) -> None:
     """#22: a committed ``prompt_results/<stamp>_current.jsonl`` link leading nowhere made
     the run create the file it names, anywhere."""
-    from pytest_prompteval.core import history
-
-    monkeypatch.setattr(history.time, "strftime", lambda *args: "20260101_000000")
+    monkeypatch.setattr(time, "strftime", lambda *args: "20260101_000000")
     results = tmp_path / "project" / "prompt_results"
     results.mkdir(parents=True)
     victim = tmp_path / "victim"
     (results / "20260101_000000_v.jsonl").symlink_to(victim)
-    run = history.RunHistory(results, {"v": {}})
+    run = RunHistory(results, {"v": {}})
     (written,) = run.finalize({}, partial=False)
     assert written.name == "20260101_000000-2_v.json" and not victim.exists()
     with pytest.raises(FileExistsError):

@@ -12,12 +12,11 @@ import pytest
 import yaml
 
 from pytest_prompteval.cli import build_parser
-from pytest_prompteval.core.cases import load_case_file
+from pytest_prompteval.core.cases import CASE_FIELDS, load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.scoring.assertions import parse_assertions
-from pytest_prompteval.workflows import fileschemas
 from pytest_prompteval.workflows.fileschemas import KINDS, render, schema, shipped_path
 
 from .conftest import COMPAT, ROOT, prompteval
@@ -161,7 +160,8 @@ def test_a_good_file_of_each_kind_passes_both(tmp_path: Path) -> None:
 
 
 def test_a_field_the_loader_learns_must_be_described(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fileschemas, "CASE_FIELDS", fileschemas.CASE_FIELDS | {"newfield"})
+    fields = "pytest_prompteval.workflows.fileschemas.CASE_FIELDS"
+    monkeypatch.setattr(fields, CASE_FIELDS | {"newfield"})
     with pytest.raises(RuntimeError, match=r"not described \['newfield'\]"):
         schema("case")
 

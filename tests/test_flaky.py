@@ -160,6 +160,10 @@ def test_exit_gates_when_errors_prevent_a_verdict(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # no recordings and nothing to call: every item is a missing recording
     result = project.runpytest("--prompt=v", "--prompteval-exit=gates")
+    result.assert_outcomes(errors=15)
+    result.stdout.fnmatch_lines(["v: errors: missing_recording 15 *", "v: 15 errored, not scored*"])
+    # not a gate that failed on what it saw (no verdict is not a failure), nor a pass
+    assert "gate failed" not in result.stdout.str()
     assert result.ret == NO_VERDICT
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.report import gates
 from pytest_prompteval.report.gates import GATE_FAILED, PASSED
 
 APP = """
@@ -229,3 +230,17 @@ def test_a_flaky_case_drawn_the_other_way_is_no_new_failure(project: pytest.Pyte
         ]
     )
     assert result.ret == PASSED, result.stdout.str()[-1500:]
+
+
+def test_no_gate_code_reads_as_another_pytest_status() -> None:
+    """A gate code that is also a pytest status means what pytest's means (a CI step reading
+    6 as too many warnings must not be told there was no verdict)."""
+    ours = {
+        "PASSED": gates.PASSED,
+        "GATE_FAILED": gates.GATE_FAILED,
+        "NO_VERDICT": gates.NO_VERDICT,
+    }
+    same = {"PASSED": pytest.ExitCode.OK, "GATE_FAILED": pytest.ExitCode.TESTS_FAILED}
+    for name, code in ours.items():
+        clash = [e for e in pytest.ExitCode if e == code]
+        assert clash == ([same[name]] if name in same else []), (name, code, clash)

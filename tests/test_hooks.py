@@ -8,7 +8,7 @@ import pytest
 
 from pytest_prompteval.testing import AnthropicServer
 
-from .conftest import copy_compat, item_results
+from .conftest import copy_compat, item_results, prompteval_result
 
 CONFTEST = """
 import json
@@ -93,4 +93,4 @@ def test_template_vars_from_several_plugins_merge(pytester: pytest.Pytester) -> 
     pytester.syspathinsert()
     reprec = pytester.inline_run("--prompt=current", "--prompteval-provider=python:myapp:answer")
     (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
-    assert dict(report.user_properties)["prompteval"]["response"] == "hello case"
+    assert prompteval_result(report)["response"] == "hello case"

@@ -155,7 +155,10 @@ class Installed:
 def test_the_workflow_uses_the_action_of_the_repository_pip_installed_from(
     monkeypatch: pytest.MonkeyPatch, direct_url: str | None, uses: str | None
 ) -> None:
-    monkeypatch.setattr(init.metadata, "distribution", lambda name: Installed(direct_url))
+    monkeypatch.setattr(
+        "pytest_prompteval.workflows.init.metadata.distribution",
+        lambda name: Installed(direct_url),
+    )
     assert init.action_ref() == (uses or "your-org/pytest-prompteval@v0.1.0")
     workflow = next(p for p in init.plan("plain") if p.target.name == "prompteval.yml")
     assert f"      - uses: {uses or 'your-org/pytest-prompteval@v0.1.0'}\n" in workflow.text

@@ -77,7 +77,9 @@ def test_markdown_tables_parse_and_links_point_at_the_cases(project: pytest.Pyte
     lines = (project.path / "prompt_cases" / "c.yaml").read_text().splitlines()
     named = set()
     for href in hrefs:
-        path, line = re.fullmatch(r"(.+)#L(\d+)", href).groups()  # type: ignore[union-attr]
+        found = re.fullmatch(r"(.+)#L(\d+)", href)
+        assert found is not None, href
+        path, line = found.groups()
         assert (project.path / path).is_file()
         case_id = lines[int(line) - 1].split("id:")[1].strip()
         named.add(case_id)

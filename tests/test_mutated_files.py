@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.prompts import load_prompt
-from pytest_prompteval.interaction.strategies import parse_strategy
+from pytest_prompteval.core.yamlload import line_of
+from pytest_prompteval.interaction.strategies import Strategy, parse_strategy
 from pytest_prompteval.scoring.assertions import parse_assertions
 from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
 
@@ -59,7 +60,7 @@ PROMPT: dict[str, Any] = {
 }
 
 ODD_TEXT = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=12
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=12
 ) | st.sampled_from(
     ["", "\u202e", "\x1b[2J", "::error::x", "ß", "\U0001d538", "\ufeff", "..", "skip"]
 )
@@ -134,7 +135,7 @@ def collect_cases(path: Path) -> None:
     for case in load_case_file(path).cases:
         if is_code_case(case):
             parse_code_spec(case)
-        parse_assertions(case.raw.get("assert"), (case.path, case.raw.line_of("assert")), "case")
+        parse_assertions(case.raw.get("assert"), (case.path, line_of(case.raw, "assert")), "case")
 
 
 def collect_prompt(path: Path) -> None:
@@ -147,10 +148,24 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 def test_the_valid_files_load(tmp_path: Path) -> None:
+    """The files the mutations start from are valid, every field read as written: a
+    mutation's error is then the mutation's."""
     (tmp_path / "c.yaml").write_text(_dump(CASES))
     (tmp_path / "v.yaml").write_text(_dump(PROMPT))
-    collect_cases(tmp_path / "c.yaml")
-    collect_prompt(tmp_path / "v.yaml")
+    prose, code = load_case_file(tmp_path / "c.yaml").cases
+    assert (prose.id, prose.samples, prose.threshold, prose.tags) == ("prose_001", 2, 0.5, ("x86",))
+    checks = parse_assertions(prose.raw.get("assert"), (prose.path, None), "case")
+    assert [(c.type, c.value, c.weight) for c in checks] == [
+        ("contains", "loop", 1.0),
+        ("max_length", 500, 2.0),
+    ]
+    assert not is_code_case(prose) and is_code_case(code)
+    spec = parse_code_spec(code)
+    assert (spec.entry_point, len(spec.tests), spec.timeout) == ("f", 2, 2.0)
+    prompt = load_prompt(tmp_path / "v.yaml")
+    assert parse_strategy(prompt) == Strategy("refine", 2)
+    prompt_checks = parse_assertions(prompt.raw.get("assert"), (prompt.path, None), "prompt")
+    assert [(c.type, c.value) for c in prompt_checks] == [("not_contains", "sorry")]
 
 
 @FAST

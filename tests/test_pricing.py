@@ -26,7 +26,7 @@ def test_longest_prefix_wins_and_all_token_kinds_count() -> None:
     assert table.cost(Response(text="", model="some-local-model", input_tokens=1)) is None
 
 
-def test_project_file_overrides_and_extends(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_project_file_overrides_and_extends(tmp_path: Path) -> None:
     extra = tmp_path / "prices.yaml"
     extra.write_text("my-model: {input: 1.0, output: 2.0}\nclaude-haiku-4-5: {input: 9.0}\n")
     table = PriceTable(load_table("prices", extra, allow_lower_prices=True))

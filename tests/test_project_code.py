@@ -33,7 +33,7 @@ def test_the_fake_judge_scores_offline_by_the_topics_mentioned(project: pytest.P
     result = project.runpytest(*JUDGED)
 
     result.assert_outcomes(passed=1, failed=1)
-    verdicts = {r["case_id"]: r for r in item_results(result.reprec)}
+    verdicts = {r["case_id"]: r for r in item_results(result)}
     # c00 mentions both topics, c01 neither: every dimension follows
     assert set(verdicts["c00"]["judge_dimensions"].values()) == {1.0}
     assert set(verdicts["c01"]["judge_dimensions"].values()) == {0.0}
@@ -53,7 +53,7 @@ def test_the_fake_judge_answers_a_judge_assertion(pytester: pytest.Pytester) -> 
     result = pytester.runpytest(*JUDGED[:2], *JUDGED[3:])
 
     result.assert_outcomes(passed=1)
-    (checked,) = item_results(result.reprec)[0]["assertions"]
+    (checked,) = item_results(result)[0]["assertions"]
     assert checked["score"] == 1.0
     assert "fake judge: 1 of 1 expected topics mentioned" in checked["reason"]
 
@@ -69,7 +69,7 @@ def test_an_exception_in_the_projects_judge_is_an_error(project: pytest.Pytester
     result = project.runpytest(*JUDGED[:3], "--prompteval-judge-provider=python:brokenjudge:judge")
 
     result.assert_outcomes(errors=2)
-    assert {r["outcome"] for r in item_results(result.reprec)} == {"error"}
+    assert {r["outcome"] for r in item_results(result)} == {"error"}
     result.stdout.fnmatch_lines(["*raised KeyError: 'rubric'*", "*errors: user_code 2*"])
 
 
@@ -116,4 +116,4 @@ def test_the_newer_explain_model_section_is_the_model_config(pytester: pytest.Py
     result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
 
     result.assert_outcomes(passed=1)
-    assert item_results(result.reprec)[0]["response"] == "claude-haiku-4-5 99 loop optimization"
+    assert item_results(result)[0]["response"] == "claude-haiku-4-5 99 loop optimization"

@@ -20,13 +20,14 @@ from pytest_prompteval.workflows.recordings import Current, stale_reason
 
 from .conftest import copy_example_suite, generated_project, git, item_results, prompteval
 
+SCORES = {"correctness": 90, "completeness": 90, "clarity": 90, "usefulness": 90}
 GOOD_VERDICT = {
-    "scores": {"correctness": 90, "completeness": 90, "clarity": 90, "usefulness": 90},
+    "scores": SCORES,
     "missing_topics": [],
     "incorrect_claims": [],
     "notes": "fine",
 }
-BAD_VERDICT = {**GOOD_VERDICT, "scores": {**GOOD_VERDICT["scores"], "correctness": 250}}
+BAD_VERDICT = {**GOOD_VERDICT, "scores": {**SCORES, "correctness": 250}}
 JUDGED = ["--prompt=v", "--prompteval-scorer=claude", "-k", "c00"]
 
 

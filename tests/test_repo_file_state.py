@@ -5,7 +5,9 @@ is followed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,7 +114,9 @@ def test_a_glob_past_the_walks_bound_never_passes_as_absent(
     (tmp_path / "z.orig").write_text("")
     monkeypatch.setattr(filestate, "REPO", str(tmp_path))
     monkeypatch.setattr(filestate, "MAX_ENTRIES", 3)
-    checks = [{"type": t, "path": "*.orig"} for t in ("file_not_exists", "file_exists")]
+    checks: list[Mapping[str, Any]] = [
+        {"type": t, "path": "*.orig"} for t in ("file_not_exists", "file_exists")
+    ]
     reasons = [(c["passed"], c["reason"]) for c in filestate.check(checks)["checks"]]
     assert reasons == [
         (False, "file_not_exists *.orig: none in the first 3 entries, the rest not looked at"),

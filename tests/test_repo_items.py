@@ -17,16 +17,16 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
-try:
+if TYPE_CHECKING or __package__:  # imported as tests.test_repo_items (mypy reads it so)
     from .conftest import ROOT, item_results
     from .test_repo_sandbox import digest
-except ImportError:  # run as a script: the hostile loop, as another user
+else:  # run as a script: the hostile loop, as another user
     from conftest import ROOT, item_results
     from test_repo_sandbox import digest
 
@@ -242,6 +242,40 @@ def test_repo_is_a_git_repository_of_the_snapshot_and_a_commit_hides_nothing(
     assert calls[0]["result"].endswith(" the repository as the task begins\n")
     assert calls[2]["result"] == "clean\n"
     assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
+
+
+def test_a_repository_item_runs_in_the_sandboxes_of_the_engines_provider(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """The agent's sandbox and the verdict's come from the engine's ``SandboxProvider``,
+    the item's copy too: another provider is one the engine is given."""
+    from pytest_prompteval.pytest.run import RUN_KEY
+    from pytest_prompteval.sandbox.provider import NamespaceSandboxes, RepoSandbox
+    from pytest_prompteval.sandbox.workspace import Copy, Snapshot
+
+    made: list[str] = []
+
+    class Counted(NamespaceSandboxes):
+        def copy_in(self, snapshot: Snapshot) -> Copy:
+            made.append("copy in")
+            return super().copy_in(snapshot)
+
+        def repo_sandbox(
+            self, copy: Path, base: Path | None = None, *args: Any, **kwargs: Any
+        ) -> RepoSandbox:
+            made.append("the verdict's sandbox" if base else "the agent's sandbox")
+            return super().repo_sandbox(copy, base, *args, **kwargs)
+
+    class Swap:
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionstart(self, session: pytest.Session) -> None:
+            session.config.stash[RUN_KEY].engine.sandboxes = Counted()
+
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly", plugins=[Swap()])
+    reprec.assertoutcome(passed=1)
+    assert made == ["copy in", "the agent's sandbox", "the verdict's sandbox"]
 
 
 def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.sandbox import editor
-from pytest_prompteval.sandbox.workspace import ToolResult
 
 TOOLS = {"bash": "bash_20250124", "str_replace_based_edit_tool": "text_editor_20250728"}
 
@@ -87,7 +87,7 @@ def hostile(project: Path, outside: Path, port: int) -> dict[str, Any]:
             run = Executor(workspace, TOOLS, timeout=3.0)
             for name, command in calls:
                 result = run(name, command)
-                answers.append({"text": result.text, "is_error": result.is_error})
+                answers.append({"text": result.content, "is_error": result.is_error})
         copy_folder = copy.folder
     return {
         "answers": answers,
@@ -203,7 +203,7 @@ def test_a_link_swapped_in_after_the_editors_check_is_not_followed(
         return real
 
     monkeypatch.setattr(editor, "resolve", racing)
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "view": {},
         "create": {"file_text": "pwned"},
         "str_replace": {"old_str": "secret", "new_str": "pwned"},
@@ -253,8 +253,8 @@ def test_view_shows_at_most_the_tools_max_characters(tmp_path: Path) -> None:
         limits = {"str_replace_based_edit_tool": 200}
         run = Executor(workspace, TOOLS, timeout=30.0, max_characters=limits)
         shown = run("str_replace_based_edit_tool", {"command": "view", "path": "long.py"})
-        assert shown == ToolResult(bounded, False)
-        assert run("bash", {"command": "wc -l < long.py"}) == ToolResult("400\n", False)
+        assert shown == ToolOutcome(bounded, False)
+        assert run("bash", {"command": "wc -l < long.py"}) == ToolOutcome("400\n", False)
 
 
 def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) -> None:
@@ -276,7 +276,7 @@ def test_processes_of_others_do_not_count_against_a_workspace(tmp_path: Path) ->
         run = Executor(w, TOOLS, timeout=30.0)
         done = run("bash", {"command": "(echo forked > made.txt) && cat made.txt; id -u"})
         uid = w.info["uid"]
-        assert done == ToolResult(f"forked\n{uid}\n", False)
+        assert done == ToolOutcome(f"forked\n{uid}\n", False)
         assert uid != 65534 and copy.path.stat().st_uid == uid
 
 
@@ -325,20 +325,20 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
         # memory no address space counts: a memfd's pages, SysV segments kept detached
         outside = run("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")'"})
         files = run("bash", {"command": "ulimit -n"})  # each socket's buffers count in none
-    assert "held 4 of 4" not in done.text and "held" in done.text
+    assert "held 4 of 4" not in done.content and "held" in done.content
     if cgroup:
-        assert done.text.endswith(
+        assert done.content.endswith(
             "[out of memory: the sandbox's 256 MiB, shared by its processes; one was killed]"
         )
     else:
-        assert made == "split" and "MemoryError" in done.text
-        assert done.text.endswith(
+        assert made == "split" and "MemoryError" in done.content
+        assert done.content.endswith(
             "[out of memory? the sandbox's 256 MiB are split between at most 8 processes: "
             "32 MiB of address space each]"
         )
-    assert after == ToolResult("next\n", False)
-    assert ("PermissionError" in outside.text) is not cgroup  # the cgroup counts them
-    assert files == ToolResult("1024\n" if cgroup else "256\n", False)
+    assert after == ToolOutcome("next\n", False)
+    assert ("PermissionError" in outside.content) is not cgroup  # the cgroup counts them
+    assert files == ToolOutcome("1024\n" if cgroup else "256\n", False)
     assert folders == () or not any(os.path.exists(folder) for folder in folders)
 
 
@@ -367,7 +367,7 @@ def test_a_copy_on_tmpfs_counts_in_the_sandboxs_memory(
             )
     finally:
         os.rmdir(folder)
-    assert done.text.endswith(
+    assert done.content.endswith(
         "[out of memory: the sandbox's 64 MiB, shared by its processes; one was killed]"
     )
 

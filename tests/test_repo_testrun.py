@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ def many(project: Path, **changes: object) -> RepoCase:
     """The case over the many tests: SWE-bench's cut id of the spaced test fails before the
     fix, the 2,500 others pass."""
     case = case_of(project)
-    fields = {
+    fields: dict[str, Any] = {
         "test_patch": None,
         "test_files": (),
         "reference_patch": None,

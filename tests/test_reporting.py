@@ -190,7 +190,7 @@ def test_junit_xml_validates_and_carries_properties(pytester: pytest.Pytester) -
     schema = xmlschema.XMLSchema(SCHEMA)
     document = pytester.path / "junit.xml"
     schema.validate(document)
-    tree = schema.to_dict(document)
+    tree: Any = schema.to_dict(document)
     suite = tree["testsuite"][0]
     suite_props = {p["@name"]: p["@value"] for p in suite["properties"]["property"]}
     assert suite_props["prompteval.current.pass@1"] == "1.000000"

@@ -4,6 +4,7 @@ user opts in, samples run ahead in order, verdicts that do not depend on the mac
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from pytest_prompteval.sandbox import client, server
 from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.sandbox.server import parse_events, readiness
 from pytest_prompteval.scoring.code.measure import measure
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest, parse_code_spec
@@ -107,11 +109,15 @@ def test_a_property_case_without_hypothesis_fails_at_collection_with_the_install
         parse_code_spec(case)
 
 
+def _finished(finished: list[str], name: str, future: object) -> None:
+    finished.append(name)
+
+
 def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
     """Before every job queued ahead but the one a server may already hold behind the job
     it runs; jobs ahead in the order of the items that need them; -x drops what no server
     holds yet."""
-    pool = SandboxPool(workers=1)
+    pool = SandboxPool(NamespaceSandboxes(concurrency=1))
     finished: list[str] = []
     try:
         sleeps = SPEC.job("import time\ndef f():\n    time.sleep(1)\n")
@@ -120,7 +126,7 @@ def test_the_pool_runs_an_items_own_job_before_those_queued_ahead() -> None:
             jobs[name] = pool.submit(SPEC.job(RETURNS_NONE), Limits(), AHEAD, rank)
         jobs["now"] = pool.submit(SPEC.job(RETURNS_NONE), Limits())
         for name, future in jobs.items():
-            future.add_done_callback(lambda _, name=name: finished.append(name))
+            future.add_done_callback(functools.partial(_finished, finished, name))
         for future in jobs.values():
             future.result()
         assert finished[0] == "first"
@@ -163,10 +169,11 @@ def test_ending_a_dead_server_with_a_job_still_buffered_for_it() -> None:
 
 
 def test_jobs_held_by_a_server_that_dies_run_again_on_a_new_one() -> None:
-    pool = SandboxPool(workers=1)
+    pool = SandboxPool(NamespaceSandboxes(concurrency=1))
     try:
         pool.run(SPEC.job(RETURNS_NONE), Limits())  # the server is up
         (box,) = pool._boxes
+        assert isinstance(box, Sandbox)
         sleep = "import time\ndef f():\n    time.sleep({})\n"
         gate = pool.submit(SPEC.job(sleep.format(1)), Limits())  # the next two queue meanwhile
         sleeps = pool.submit(SPEC.job(sleep.format(60)), Limits(timeout=60))

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_prompteval.sandbox.harness import SIDE_EFFECTS
 from pytest_prompteval.sandbox.isolation import Isolation
-from pytest_prompteval.sandbox.server import SIDE_EFFECTS, self_check
+from pytest_prompteval.sandbox.server import self_check
 
 IMPORT_ALL = """
 import importlib, sys

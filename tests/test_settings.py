@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ from pytest_prompteval.testing import tool_use
 from .conftest import copy_example_suite, generated_project, prompteval
 
 
-def build(options: dict[str, Any] | None = None, ini: dict[str, Any] | None = None, **env: str):  # type: ignore[no-untyped-def]
+def build(
+    options: dict[str, Any] | None = None, ini: dict[str, Any] | None = None, **env: str
+) -> Settings:
     """Settings from ``options`` typed on the command line and ``ini`` keys from a file."""
     given = {f"prompteval_{k}": v for k, v in (options or {}).items()}
     return Settings.build(
@@ -120,7 +123,7 @@ def test_an_option_value_given_apart_that_moves_the_rootdir_is_named(
     )
 
 
-INI_STYLES = {
+INI_STYLES: dict[str, Callable[[str], tuple[str, str]]] = {
     "pytest.ini": lambda keys: ("pytest.ini", "[pytest]\n" + keys),
     "pyproject.toml": lambda keys: (
         "pyproject.toml",
@@ -304,7 +307,9 @@ def test_settings_that_weaken_safety_are_refused_from_files() -> None:
     )
     for name in ("unsafe_sandbox", "allow_lower_prices"):
         with pytest.raises(SettingError) as caught:  # given, but not typed: from addopts
-            Settings.build(Path("/project"), {f"prompteval_{name}": True}, {}.get, {}, typed=())
+            Settings.build(
+                Path("/project"), {f"prompteval_{name}": True}, lambda key: None, {}, typed=()
+            )
         option = f"--prompteval-{name.replace('_', '-')}"
         assert str(caught.value) == f"{option} in addopts: " + REFUSED.format(option=option)
     assert build(ini={"prompteval_unsafe_sandbox": False}).unsafe_sandbox is False

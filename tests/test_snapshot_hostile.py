@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -112,8 +112,14 @@ def _deep(c: Path, outside: Path) -> Entries:
     return entries
 
 
+class Build(Protocol):
+    """Builds an attack's top tree in the clone ``c``, its links aimed at ``outside``."""
+
+    def __call__(self, c: Path, outside: Path) -> Entries: ...
+
+
 #: attack -> (its builder, the path its refusal names, the reason)
-HOSTILE: dict[str, tuple[Callable[[Path, Path], Entries], str, str]] = {
+HOSTILE: dict[str, tuple[Build, str, str]] = {
     "link_then_tree": (_link_then_tree, "x", "is listed twice"),
     "tree_then_link": (_tree_then_link, "x", "is listed twice"),
     "slash_in_name": (_slash_in_name, "x/planted", "passes through 'x', a link"),
@@ -343,7 +349,7 @@ def test_a_copy_left_past_the_recursion_limit_is_given_to_the_next_sandbox(
         with Workspace(copy.path) as workspace:
             run = Executor(workspace, {"bash": "bash_20250124"}, timeout=60.0)
             write = "find agent -name f -execdir sh -c 'echo x > g && cat g' ';'"
-            assert run("bash", {"command": write}).text == "x\n"
+            assert run("bash", {"command": write}).content == "x\n"
 
 
 if __name__ == "__main__":

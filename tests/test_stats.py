@@ -169,7 +169,7 @@ def test_wilson_interval_matches_its_formula() -> None:
     z = scipy_stats.norm.ppf(0.975)
     centre = (0.7 + z * z / 40) / (1 + z * z / 20)
     half = z * math.sqrt(0.7 * 0.3 / 20 + z * z / 1600) / (1 + z * z / 20)
-    assert (low, high) == (pytest.approx(centre - half), pytest.approx(centre + half))
+    assert (low, high) == pytest.approx((centre - half, centre + half))
     assert wilson_interval(0, 10)[0] == pytest.approx(0, abs=1e-12)
     assert wilson_interval(10, 10)[1] == pytest.approx(1)
 
@@ -370,7 +370,10 @@ def test_every_statistic_holds_at_any_number_of_cases(n: int) -> None:
     rng = random.Random(n)
     assert 0 <= attainable_level(0.05, n) <= 0.05
     detectable = minimum_detectable(0.2, n)
-    assert detectable is None if n < 3 else 0 < detectable < 1
+    if n < 3:
+        assert detectable is None
+    else:
+        assert detectable is not None and 0 < detectable < 1
     for diffs in (
         [rng.choice((-1.0, 0.0, 0.0, 1.0)) for _ in range(n)],  # pass/fail flips
         [rng.randint(-5, 5) / 5 for _ in range(n)],  # pass shares of 5 samples

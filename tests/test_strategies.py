@@ -77,14 +77,14 @@ def test_strategies_beside_a_plain_version(project: pytest.Pytester) -> None:
     ]
     reprec = project.inline_run(*args)
     by_version: dict[str, dict[str, Any]] = {r["prompt"]: r for r in item_results(reprec)}
-    assert not by_version["plain"]["passed"] and by_version["plain"]["attempts"] == 1
+    assert not by_version["plain"]["passed"] and by_version["plain"]["answer_calls"] == 1
     for version, attempts in (("verify", 2), ("refine", 2), ("best_of_3", 3)):
         result = by_version[version]
         assert result["passed"], version
-        assert result["attempts"] == attempts
+        assert result["answer_calls"] == attempts
         assert (result["input_tokens"], result["output_tokens"]) == (100 * attempts, 50 * attempts)
-    result = project.runpytest(*args, "--prompteval-record=none")
-    result.stdout.fnmatch_lines(
+    replayed = project.runpytest(*args, "--prompteval-record=none")
+    replayed.stdout.fnmatch_lines(
         [
             "plain: per solved case: - (none solved)",
             "verify: per solved case: 2.0 attempts, 300 tokens, $0.0007",
@@ -101,7 +101,7 @@ def test_every_calls_cache_tokens_are_counted(project: pytest.Pytester) -> None:
     )  # fmt: skip
     reprec = project.inline_run("--prompt=verify", "--prompteval-provider=python:cached:answer")
     (result,) = item_results(reprec)
-    assert result["attempts"] == 2
+    assert result["answer_calls"] == 2
     assert (result["cache_read_tokens"], result["cache_write_tokens"]) == (14, 6)
     assert (result["calls_live"], result["calls_replayed"]) == (2, 0)
 
@@ -139,7 +139,7 @@ def test_replayed_and_live_count_calls_not_items() -> None:
 
     strategy_item = ItemResult(
         case_id="c", file="c.yaml", prompt="v", outcome="passed", passed=True, score=1.0,
-        attempts=4, calls_replayed=1, calls_live=3,
+        answer_calls=4, calls_replayed=1, calls_live=3,
     )  # fmt: skip
     s = summarize_version("v", [strategy_item], [1])
     assert (
@@ -148,6 +148,14 @@ def test_replayed_and_live_count_calls_not_items() -> None:
     )
     old = ItemResult.from_json({"case_id": "c", "file": "c.yaml", "prompt": "v", "replayed": True})
     assert (old.calls_replayed, old.calls_live) == (1, 0)  # history before calls were counted
+
+
+def test_history_that_named_the_answer_calls_attempts_reads() -> None:
+    from pytest_prompteval.core.result import ItemResult
+
+    old = ItemResult.from_json({"case_id": "c", "file": "c.yaml", "prompt": "v", "attempts": 3})
+    assert (old.answer_calls, old.extra) == (3, {})
+    assert "attempts" not in old.to_json() and old.to_json()["answer_calls"] == 3
 
 
 def test_best_of_n_runs_its_candidates_side_by_side(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_recordings_the_ref_has_are_read_as_committed_there(
     result = pull_request.runpytest(*TRUSTED, "--prompteval-markdown=out.md")
 
     result.assert_outcomes(passed=2, failed=1)
-    outcome = {r["case_id"]: (r["outcome"], r["unverified"]) for r in item_results(result.reprec)}
+    outcome = {r["case_id"]: (r["outcome"], r["unverified"]) for r in item_results(result)}
     assert outcome == {
         "c00": ("passed", None),
         "c01": ("failed", None),  # main's answer, not the forged one
@@ -117,7 +117,7 @@ def test_with_a_key_unverified_recordings_are_asked_again_and_compared(
 
     result.assert_outcomes(passed=2, failed=1)
     assert len(anthropic_server.requests) == 1  # c02 alone: main's recordings replay
-    (c02,) = [r for r in item_results(result.reprec) if r["case_id"] == "c02"]
+    (c02,) = [r for r in item_results(result) if r["case_id"] == "c02"]
     assert c02["unverified"] == "asked again: different answer"
     assert c02["response"] == "The loop optimization."
     result.stdout.fnmatch_lines(["items on unverified recordings: 1 asked again: different answer"])

@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -210,7 +211,7 @@ def test_a_link_out_of_the_folders_is_refused(served: Served, project: tuple[Pat
 
 def test_a_write_needs_the_session_token_and_the_local_host(served: Served) -> None:
     name = _run_name(served.results, "v2")
-    rating = {
+    rating: dict[str, Any] = {
         "rubric": "seed",
         "ratings": {d: 4 for d, _ in SEED_DIMENSIONS},
         "comment": "ok",
@@ -264,7 +265,7 @@ def chromium() -> str:
 
 
 def test_review_in_headless_chromium(served: Served, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Dialog, sync_playwright
 
     executable = chromium()
     with sync_playwright() as driver:
@@ -272,7 +273,12 @@ def test_review_in_headless_chromium(served: Served, tmp_path: Path) -> None:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             dialogs: list[str] = []
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+            def dismiss(dialog: Dialog) -> None:
+                dialogs.append(dialog.message)
+                dialog.dismiss()
+
+            page.on("dialog", dismiss)
             page.goto(served.url + "/")
             assert page.locator("tr.run").count() == 2
             v2 = _run_name(served.results, "v2")

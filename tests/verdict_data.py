@@ -54,9 +54,11 @@ def item(
 def exact_mcnemar_power(n: int, discordant: float, difference: float, alpha: float) -> float:
     """By brute force with scipy: every number of discordant pairs and every split of them."""
     up = (discordant + difference) / (2 * discordant)
-    return sum(
-        scipy_stats.binom.pmf(d, n, discordant) * scipy_stats.binom.pmf(k, d, up)
-        for d in range(1, n + 1)
-        for k in range(d + 1)
-        if scipy_stats.binomtest(k, d).pvalue < alpha
+    return float(
+        sum(
+            scipy_stats.binom.pmf(d, n, discordant) * scipy_stats.binom.pmf(k, d, up)
+            for d in range(1, n + 1)
+            for k in range(d + 1)
+            if scipy_stats.binomtest(k, d).pvalue < alpha
+        )
     )

@@ -429,7 +429,7 @@ EXIT_WORDS = {
     "USAGE_ERROR": "pytest's own: a bad option or ini value (named, with what is allowed)",
     "NO_TESTS_COLLECTED": "pytest's own: no tests",
     "MAX_WARNINGS_ERROR": "pytest's own, in the pytest versions that have `--max-warnings`: "
-    "more warnings than it allows (gates mode reads a 6 as no verdict too)",
+    "more warnings than it allows (in gates mode too, on a run whose gates passed)",
     "NO_VERDICT": "gates mode only: items errored (API failure, missing recording, budget), "
     "so the gates cannot decide",
 }
@@ -479,7 +479,8 @@ ITEM_WORDS = {
     "cache_write_tokens": "tokens written to it",
     "cost_usd": "the generation's cost",
     "latency_ms": "the call's latency",
-    "attempts": "calls a strategy or conversation made",
+    "answer_calls": "the answer's calls: the generation, a strategy's later ones, an agent's "
+    "steps (`attempts` in older files)",
     "calls_replayed": "calls answered from recordings",
     "calls_live": "calls sent to the provider",
     "replayed": "whether the answer was replayed",

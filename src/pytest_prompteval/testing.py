@@ -29,7 +29,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -149,7 +149,7 @@ class ScriptedAgent:
     ends its turn; past its last turn the agent says ``done``. Tool ids are the step's and
     the call's numbers, so a conversation is the same request every time it is replayed."""
 
-    def __init__(self, scripts: Mapping[str, list[list[Block]]]):
+    def __init__(self, scripts: Mapping[str, Sequence[Sequence[Block]]]):
         self.scripts = scripts
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:

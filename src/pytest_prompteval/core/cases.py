@@ -128,7 +128,7 @@ class Case:
 
 
 @dataclass(frozen=True)
-class CaseFile:
+class LoadedCaseFile:
     path: Path
     description: str
     cases: tuple[Case, ...]
@@ -257,7 +257,7 @@ def load_case_file_cached(
     cache_dir: Path | None,
     extra_fields: Collection[str] = (),
     root: Path | None = None,
-) -> CaseFile:
+) -> LoadedCaseFile:
     """``load_case_file``, parsed and checked once per content: a file that passed is kept
     as JSON under ``cache_dir``, keyed by its path and content digest, the plugin's version
     and rules, and all else the checks read (the declared fields, the root); a hit builds
@@ -335,7 +335,7 @@ class _Entry:
         message = self.file.name.encode() + b"\n" + payload
         return hmac.new(self.key, message, "sha256").hexdigest().encode()
 
-    def read(self) -> CaseFile | None:
+    def read(self) -> LoadedCaseFile | None:
         """The file's cases, unchecked (they were when the entry was written); None when
         there is no entry of ours."""
         try:
@@ -389,7 +389,7 @@ def _mapping(value: dict[str, Any]) -> MarkedDict:
 
 def load_case_file(
     path: Path, extra_fields: Collection[str] = (), root: Path | None = None
-) -> CaseFile:
+) -> LoadedCaseFile:
     """Read and validate one case file; raise PromptevalError at the first problem."""
     if root is not None:
         check_inside(root, path)  # a case file linked to a file outside is not read
@@ -398,7 +398,7 @@ def load_case_file(
 
 def read_case_file(
     path: Path, data: Any, extra_fields: Collection[str] = (), root: Path | None = None
-) -> CaseFile:
+) -> LoadedCaseFile:
     """Validate one case file's parsed YAML; ``extra_fields`` are the project's declared
     case fields, ``root`` the folder the files its cases name must lie in."""
     _check_file(path, data, CASE_FIELDS.union(extra_fields))
@@ -443,9 +443,9 @@ def _check_file(path: Path, data: Any, known: Collection[str]) -> None:
         seen[case_id] = node.line
 
 
-def _case_file(path: Path, data: Any, root: Path | None) -> CaseFile:
+def _case_file(path: Path, data: Any, root: Path | None) -> LoadedCaseFile:
     """The cases of a file's YAML that passed ``_check_file``."""
-    return CaseFile(
+    return LoadedCaseFile(
         path=path,
         description=data.get("description") or "",
         cases=tuple(_case(path, node, root) for node in data["cases"]),

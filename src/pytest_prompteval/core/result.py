@@ -216,7 +216,8 @@ class ItemResult:
     cache_write_tokens: int = 0
     cost_usd: float | None = field(default=None, metadata=JUNIT)
     latency_ms: float | None = field(default=None, metadata=JUNIT)
-    attempts: int = 1
+    #: the answer's calls: the generation, a strategy's later ones, an agent's steps
+    answer_calls: int = 1
     #: every call the item made (generation, a strategy's later calls, the judge's), by source
     calls_replayed: int = 0
     calls_live: int = 0
@@ -325,6 +326,8 @@ class ItemResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ItemResult:
         rest = dict(data)
+        if "attempts" in rest:  # its name in older files
+            rest.setdefault("answer_calls", rest.pop("attempts"))
         judge = None
         if rest.get("judge_score") is not None:
             given: dict[str, Any] = {

@@ -616,11 +616,6 @@ def log_binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
     return min(0.0, top + math.log(math.fsum(math.exp(x - top) for x in logs)))
 
 
-def binomial_cdf(k: int, n: int, p: float = 0.5) -> float:
-    """P(X <= k) for X ~ Binomial(n, p) (0.0 where it underflows: see log_binomial_cdf)."""
-    return math.exp(log_binomial_cdf(k, n, p))
-
-
 def mcnemar_log_p(only_first: int, only_second: int) -> float:
     """The natural log of the two-sided exact McNemar p-value (0 when nothing changed): the
     p-value itself underflows from about 1,075 one-sided discordant pairs, its log never."""

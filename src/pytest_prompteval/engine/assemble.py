@@ -155,7 +155,7 @@ def _spent(spent: Spent) -> dict[str, Any]:
     }
     if answer.calls:
         figures.update(
-            attempts=answer.calls,
+            answer_calls=answer.calls,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             cache_read_tokens=answer.cache_read_tokens,

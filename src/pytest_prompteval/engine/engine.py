@@ -38,6 +38,7 @@ from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.sandbox.environments import Environment, default_cache, ensure
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
 from pytest_prompteval.scoring.code.runner import CodeRunner
@@ -178,6 +179,10 @@ class Engine:
             self.judge_store = self._store(settings.judge_provider, "--prompteval-judge-provider")
         self._judge: Judge | None = None
         self._code: CodeRunner | None = None
+        #: where generated code and repositories' commands run
+        self.sandboxes: SandboxProvider = NamespaceSandboxes(
+            settings.unsafe_sandbox, settings.code_workers
+        )
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
         self._warn_deprecated(self.versions, settings.model_override)
@@ -297,7 +302,7 @@ class Engine:
         cache = self.settings.environments_cache or default_cache()
         hidden = () if case.root is None else (case.root,)
         try:
-            collected = Collected(cache).ids(repo, environment, command, hidden)
+            collected = Collected(cache, self.sandboxes).ids(repo, environment, command, hidden)
         except PromptevalError as exc:
             where = line_of(case.raw, "environment" if repo.environment else "repo")
             raise PromptevalError(f"case {case.id!r}: {exc.message}", case.path, where) from None
@@ -311,9 +316,7 @@ class Engine:
             # no sample sees the project, its cases, recordings or results
             hidden = [s.rootpath, *s.case_dirs, s.prompt_dir, s.recordings_dir]
             hidden += [s.results_dir] if s.results_dir else []
-            self._code = CodeRunner(
-                s.code_timeout, workers=s.code_workers, unsafe=s.unsafe_sandbox, hidden=hidden
-            )
+            self._code = CodeRunner(s.code_timeout, sandboxes=self.sandboxes, hidden=hidden)
         return self._code
 
     def stop(self) -> None:

@@ -385,7 +385,7 @@ def _answer(
     conversation and verdict."""
     if spec.repo is not None:
         found.fetched, found.trajectory, found.repo = run_task(
-            spec.repo, engine.store, ledger, request, ctx, deadline
+            spec.repo, engine.store, ledger, request, ctx, engine.sandboxes, deadline
         )
     elif spec.agent is None:
         found.fetched = ledger.get(engine.store, request, ctx, "generation")

@@ -325,8 +325,6 @@ SETTINGS: tuple[Setting, ...] = (
             default=(), ini="prompteval_unrun_ok", ini_type="args"),
 )  # fmt: skip
 
-BY_NAME = {s.name: s for s in SETTINGS}
-
 
 def _dest(setting: Setting) -> str:
     return f"prompteval_{setting.name}"

@@ -557,7 +557,7 @@ def conversation(
     return trajectory
 
 
-#: how a walk gets a step's outcome: (request, purpose) -> outcome
+#: how a walk gets a step's answer: (request, purpose) -> what the store fetched
 StepGetter = Callable[[Request, Purpose], Fetched]
 
 
@@ -571,11 +571,11 @@ def converse(
     key: Callable[[Request], Request] | None = None,
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory]:
-    """Walk the conversation call by call, each on ``ledger``: the last step's outcome (the
-    final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
-    answered, with their Python tools' outcomes. ``key``: the request a step is recorded
-    under, when not the step's own (a repository task's: without its tools' output);
-    ``deadline``: the item's (``conversation``)."""
+    """Walk the conversation call by call, each on ``ledger``: the last step's answer as
+    fetched (the final answer) and the trajectory. Steps walked ahead (``converse_ahead``)
+    are found answered, with their Python tools' outcomes. ``key``: the request a step is
+    recorded under, when not the step's own (a repository task's: without its tools'
+    output); ``deadline``: the item's (``conversation``)."""
 
     calls: list[Entry] = []  # the agent's own, one a step
 
@@ -606,7 +606,7 @@ def converse_ahead(
     going: Callable[[], bool],
     deadline: Deadline | None = None,
 ) -> None:
-    """Walk the conversation ahead of its item (on the store's walkers): each step's outcome
+    """Walk the conversation ahead of its item (on the store's walkers): each step's answer
     is kept for the item's own walk, with the outcomes of the Python tools its calls ran,
     so that walk makes no call and runs no tool again. ``going``: False once the run stops
     (no new calls)."""
@@ -677,7 +677,7 @@ def _walk(
         return get(asked, "user").response.text
 
     def step_get(asked: Request, step: int) -> Fetched:
-        """The step's outcome; a replay's miss names what changed from the recording."""
+        """The step's answer as fetched; a replay's miss names what changed from the recording."""
         try:
             return get(asked, "generation" if step == 1 else "agent")
         except MissingRecording as exc:
@@ -695,21 +695,21 @@ def _walk(
 
     walk = conversation(agent, request, run_tool, user, deadline)
     asked = next(walk)
-    outcome = step_get(asked, 1)
+    fetched = step_get(asked, 1)
     step = 1
     while True:
         ran.clear()
-        recorded[:] = outcome.response.tools_ran  # a live answer has none
+        recorded[:] = fetched.response.tools_ran  # a live answer has none
         try:
             said = asked
-            asked = walk.send(outcome.response)
+            asked = walk.send(fetched.response)
         except StopIteration as done:
-            return outcome, done.value
+            return fetched, done.value
         finally:
-            if ran and not outcome.replayed:  # kept with the answer whose calls they are
-                answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
+            if ran and not fetched.replayed:  # kept with the answer whose calls they are
+                answer = dataclasses.replace(fetched.response, tools_ran=tuple(ran))
                 store.record(said, context, answer)
                 if keep:
-                    store.keep(said, context.sample, dataclasses.replace(outcome, response=answer))
+                    store.keep(said, context.sample, dataclasses.replace(fetched, response=answer))
         step += 1
-        outcome = step_get(asked, step)
+        fetched = step_get(asked, step)

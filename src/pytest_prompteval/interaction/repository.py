@@ -3,8 +3,8 @@ it, then the verdict.
 
 The prompt version gives Claude Anthropic's client tools (``text_editor_20250728``,
 ``bash_20250124``); the workspace runs them in the item's sandbox through the tool loop's
-one executor seam (``tool_executor``: the workspace's ``ToolResult`` becomes the loop's
-``ToolOutcome`` here and nowhere else). After the conversation the verdict
+one executor seam (``tool_executor``: the workspace's executor, each call bounded by the
+item's deadline and its sandbox failure an error). After the conversation the verdict
 (scoring/repo.py) runs the case's tests in a fresh sandbox; the copy is removed after the
 item whatever happens. A sandbox that fails is a ``SandboxError``: the item errs, it does
 not fail.
@@ -40,7 +40,8 @@ from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Copy, Executor, Workspace
+from pytest_prompteval.sandbox.provider import SandboxProvider
+from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Executor
 from pytest_prompteval.scoring.assertions import FILE_TYPES, Assertion, file_job
 from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, verdict
 
@@ -174,8 +175,7 @@ def tool_executor(run: Executor, deadline: Deadline | None = None) -> ToolExecut
         if deadline is not None and deadline.left() < run.timeout:
             bounded = Executor(run.workspace, run.tools, deadline.left(), run.max_characters)
         with _sandbox(f"tool call {name}"):
-            result = bounded(name, arguments)
-        return ToolOutcome(result.text, result.is_error)
+            return bounded(name, arguments)
 
     return execute
 
@@ -186,16 +186,17 @@ def run_task(
     ledger: Ledger,
     request: Request,
     context: CallContext,
+    sandboxes: SandboxProvider,
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory, RepoVerdict]:
-    """The conversation in the item's copy, then the verdict on what it left. ``deadline``:
-    the item's (else one of ``item_timeout``)."""
+    """The conversation in the item's copy, then the verdict on what it left, in sandboxes
+    of ``sandboxes``. ``deadline``: the item's (else one of ``item_timeout``)."""
     deadline = deadline or Deadline(task.agent.item_timeout)
     with _sandbox(f"copying {task.case.id!r}'s repository"):
-        copy = Copy(snapshot_of(task.case))
+        copy = sandboxes.copy_in(snapshot_of(task.case))
     try:
         with _sandbox("the repository sandbox"):
-            workspace = Workspace(
+            workspace = sandboxes.repo_sandbox(
                 copy.path,
                 hidden=task.hidden,
                 memory_mb=task.case.memory_mb,
@@ -213,13 +214,21 @@ def run_task(
                 products = installed.products
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)
-            outcome, trajectory = converse(
+            fetched, trajectory = converse(
                 task.agent, store, ledger, request, context, tools, keyed, deadline
             )
         finally:
             workspace.close()
         with _sandbox("the verdict's sandbox"):
-            found = verdict(task.case, copy, task.hidden, task.environment, products, task.files)
+            found = verdict(
+                task.case,
+                copy,
+                task.hidden,
+                task.environment,
+                products,
+                task.files,
+                sandboxes=sandboxes,
+            )
     finally:
         copy.remove()
-    return outcome, trajectory, found
+    return fetched, trajectory, found

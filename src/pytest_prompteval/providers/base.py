@@ -17,8 +17,10 @@ class CallContext:
     case: Case
     prompt: PromptVersion
     sample: int
-    #: "generation" for the prompt's own request, "judge" for a verdict on its response,
-    #: "improve" for `prompteval improve`'s answer (written into the recording's label).
+    #: written into the recording's label (one of ``labels.PURPOSES``): "generation" for
+    #: the prompt's own request (a strategy's later ones and an agent's steps too, which the
+    #: ledger counts apart), "judge" for a verdict on an answer, "user" for a simulated
+    #: user's turn, "improve" for `prompteval improve`'s answer.
     purpose: str = "generation"
 
 

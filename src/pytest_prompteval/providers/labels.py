@@ -17,8 +17,7 @@ from pytest_prompteval.core.errors import display
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.providers.base import CallContext
 
-#: "generation": a prompt's own request (a strategy's further calls too); "judge": a
-#: verdict on an answer; "improve": ``prompteval improve``'s answer about a prompt file.
+#: the purposes a label may name (``CallContext.purpose`` says what each means)
 PURPOSES = ("generation", "judge", "improve", "user")
 _DIGEST = re.compile(r"[0-9a-f]{64}|")
 

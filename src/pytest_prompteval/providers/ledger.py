@@ -41,8 +41,8 @@ class Ledger:
         answers: Request | None = None,
     ) -> Fetched:
         """``store.get``, recorded."""
-        outcome = store.get(request, context, check, answers=answers)
-        response = outcome.response
+        fetched = store.get(request, context, check, answers=answers)
+        response = fetched.response
         cost = self.prices.cost(response, request.model)
         self.entries.append(
             Entry(
@@ -56,11 +56,11 @@ class Ledger:
                     unpriced=int(cost is None),
                     latency_ms=response.latency_ms,
                     calls=1,
-                    replayed=int(outcome.replayed),
+                    replayed=int(fetched.replayed),
                 ),
             )
         )
-        return outcome
+        return fetched
 
     def usage(self, *purposes: Purpose) -> Usage:
         """The calls made for these purposes (every call when none is named), summed."""

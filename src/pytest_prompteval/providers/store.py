@@ -135,10 +135,10 @@ class Store:
         except RuntimeError:  # the walkers shut down meanwhile (a stop)
             return None
 
-    def keep(self, request: Request, sample: int, outcome: Fetched) -> None:
-        """The next plain ``get`` of this sample takes ``outcome`` as it is."""
+    def keep(self, request: Request, sample: int, fetched: Fetched) -> None:
+        """The next plain ``get`` of this sample takes ``fetched`` as it is."""
         with self._lock:
-            self._kept[request.key(sample)] = outcome
+            self._kept[request.key(sample)] = fetched
 
     def stop(self) -> None:
         """Start no more calls (``-x``, a stop, the end): drop what has not started."""
@@ -162,21 +162,21 @@ class Store:
     ) -> Fetched:
         """The sample's response: from a call already in flight for it (started ahead, or
         by another thread asking for the same sample), else fetched here. ``check``: an
-        answer it rejects is not recorded (the outcome says why), a recording it rejects is
+        answer it rejects is not recorded (``rejected`` says why), a recording it rejects is
         asked for again. ``answers``: the request this call answers when it is not the one
         sent (a retry told what was wrong): the valid answer is recorded under its key.
-        ``keep``: the next plain ``get`` of this sample takes the outcome as it is (a code
-        sample run ahead reads the answer its item reads again)."""
+        ``keep``: the next plain ``get`` of this sample takes what this one fetched as it is
+        (a code sample run ahead reads the answer its item reads again)."""
         key = (answers or request).key(context.sample)
         if check is None and answers is None:
             with self._lock:
                 kept = self._kept.pop(key, None)
             if kept is not None:
                 return kept
-        outcome = self._get(key, request, context, check, answers)
+        fetched = self._get(key, request, context, check, answers)
         if keep:
-            self.keep(answers or request, context.sample, outcome)
-        return outcome
+            self.keep(answers or request, context.sample, fetched)
+        return fetched
 
     def _get(
         self,
@@ -201,13 +201,13 @@ class Store:
             finally:
                 self._forget(key, future)
         try:
-            outcome = self._fetch(request, context, check, answers)
+            fetched = self._fetch(request, context, check, answers)
         except BaseException as exc:
             future.set_exception(exc)
             raise
         else:
-            future.set_result(outcome)
-            return outcome
+            future.set_result(fetched)
+            return fetched
         finally:
             self._forget(key, future)
 

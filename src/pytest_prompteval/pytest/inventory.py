@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
+from pytest_prompteval.core.cases import Case, LoadedCaseFile
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import SEPARATOR
 from pytest_prompteval.core.prompts import PromptVersion, available_versions, load_prompt

@@ -9,8 +9,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_prompteval.core.cases import Case, load_case_file_cached
-from pytest_prompteval.core.cases import CaseFile as LoadedCaseFile
+from pytest_prompteval.core.cases import Case, LoadedCaseFile, load_case_file_cached
 from pytest_prompteval.core.errors import PromptevalError, StopRun, display, is_infrastructure
 from pytest_prompteval.core.minpass import MinPass, parse_min_pass
 from pytest_prompteval.core.prompts import PromptVersion

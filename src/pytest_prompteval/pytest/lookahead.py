@@ -95,7 +95,7 @@ class Lookahead:
         def answer() -> tuple[str, str]:
             if self.session.shouldstop or self.session.shouldfail:
                 raise PromptevalError("stopping: no new calls")  # left for the item
-            outcome = self.engine.store.get(request, context, keep=True)  # the item's too
-            return outcome.response.text, request.prefill
+            fetched = self.engine.store.get(request, context, keep=True)  # the item's too
+            return fetched.response.text, request.prefill
 
         return answer

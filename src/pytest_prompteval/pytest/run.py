@@ -1,6 +1,7 @@
 """The run's lifecycle, in one object registered in ``pytest_configure`` (as xdist's DSession
 is): settings, the engine, the directory the run's processes share, collection state, calls
-sent ahead, the batch, shards, and the report on the controller."""
+sent ahead, the batch and shards. The report on the controller is a plugin of its own
+(``reporting.RunReport``)."""
 
 from __future__ import annotations
 

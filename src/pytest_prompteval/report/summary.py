@@ -82,7 +82,7 @@ JSON_FIELDS = (
     "groups", "json_fields", "errors", "input_tokens", "output_tokens", "cost_usd", "unpriced",
     "latency_p50_ms", "latency_p95_ms", "replayed", "live", "judged", "judge_input_tokens",
     "judge_output_tokens", "judge_cost_usd", "agreement", "judge_spread", "judge_repeats",
-    "failed_assertions", "code_failures", "attempts", "code_items", "agent_items",
+    "failed_assertions", "code_failures", "answer_calls", "code_items", "agent_items",
     "agent_steps", "tool_calls", "tool_errors", "hit_max_steps", "repo_items", "resolved",
     "infrastructure_changed", "user_calls", "user_cost_usd", "ran", "mean_steps", "pass_rate",
 )  # fmt: skip
@@ -293,9 +293,9 @@ class VersionSummary:
         return sum(r.calls_live for r in self.results)
 
     @property
-    def attempts(self) -> int:
+    def answer_calls(self) -> int:
         """The answers' calls (a skipped item made none)."""
-        return sum(r.attempts for r in self.results if outcome_of(r) != "skipped")
+        return sum(r.answer_calls for r in self.results if outcome_of(r) != "skipped")
 
     @property
     def user_calls(self) -> int:

@@ -134,7 +134,7 @@ def _per_solved(s: VersionSummary) -> str:
         return "per solved case: - (none solved)"
     tokens = (s.input_tokens + s.output_tokens) / s.passed
     return (
-        f"per solved case: {s.attempts / s.passed:.1f} attempts, {tokens:.0f} tokens, "
+        f"per solved case: {s.answer_calls / s.passed:.1f} attempts, {tokens:.0f} tokens, "
         f"{figures.dollars(s.spent_usd / s.passed)}"
     )
 
@@ -170,7 +170,7 @@ def notes_block(
         if s.code_failures:
             notes.append(_counts("code failures", s.code_failures))
         # code cases and strategies: always; an agent's steps are no attempts at a solution
-        if s.code_items or (s.attempts > s.items and s.mean_steps is None):
+        if s.code_items or (s.answer_calls > s.items and s.mean_steps is None):
             notes.append(_per_solved(s))
         if s.mean_steps is not None:
             notes.append(_agent_note(s, (pass_hat or {}).get(s.version, {})))

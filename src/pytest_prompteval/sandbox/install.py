@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_prompteval.sandbox.workspace import Workspace
+from pytest_prompteval.sandbox.provider import RepoSandbox
 
 #: How many lines of a failed install's output its error quotes.
 QUOTED = 6
@@ -53,7 +53,7 @@ def _files(top: Path) -> dict[str, tuple[int, int, int]]:
     return found
 
 
-def install(workspace: Workspace, command: str, timeout: float) -> Installed:
+def install(workspace: RepoSandbox, command: str, timeout: float) -> Installed:
     """``command`` in ``/repo`` of ``workspace``'s sandbox; the files it left there."""
     before = _files(workspace.copy)
     done = workspace.run(f"cd /repo && {command}", timeout)

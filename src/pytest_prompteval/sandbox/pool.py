@@ -1,11 +1,12 @@
 """A pool of warm sandbox servers that runs jobs ahead of the items that report them.
 
-Each worker thread owns one server (``Sandbox``) and takes jobs from one queue: an item's
-own job goes before the jobs queued ahead for later items, which run in the order of the
-items that need them (their ``rank``), then in the order they were queued. A server holds
-the job it runs and the next one (``depth``), so an item's own job can wait behind one job
-already handed to each server. ``stop()`` drops what is queued ahead and not yet handed
-over (``-x``); ``close()`` ends the servers.
+Its servers are a ``SandboxProvider``'s code sandboxes: as many as the provider runs at
+once, made no faster than its creation rate. Each worker thread owns one and takes jobs
+from one queue: an item's own job goes before the jobs queued ahead for later items, which
+run in the order of the items that need them (their ``rank``), then in the order they were
+queued. A server holds the job it runs and the next one (``depth``), so an item's own job
+can wait behind one job already handed to each server. ``stop()`` drops what is queued
+ahead and not yet handed over (``-x``); ``close()`` ends the servers.
 """
 
 from __future__ import annotations
@@ -19,20 +20,10 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from pytest_prompteval.sandbox.client import Limits, SampleReport, Sandbox, SandboxUnavailable
+from pytest_prompteval.sandbox.client import Limits, SampleReport, SandboxUnavailable
+from pytest_prompteval.sandbox.provider import CodeSandbox, Pacing, SandboxProvider
 
 NOW, AHEAD = 0, 1
-
-
-def default_workers() -> int:
-    """Two servers per CPU: a sample's processes wait on one another (a pipe round trip per
-    call), so one server per CPU left the CPUs idle part of the time."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return 2 * cpus
-
 
 Task = tuple[int, int, int, "dict[str, Any] | None", "Limits | None", "Future[SampleReport] | None"]
 Sent = tuple[dict[str, Any], Limits, "Future[SampleReport]"]
@@ -47,19 +38,20 @@ def _hypothesis(job: dict[str, Any]) -> bool:
 class SandboxPool:
     def __init__(
         self,
-        workers: int | None = None,
-        unsafe: bool = False,
-        depth: int = DEPTH,
+        sandboxes: SandboxProvider,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        depth: int = DEPTH,
+        pacing: Pacing | None = None,
     ):
-        self.workers = max(1, workers or default_workers())
+        self.sandboxes = sandboxes
+        self.workers = max(1, sandboxes.concurrency)
         self.depth = max(1, depth)
-        self.unsafe = unsafe
         self.hidden = hidden
+        self._pacing = pacing or Pacing(sandboxes.creation_rate)
         self._queue: queue.PriorityQueue[Task] = queue.PriorityQueue()
         self._order = itertools.count()
         self._threads: list[threading.Thread] = []
-        self._boxes: list[Sandbox] = []
+        self._boxes: list[CodeSandbox] = []
         self._lock = threading.Lock()
         self._stopped = False
         self._warm: bool | None = None  # start the servers at once (with hypothesis?)
@@ -75,13 +67,19 @@ class SandboxPool:
             if self._threads:
                 return
             for index in range(self.workers):
-                box = Sandbox(self.unsafe, self.hidden)
                 thread = threading.Thread(
-                    target=self._work, args=(box,), name=f"prompteval-sandbox-{index}", daemon=True
+                    target=self._work, name=f"prompteval-sandbox-{index}", daemon=True
                 )
-                self._boxes.append(box)
                 self._threads.append(thread)
                 thread.start()
+
+    def _box(self) -> CodeSandbox:
+        """A server of the provider's, made when its creation rate allows."""
+        self._pacing.wait()
+        box = self.sandboxes.code_sandbox(self.hidden)
+        with self._lock:
+            self._boxes.append(box)
+        return box
 
     def submit(
         self, job: dict[str, Any], limits: Limits, priority: int = NOW, rank: int = 0
@@ -107,9 +105,10 @@ class SandboxPool:
         except queue.Empty:
             return None
 
-    def _work(self, box: Sandbox) -> None:
+    def _work(self) -> None:
         """Keep ``depth`` jobs on the server: it starts the next as soon as it answers
         one, without waiting for this thread (which needs the GIL, held by the items)."""
+        box = self._box()
         if self._warm is not None:
             try:
                 box.start(self._warm)
@@ -140,7 +139,7 @@ class SandboxPool:
             elif closing:
                 return
 
-    def _send(self, box: Sandbox, task: Sent, sent: deque[Sent]) -> None:
+    def _send(self, box: CodeSandbox, task: Sent, sent: deque[Sent]) -> None:
         job, limits, future = task
         if self.unavailable is not None:  # said once; every later job fails at once with it
             future.set_exception(self.unavailable)
@@ -155,7 +154,7 @@ class SandboxPool:
         else:
             sent.append(task)
 
-    def _receive(self, box: Sandbox, sent: deque[Sent]) -> None:
+    def _receive(self, box: CodeSandbox, sent: deque[Sent]) -> None:
         _, _, future = sent.popleft()
         try:
             future.set_result(box.receive())

@@ -194,7 +194,7 @@ def _kind(limits: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(sorted((k, v) for k, v in limits.items() if k != "timeout"))
 
 
-class Judge:
+class JudgeProcess:
     """The server's handle on its judge: one process that judges sample after sample (a
     fork of the server per sample cost as much as the sample), each against a candidate
     process of its own. The tests are the project's, and the candidate never reaches the
@@ -253,17 +253,17 @@ class Judge:
 
 
 #: The judge of the next sample (None: started for it), and the limits it was made for.
-_judge: Judge | None = None
+_judge: JudgeProcess | None = None
 _judge_limits: dict[str, Any] | None = None
 
 
-def _judge_for(limits: dict[str, Any], isolation: Isolation) -> Judge:
+def _judge_for(limits: dict[str, Any], isolation: Isolation) -> JudgeProcess:
     global _judge, _judge_limits
     if _judge is not None and not _judge.fits(limits):
         _judge.end()
         _judge = None
     if _judge is None:
-        _judge, _judge_limits = Judge(limits, isolation), limits
+        _judge, _judge_limits = JudgeProcess(limits, isolation), limits
     return _judge
 
 
@@ -373,7 +373,7 @@ class _Sample:
 
     def __init__(
         self,
-        judge: Judge,
+        judge: JudgeProcess,
         limits: dict[str, Any],
         isolation: Isolation,
         zygote: Zygote,

@@ -118,7 +118,7 @@ class Names:
         return folder, name
 
 
-class Budget:
+class ByteBudget:
     """Bytes of one snapshot counted against ``MAX_FILE`` (``MAX_LINK`` for a link's target)
     and ``MAX_TOTAL``."""
 
@@ -142,10 +142,10 @@ class Writer:
     """Entries made below the empty folder ``top``, each in its ``Folder``: each folder on
     the way opened ``O_NOFOLLOW|O_DIRECTORY`` from the one above, each file created
     ``O_EXCL|O_NOFOLLOW``, each link made by ``symlinkat``, so nothing is written through a
-    link; file contents counted by a ``Budget`` as they stream."""
+    link; file contents counted by a ``ByteBudget`` as they stream."""
 
     def __init__(self, top: Path, names: Names) -> None:
-        self.budget = Budget(names)
+        self.budget = ByteBudget(names)
         self._open: list[tuple[Folder, int]] = [(names.top, os.open(top, _FOLDER))]
 
     def _fd(self, folder: Folder) -> int:
@@ -295,7 +295,7 @@ def git_tree(repo: Repository, commit: str, into: Path, what: str) -> None:
                 entries.append((mode, sha, folder, name))
     blobs = [entry for entry in entries if entry[0] != _TREE]
     wanted = "".join(f"{sha}\n" for _, sha, _, _ in blobs).encode()
-    _check_sizes(repo, blobs, wanted, Budget(names))
+    _check_sizes(repo, blobs, wanted, ByteBudget(names))
     with tempfile.TemporaryFile() as stdin:
         stdin.write(wanted)
         stdin.seek(0)
@@ -321,7 +321,7 @@ def git_tree(repo: Repository, commit: str, into: Path, what: str) -> None:
 
 
 def _check_sizes(
-    repo: Repository, blobs: list[tuple[str, str, Folder, str]], wanted: bytes, budget: Budget
+    repo: Repository, blobs: list[tuple[str, str, Folder, str]], wanted: bytes, budget: ByteBudget
 ) -> None:
     """Every blob there, a blob, and within the budget, before anything is written."""
     checked = repo.git("cat-file", "--batch-check", data=wanted)

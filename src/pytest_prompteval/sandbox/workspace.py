@@ -5,7 +5,7 @@ read from its objects (``git ls-tree``/``cat-file`` through core/gitversions' pi
 no hook, filter, fsmonitor or transport of the repository's runs). ``Workspace`` copies it
 into a private temporary folder (the snapshot is only ever read), starts
 ``workspace_server`` on it and removes the copy when closed. ``Executor`` is the seam to
-the tool loop: ``executor(name, input) -> ToolResult``, for Anthropic's client tools
+the tool loop: ``executor(name, input) -> ToolOutcome``, for Anthropic's client tools
 ``text_editor_20250728`` and ``bash_20250124`` as a prompt version declares them.
 
 The copy is a real copy: hard links would let ``echo >> file`` write through to the
@@ -26,8 +26,9 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Protocol
 
+from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.gitversions import GitRefError, Repository
 from pytest_prompteval.sandbox import memory
@@ -49,14 +50,6 @@ BASH = "bash_20250124"
 TOOL_TYPES = (TEXT_EDITOR, BASH)
 #: How long the server may take beyond a command's own timeout to answer.
 SLACK = 30.0
-
-
-class ToolResult(NamedTuple):
-    """What one tool call gives back to the model: the ``tool_result``'s text, and whether
-    it is an error (``is_error``: a refused path, an unknown command, a timeout)."""
-
-    text: str
-    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -303,15 +296,27 @@ class Copy:
         self.remove()
 
 
+class ToolOps(Protocol):
+    """What the client tools run on: any provider's repository sandbox (``provider.py``)."""
+
+    def bash(self, command: str, timeout: float) -> dict[str, Any]: ...
+
+    def restart(self, timeout: float) -> dict[str, Any]: ...
+
+    def edit(
+        self, command: Mapping[str, Any], timeout: float, max_characters: int | None = None
+    ) -> dict[str, Any]: ...
+
+
 class Executor:
-    """The tool loop's executor for one item: ``executor(name, input) -> ToolResult``.
+    """The tool loop's executor for one item: ``executor(name, input) -> ToolOutcome``.
     ``tools`` maps each tool's ``name`` to its ``type`` (one of ``TOOL_TYPES``);
     ``timeout`` is the case's, per command; ``max_characters`` a text editor's own bound on
     what ``view`` shows, by its name."""
 
     def __init__(
         self,
-        workspace: Workspace,
+        workspace: ToolOps,
         tools: Mapping[str, str],
         timeout: float,
         max_characters: Mapping[str, int] | None = None,
@@ -321,21 +326,21 @@ class Executor:
         self.timeout = timeout
         self.max_characters = dict(max_characters or {})
 
-    def __call__(self, name: str, command: Mapping[str, Any]) -> ToolResult:
+    def __call__(self, name: str, command: Mapping[str, Any]) -> ToolOutcome:
         kind = self.tools.get(name)
         if kind == TEXT_EDITOR:
             answer = self.workspace.edit(command, self.timeout, self.max_characters.get(name))
             if "error" in answer:
-                return ToolResult(f"Error: {answer['error']}", True)
-            return ToolResult(str(answer["text"]), bool(answer["is_error"]))
+                return ToolOutcome(f"Error: {answer['error']}", True)
+            return ToolOutcome(str(answer["text"]), bool(answer["is_error"]))
         if kind == BASH:
             if command.get("restart"):
                 answer = self.workspace.restart(self.timeout)
             elif isinstance(command.get("command"), str):
                 answer = self.workspace.bash(command["command"], self.timeout)
             else:
-                return ToolResult(
+                return ToolOutcome(
                     "Error: the bash tool needs a `command` (or `restart: true`)", True
                 )
-            return ToolResult(str(answer["output"]), bool(answer["timed_out"]))
-        return ToolResult(f"Error: no tool named {name!r}", True)
+            return ToolOutcome(str(answer["output"]), bool(answer["timed_out"]))
+        return ToolOutcome(f"Error: no tool named {name!r}", True)

@@ -191,12 +191,12 @@ def structured_call(
     rejection = ""
     for _attempt in range(2):
         request = _tool_request(model, system, user, schema, rejection, temperature)
-        outcome = ledger.get(store, request, context, "judge", check, answers=first)
-        response = outcome.response
+        fetched = ledger.get(store, request, context, "judge", check, answers=first)
+        response = fetched.response
         verdict = response.tool_input
-        if outcome.rejected is None and verdict is not None:
+        if fetched.rejected is None and verdict is not None:
             return verdict
-        rejection = outcome.rejected or ""
+        rejection = fetched.rejected or ""
         raw = response.text if verdict is None else json.dumps(verdict, ensure_ascii=False)
         first = first or request
     subject = (

@@ -27,8 +27,9 @@ from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.result import PASSING, RepoResult
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes, RepoSandbox, SandboxProvider
 from pytest_prompteval.sandbox.restore import MAX_ENTRIES, CopyRefused
-from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
+from pytest_prompteval.sandbox.workspace import Copy, Snapshot
 from pytest_prompteval.scoring.testrun import TestRun, run_tests
 
 #: How ``broken`` starts when the tests were not run at all (the agent fails).
@@ -147,7 +148,7 @@ def snapshot_of(case: RepoCase) -> Snapshot:
     return Snapshot(git=case.git, ref=case.ref)
 
 
-def apply_patch(workspace: Workspace, patch: str, timeout: float) -> dict[str, Any]:
+def apply_patch(workspace: RepoSandbox, patch: str, timeout: float) -> dict[str, Any]:
     """``git apply`` of ``patch`` on /repo, in the sandbox, outside any repository: no
     config, attribute filter or hook of the agent's ``.git`` runs (nor its index counts)."""
     end = f"PATCH_{secrets.token_hex(8)}"
@@ -183,7 +184,7 @@ def files_of_tests(tests: Iterable[str]) -> tuple[list[str], list[str]]:
     return list(files), list(folders)
 
 
-def _patched(workspace: Workspace, case: RepoCase) -> None:
+def _patched(workspace: RepoSandbox, case: RepoCase) -> None:
     """The case's test patch on /repo (one that does not apply is the case's error), then
     its install step, built again: the agent's changes to built code count."""
     if case.test_patch:
@@ -199,19 +200,19 @@ def _patched(workspace: Workspace, case: RepoCase) -> None:
 
 
 def sandbox_for(
+    sandboxes: SandboxProvider,
     case: RepoCase,
     path: Path,
     hidden: Sequence[str | Path],
     environment: Environment | None,
     base: Path | None = None,
-) -> Workspace:
+) -> RepoSandbox:
     """The case's sandbox over ``path``: its memory, its environment."""
-    return Workspace(
-        path, base=base, hidden=hidden, memory_mb=case.memory_mb, environment=environment
-    )
+    return sandboxes.repo_sandbox(path, base, hidden, case.memory_mb, environment)
 
 
 def _control(
+    sandboxes: SandboxProvider,
     case: RepoCase,
     tests: Sequence[str],
     hidden: Sequence[str | Path],
@@ -224,8 +225,8 @@ def _control(
     if not case.reference_patch:
         return
     with (
-        Copy(snapshot_of(case)) as pristine,
-        sandbox_for(case, pristine.path, hidden, environment) as space,
+        sandboxes.copy_in(snapshot_of(case)) as pristine,
+        sandbox_for(sandboxes, case, pristine.path, hidden, environment) as space,
     ):
         _patched(space, case)
         if apply_patch(space, case.reference_patch, case.timeout)["status"] != 0:
@@ -252,6 +253,7 @@ def verdict(
     products: Collection[str] = (),
     files: Sequence[Mapping[str, str]] = (),
     limit: int = MAX_ENTRIES,
+    sandboxes: SandboxProvider | None = None,
 ) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff (the
     install's ``products`` are not the agent's) and the file-state checks (``files``:
@@ -259,11 +261,13 @@ def verdict(
     infrastructure restored. A run whose test command failed, or that leaves a listed id
     unmatched, is run again on the snapshot with the case's own fix to tell the case's fault
     from the agent's. A copy of more than ``limit`` entries, or with a path too long to
-    reach, fails, its tests not run (restoring them would walk it)."""
+    reach, fails, its tests not run (restoring them would walk it). ``sandboxes``: where
+    it runs (this machine's namespaces by default)."""
+    sandboxes = sandboxes or NamespaceSandboxes()
     tests = (*case.fail_to_pass, *case.pass_to_pass)
     listed, folders = files_of_tests(tests)
     named = list(dict.fromkeys([*case.test_files, *listed]))
-    with sandbox_for(case, copy.path, hidden, environment, copy.base()) as workspace:
+    with sandbox_for(sandboxes, case, copy.path, hidden, environment, copy.base()) as workspace:
         diff = workspace.diff(exclude=products)
         checked = workspace.check_files(files, case.timeout) if files else []
         states = {
@@ -280,7 +284,7 @@ def verdict(
         _patched(workspace, case)
         run: TestRun = run_tests(workspace, case.test_command, tests, case.timeout)
     if run.fatal or run.unmatched:
-        _control(case, tests, hidden, environment)
+        _control(sandboxes, case, tests, hidden, environment)
     return RepoVerdict(
         run.outcomes,
         case.fail_to_pass,

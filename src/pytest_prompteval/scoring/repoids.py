@@ -32,7 +32,8 @@ from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import COLLECTED, Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.workspace import Copy, Workspace, open_clone
+from pytest_prompteval.sandbox.provider import SandboxProvider
+from pytest_prompteval.sandbox.workspace import open_clone
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of
 
 #: The collecting plugin, written into the sandbox's /tmp: one node id a line, each
@@ -84,6 +85,7 @@ def is_pytest(command: str) -> bool:
 
 
 def collect_ids(
+    sandboxes: SandboxProvider,
     case: RepoCase,
     environment: Environment | None,
     command: str,
@@ -102,8 +104,8 @@ def collect_ids(
         f"cd /repo && {command} --collect-only -p prompteval_ids\n"
     )
     with (
-        Copy(snapshot_of(case)) as copy,
-        Workspace(copy.path, hidden=hidden, environment=environment) as workspace,
+        sandboxes.copy_in(snapshot_of(case)) as copy,
+        sandboxes.repo_sandbox(copy.path, hidden=hidden, environment=environment) as workspace,
     ):
         if case.test_patch:
             done = apply_patch(workspace, case.test_patch, case.timeout)
@@ -178,8 +180,9 @@ def entry_line(case_path: Path, key_line: int | None, test: str) -> int | None:
 class Collected:
     """The collected ids of each snapshot, environment and test patch, kept in ``cache``."""
 
-    def __init__(self, cache: Path):
+    def __init__(self, cache: Path, sandboxes: SandboxProvider):
         self.folder = cache / COLLECTED
+        self.sandboxes = sandboxes
 
     def ids(
         self,
@@ -205,7 +208,7 @@ class Collected:
                 return tuple(found)
         except (OSError, ValueError):
             pass
-        ids = collect_ids(case, environment, command, hidden)
+        ids = collect_ids(self.sandboxes, case, environment, command, hidden)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             written = path.with_suffix(f".{os.getpid()}.tmp")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_prompteval.sandbox.workspace import Workspace
+from pytest_prompteval.sandbox.provider import RepoSandbox
 
 #: pytest on the listed ids (appended, as files, with the reporter's options).
 DEFAULT_TEST_COMMAND = "python -m pytest -p no:cacheprovider"
@@ -187,7 +187,7 @@ def read_report(
 
 
 def run_tests(
-    workspace: Workspace, command: str | None, tests: Sequence[str], timeout: float
+    workspace: RepoSandbox, command: str | None, tests: Sequence[str], timeout: float
 ) -> TestRun:
     """The listed ``tests`` (every test the command runs, when none are listed) in the
     workspace's /repo, by ``command`` (the case's, or pytest)."""

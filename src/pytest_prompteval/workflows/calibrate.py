@@ -130,8 +130,9 @@ class Pair:
 
 
 @dataclass
-class Agreement:
-    """One dimension's answers, each once (its reviewers' ratings combined)."""
+class HumanAgreement:
+    """How the judge agrees with people on one dimension: its answers, each once (its
+    reviewers' ratings combined)."""
 
     dimension: str
     pairs: list[Pair] = field(default_factory=list)
@@ -194,7 +195,7 @@ class Agreement:
 @dataclass
 class Calibration:
     judge_model: str
-    dimensions: dict[str, Agreement] = field(default_factory=dict)
+    dimensions: dict[str, HumanAgreement] = field(default_factory=dict)
 
 
 def _human_overall(human_score: float) -> int:
@@ -259,7 +260,7 @@ def calibrate(directory: Path) -> dict[str, Calibration]:
     by_model: dict[str, Calibration] = {}
     for (model, dimension, answer), (judged, humans) in sorted(answers.items()):
         calibration = by_model.setdefault(model, Calibration(model))
-        agreement = calibration.dimensions.setdefault(dimension, Agreement(dimension))
+        agreement = calibration.dimensions.setdefault(dimension, HumanAgreement(dimension))
         combined = math.floor(sum(humans.values()) / len(humans) + 0.5)
         agreement.pairs.append(Pair(*answer, ", ".join(sorted(humans)), combined, judged))
         if len(humans) > 1:

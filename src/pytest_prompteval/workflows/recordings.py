@@ -45,7 +45,9 @@ def current(requests: Iterable[tuple[Case, PromptVersion, int, Request]]) -> Cur
 
 
 @dataclass(frozen=True)
-class Entry:
+class ListedRecording:
+    """A recording as `prompteval recordings` lists it."""
+
     path: Path
     #: the recording, or why it cannot be read (never pruned: it is not ours to judge)
     recording: Recording | UnreadableRecording
@@ -88,16 +90,16 @@ def stale_reason(recording: Recording, now: Current) -> str:
 
 def judge(
     found: Sequence[tuple[Path, Recording | UnreadableRecording]], now: Current
-) -> list[Entry]:
+) -> list[ListedRecording]:
     return [
-        Entry(path, rec, stale_reason(rec, now) if isinstance(rec, Recording) else "")
+        ListedRecording(path, rec, stale_reason(rec, now) if isinstance(rec, Recording) else "")
         for path, rec in found
     ]
 
 
-def summary(entries: Sequence[Entry]) -> list[list[str]]:
+def summary(entries: Sequence[ListedRecording]) -> list[list[str]]:
     """One row per version (then unlabelled, unreadable): recordings, cases, verdicts, stale."""
-    groups: dict[str, list[Entry]] = {}
+    groups: dict[str, list[ListedRecording]] = {}
     for entry in entries:
         groups.setdefault(entry.group, []).append(entry)
     order = sorted(g for g in groups if g not in (UNLABELLED, UNREADABLE))
@@ -126,7 +128,7 @@ def summary(entries: Sequence[Entry]) -> list[list[str]]:
     return rows
 
 
-def describe(entry: Entry) -> str:
+def describe(entry: ListedRecording) -> str:
     """One stale (or unreadable) recording, for the listing."""
     recording = entry.recording
     if isinstance(recording, UnreadableRecording):
@@ -141,7 +143,7 @@ def describe(entry: Entry) -> str:
     return f"{what}: {entry.stale}"
 
 
-def prune(entries: Sequence[Entry], dry_run: bool) -> int:
+def prune(entries: Sequence[ListedRecording], dry_run: bool) -> int:
     """Remove the stale recordings (none with ``dry_run``); how many there are."""
     stale = [e for e in entries if e.stale]
     if not dry_run:

@@ -22,7 +22,7 @@ from pytest_prompteval.core.result import PASSING
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.workspace import Copy
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.repo import apply_patch, sandbox_for, snapshot_of
 from pytest_prompteval.scoring.testrun import run_tests
 
@@ -75,6 +75,7 @@ Environments = Callable[[EnvironmentSpec | None], Environment]
 
 
 def _outcomes(
+    sandboxes: SandboxProvider,
     case: RepoCase,
     tests: Sequence[str],
     patch: str | None,
@@ -82,8 +83,8 @@ def _outcomes(
     environment: Environment | None,
 ) -> dict[str, str]:
     with (
-        Copy(snapshot_of(case)) as copy,
-        sandbox_for(case, copy.path, hidden, environment) as workspace,
+        sandboxes.copy_in(snapshot_of(case)) as copy,
+        sandbox_for(sandboxes, case, copy.path, hidden, environment) as workspace,
     ):
         for key, text in (("test_patch", case.test_patch), ("reference_patch", patch)):
             if text:
@@ -106,8 +107,14 @@ def _outcomes(
 
 
 def check_repo_case(
-    case: RepoCase, hidden: Sequence[str | Path] = (), environment: Environment | None = None
+    case: RepoCase,
+    hidden: Sequence[str | Path] = (),
+    environment: Environment | None = None,
+    sandboxes: SandboxProvider | None = None,
 ) -> RepoCheck:
+    """The case's lists against its reference patch, run in ``sandboxes`` (this machine's
+    namespaces by default)."""
+    sandboxes = sandboxes or NamespaceSandboxes()
     # a case that omits fail_to_pass has them derived; so has pass_to_pass with them
     derive: tuple[str, ...] = ()
     if not case.listed:
@@ -124,8 +131,8 @@ def check_repo_case(
         return check
     tests = () if derive else (*case.fail_to_pass, *case.pass_to_pass)
     try:
-        before = _outcomes(case, tests, None, hidden, environment)
-        after = _outcomes(case, tests, case.reference_patch, hidden, environment)
+        before = _outcomes(sandboxes, case, tests, None, hidden, environment)
+        after = _outcomes(sandboxes, case, tests, case.reference_patch, hidden, environment)
     except _NotRun as exc:
         check.problems.append(exc.problem)
         return check

@@ -20,6 +20,7 @@ from pytest_prompteval.core.cases import Case
 from pytest_prompteval.sandbox import SampleReport
 from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.pool import AHEAD, NOW, SandboxPool
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.code.extract import extract_code
 from pytest_prompteval.scoring.code.measure import Metrics, measure, reference_outputs
 from pytest_prompteval.scoring.code.spec import CodeSpec
@@ -41,7 +42,7 @@ def _run_key(spec: CodeSpec, code: str, limits: Limits) -> RunKey:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class ReferenceRun:
     """What running the reference taught: the timeout, and its io outputs."""
 
     timeout: float
@@ -53,14 +54,14 @@ class CodeRunner:
         self,
         default_timeout: float = 3.0,
         memory_mb: int = 512,
-        workers: int | None = None,
-        unsafe: bool = False,
+        sandboxes: SandboxProvider | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
     ):
-        self.sandbox = SandboxPool(workers, unsafe, hidden=hidden)
+        """``sandboxes``: where samples run (this machine's namespaces by default)."""
+        self.sandbox = SandboxPool(sandboxes or NamespaceSandboxes(), hidden)
         self.default_timeout = default_timeout
         self.memory_mb = memory_mb
-        self._calibrations: dict[tuple[str, str], Future[Calibration]] = {}
+        self._calibrations: dict[tuple[str, str], Future[ReferenceRun]] = {}
         # One run per distinct code (and tests and limits): samples with the same code get
         # its verdict (temperature 0, or a model that repeats itself, runs once).
         self._runs: dict[RunKey, Future[SampleReport]] = {}
@@ -69,7 +70,7 @@ class CodeRunner:
         self._refused = False
         self._stopped = False
 
-    def calibration(self, case: Case, spec: CodeSpec) -> Calibration:
+    def calibration(self, case: Case, spec: CodeSpec) -> ReferenceRun:
         """Run the reference once per case: the timeout is 10 x its CPU time (between the
         floor and the default), CPU time so that load does not move verdicts."""
         while True:
@@ -80,7 +81,7 @@ class CodeRunner:
 
     def _calibrating(
         self, case: Case, spec: CodeSpec, priority: int = NOW, rank: int = 0
-    ) -> Future[Calibration]:
+    ) -> Future[ReferenceRun]:
         """The case's calibration, started (not waited for) if it is not yet: no thread
         blocks on it, so the calibrations of the cases ahead run side by side."""
         key = (str(case.path), case.id)
@@ -90,7 +91,7 @@ class CodeRunner:
                 return future
             future = self._calibrations[key] = Future()
         if spec.reference is None:
-            future.set_result(Calibration(self._timeout(spec, self.default_timeout)))
+            future.set_result(ReferenceRun(self._timeout(spec, self.default_timeout)))
             return future
         run = self.sandbox.submit(
             spec.job(spec.reference), Limits(self.default_timeout, self.memory_mb), priority, rank
@@ -105,7 +106,7 @@ class CodeRunner:
         self,
         key: tuple[str, str],
         spec: CodeSpec,
-        future: Future[Calibration],
+        future: Future[ReferenceRun],
         done: Future[SampleReport],
     ) -> None:
         """The reference's run is done: resolve the case's calibration (whatever happens
@@ -123,12 +124,12 @@ class CodeRunner:
         else:
             future.set_result(calibration)
 
-    def _calibrate(self, spec: CodeSpec, run: SampleReport) -> Calibration:
+    def _calibrate(self, spec: CodeSpec, run: SampleReport) -> ReferenceRun:
         timeout = self.default_timeout
         if run.cpu is not None:
             factor, floor = CALIBRATION
             timeout = min(self.default_timeout, max(floor, factor * run.cpu))
-        calibration = Calibration(self._timeout(spec, timeout), reference_outputs(spec, run))
+        calibration = ReferenceRun(self._timeout(spec, timeout), reference_outputs(spec, run))
         if spec.reference is not None and _within(run, calibration.timeout):
             # a sample whose code is the reference's would run the same, within its limit;
             # kept before the calibration resolves, so samples queued on it find the run
@@ -179,7 +180,9 @@ class CodeRunner:
             )
         self._feeder.submit(feed)
 
-    def _queue(self, spec: CodeSpec, code: str, calibrated: Future[Calibration], rank: int) -> None:
+    def _queue(
+        self, spec: CodeSpec, code: str, calibrated: Future[ReferenceRun], rank: int
+    ) -> None:
         if calibrated.cancelled() or calibrated.exception() is not None:
             return  # the item calibrates again, or reports the error
         limits = Limits(calibrated.result().timeout, self.memory_mb)
