@@ -37,7 +37,7 @@ _PLACEHOLDER_ACTION = "your-org/pytest-prompteval@v0.1.0"
 
 
 @dataclass(frozen=True)
-class Planned:
+class PlannedFile:
     target: PurePosixPath  # relative to the project's folder
     text: str
 
@@ -79,7 +79,7 @@ def action_ref() -> str:
     return f"{url.removeprefix(prefix).removesuffix('.git')}@{revision}"
 
 
-def plan(kind: str) -> list[Planned]:
+def plan(kind: str) -> list[PlannedFile]:
     """Every file of a project of ``kind``, as it will be written."""
     # the schemas' generation reads the loaders and scoring: not at every command's start
     from pytest_prompteval.workflows.fileschemas import KINDS as SCHEMA_KINDS
@@ -95,14 +95,14 @@ def plan(kind: str) -> list[Planned]:
         target = PurePosixPath(RENAMED.get(str(name), str(name)))
         line = _schema_line(target)
         text = text.replace("{action}", action_ref()) if str(name) == "workflow.yml" else text
-        planned.append(Planned(target, (line or "") + text))
+        planned.append(PlannedFile(target, (line or "") + text))
     for schema_kind in SCHEMA_KINDS:
         target = PurePosixPath(SCHEMA_DIR, f"{schema_kind}.schema.json")
-        planned.append(Planned(target, render(schema_kind)))
+        planned.append(PlannedFile(target, render(schema_kind)))
     return sorted(planned, key=lambda p: p.target)
 
 
-def write(folder: Path, planned: list[Planned]) -> None:
+def write(folder: Path, planned: list[PlannedFile]) -> None:
     """Write every file, or none when one is there already (or appears meanwhile: each is
     created exclusively, so neither a file nor a planted link is written through)."""
     if os.path.lexists(folder) and not folder.is_dir():

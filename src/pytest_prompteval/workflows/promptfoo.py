@@ -84,7 +84,7 @@ _QUOTED = r"'([^'\\]*)'|\"([^\"\\]*)\""
 
 
 @dataclass
-class Imported:
+class PromptfooProject:
     """Prompt versions (name -> file data), the case file's data (``stem`` names it and
     starts every name), and the notes."""
 
@@ -171,7 +171,7 @@ class _Importer:
         self.config = config
         self.base = config.parent
         self.stem = _stem(config)
-        self.out = Imported(self.stem)
+        self.out = PromptfooProject(self.stem)
         #: the test files being read, one inside another: one naming itself is a cycle
         self.reading: set[Path] = set()
         #: the line of each item of the config's top-level lists (a string has no line)
@@ -221,7 +221,7 @@ class _Importer:
         return parse_yaml(self.read_text(path), path)
 
     # -- the config
-    def run(self) -> Imported:
+    def run(self) -> PromptfooProject:
         text = self.read_text(self.config)
         data = parse_yaml(text, self.config)
         self.item_lines = _item_lines(text)
@@ -957,6 +957,6 @@ def _marked(data: dict[str, Any], line: int) -> MarkedDict:
     return node
 
 
-def promptfoo_project(config: Path) -> Imported:
+def promptfoo_project(config: Path) -> PromptfooProject:
     """The prompt versions, the case file's data and the notes for ``config``."""
     return _Importer(config).run()
