@@ -153,6 +153,15 @@ def min_pass_failures(cases: Iterable[CaseSamples]) -> list[str]:
     ]
 
 
+def unscored(results: Iterable[ItemResult]) -> int:
+    """Items the gates cannot count: errors, and budget stops, which leave cases unscored as
+    errors do (no verdict either way)."""
+    return sum(
+        r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
+        for r in results
+    )
+
+
 @dataclass(frozen=True)
 class GateRules:
     judged: str  # the --prompt version
@@ -197,10 +206,5 @@ def decide(
     gates = comparison_gate_failures(comparisons, judged, rules.max_new_failures, where)
     failures += [g.message for g in gates]
     decided += [g.short for g in gates]
-    # a budget stop leaves cases unscored, as errors do: no verdict either way
-    errored = sum(
-        r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
-        for r in results
-    )
-    status = gates_exit_code(pytest_status, len(failures), errored, other_failures)
+    status = gates_exit_code(pytest_status, len(failures), unscored(results), other_failures)
     return Decision(failures, decided, status)

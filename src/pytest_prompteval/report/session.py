@@ -74,6 +74,15 @@ class Line:
     markup: tuple[str, ...] = ()
 
 
+def _gated(properties: Sequence[tuple[str, object]]) -> bool:
+    """The report of a prompt case's item or min_pass verdict, which the gates decide."""
+    return any(
+        (key == RESULT_KEY and isinstance(value, dict) and not value.get("inline"))
+        or key == MIN_PASS_KEY
+        for key, value in properties
+    )
+
+
 class ReportSession:
     def __init__(
         self, options: ReportOptions, sources: Sources, rootdir: Path, baseline: StoredRun | None
@@ -110,11 +119,7 @@ class ReportSession:
     ) -> list[str]:
         """A test report's properties; ``scored``: the phase that carries an item's result.
         Returns the progress lines to print."""
-        if failed and not any(
-            (key == RESULT_KEY and isinstance(value, dict) and not value.get("inline"))
-            or key == MIN_PASS_KEY
-            for key, value in properties
-        ):
+        if failed and not _gated(properties):
             self.other_failures += 1  # an ordinary test (or the fixture's): not gated
         if not scored:
             return []
