@@ -11,7 +11,7 @@ from pytest_prompteval.report.compare import compare
 from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT, GateRules, decide, score_gates
 from pytest_prompteval.report.markdown import relative_link
 from pytest_prompteval.report.progress import Progress
-from pytest_prompteval.report.session import Line, ReportOptions, ReportSession, Sources
+from pytest_prompteval.report.session import ReportOptions, ReportSession, Sources, TerminalLine
 from pytest_prompteval.report.summary import summarize
 
 
@@ -114,7 +114,7 @@ def test_the_report_takes_results_and_counts_the_failures_no_gate_decides() -> N
     assert report.locations == {"cases.yaml::c0": ("cases.yaml", 7)}
     assert report.where("cases.yaml::c0") == "cases.yaml::c0 (cases.yaml:7)"
     assert report.terminal_lines()[:2] == [
-        Line("prompteval inline runs", "-"),
-        Line("t [a]: failed, score 0.200, no call"),
+        TerminalLine("prompteval inline runs", "-"),
+        TerminalLine("t [a]: failed, score 0.200, no call"),
     ]
     assert report.to_json()["inline"][0]["test"] == "t"

@@ -66,7 +66,7 @@ class Sources:
 
 
 @dataclass(frozen=True)
-class Line:
+class TerminalLine:
     """A terminal line: a separator titled ``text`` when ``sep`` is set."""
 
     text: str
@@ -228,29 +228,31 @@ class ReportSession:
             ],
         }  # fmt: skip
 
-    def terminal_lines(self) -> list[Line]:
+    def terminal_lines(self) -> list[TerminalLine]:
         """The terminal summary: inline runs, then the suite's blocks, warnings, gates and
         the files written."""
         lines = []
         if self.inline:
-            lines.append(Line("prompteval inline runs", "-"))
-            lines += [Line(text) for text in inline_lines(self.inline)]
+            lines.append(TerminalLine("prompteval inline runs", "-"))
+            lines += [TerminalLine(text) for text in inline_lines(self.inline)]
         if not self.results:
             return lines
         lines += self._blocks()
-        red = ("red", "bold")
+        yellow, red = ("yellow", "bold"), ("red", "bold")
+        lines += [TerminalLine(f"prompteval warning: {w}", None, yellow) for w in self._kappa()]
         lines += [
-            *(Line(f"prompteval warning: {w}", None, ("yellow", "bold")) for w in self._kappa()),
-            *(Line(f"prompteval gate failed: {f}", None, red) for f in self.decision.failures),
-            *(Line(f"prompteval results: {display(p)}") for p in self.journal.written),
-            *(Line(f"prompteval: not written: {e}", None, red) for e in self.outputs.errors),
+            TerminalLine(f"prompteval gate failed: {f}", None, red) for f in self.decision.failures
+        ]
+        lines += [TerminalLine(f"prompteval results: {display(p)}") for p in self.journal.written]
+        lines += [
+            TerminalLine(f"prompteval: not written: {e}", None, red) for e in self.outputs.errors
         ]
         if self.outputs.html_written is not None:
-            lines.append(Line(f"prompteval report: {display(self.outputs.html_written)}"))
-        lines += [Line(f"prompteval markdown: {m}") for m in self.outputs.markdown_written]
+            lines.append(TerminalLine(f"prompteval report: {display(self.outputs.html_written)}"))
+        lines += [TerminalLine(f"prompteval markdown: {m}") for m in self.outputs.markdown_written]
         return lines
 
-    def _blocks(self) -> list[Line]:
+    def _blocks(self) -> list[TerminalLine]:
         a, o = self.analysis, self.options
         try:
             blocks = render(
@@ -268,8 +270,8 @@ class ReportSession:
         lines = []
         for title, texts in blocks:
             if texts:
-                lines.append(Line(title, "=" if title == "prompteval summary" else "-"))
-            lines += [Line(text) for text in texts]
+                lines.append(TerminalLine(title, "=" if title == "prompteval summary" else "-"))
+            lines += [TerminalLine(text) for text in texts]
         return lines
 
     def _kappa(self) -> list[str]:
