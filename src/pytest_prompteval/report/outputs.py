@@ -61,7 +61,8 @@ class Outputs:
     def markdown(self, path: Path | None, run: Callable[[], MarkdownRun]) -> None:
         """--prompteval-markdown, and GitHub's step summary when the run has one."""
         step_summary = github.step_summary()
-        targets = [p for p in (path, step_summary) if p is not None]
+        # the option may name the step summary itself: written once, appended
+        targets = list(dict.fromkeys(p for p in (path, step_summary) if p is not None))
         if not targets:
             return
         text = render_markdown(run(), github.linker())
