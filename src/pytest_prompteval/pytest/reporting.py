@@ -57,9 +57,9 @@ class RunReport:
         scored = report.when == "call" or (report.when == "setup" and not report.passed)
         location = report.location[:2]
         progress = self.report.take(report.user_properties, location, report.failed, scored)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        for text in progress:
-            if reporter is not None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter") if progress else None
+        if reporter is not None:
+            for text in progress:
                 reporter.write_line(text)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
