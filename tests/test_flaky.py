@@ -11,13 +11,12 @@ from pytest_prompteval.core.minpass import needed, parse_min_pass
 from pytest_prompteval.core.stats import pass_at_k
 from pytest_prompteval.report.flaky import (
     CaseSamples,
-    min_pass_failures,
     pass_hat_k,
     sample_lines,
     verdict_decided,
     wilson,
 )
-from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT
+from pytest_prompteval.report.gates import GATE_FAILED, NO_VERDICT, min_pass_failures
 
 APP = """
 from pathlib import Path

@@ -104,6 +104,33 @@ def test_github_step_summary_is_appended_without_any_option(
     assert not list(Path(project.path).glob("*.md.*"))
 
 
+@pytest.mark.parametrize("spelling", ["{dir}//step_summary.md", "{dir}/./step_summary.md"])
+def test_a_step_summary_path_spelt_another_way_is_still_appended_to(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """The job's summary holds the earlier steps' output: a path with a doubled slash or a
+    ``.`` (as a workflow may build it) names the same file, which is appended to."""
+    summary = project.path / "step_summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", spelling.format(dir=project.path))
+    project.runpytest("--prompt=v", "--compare=w", PROVIDER)
+    assert summary.read_text().startswith("# earlier step\n## ")
+
+
+def test_the_option_naming_the_step_summary_writes_the_run_there_once(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = project.path / "step_summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = project.runpytest(
+        "--prompt=v", "--compare=w", PROVIDER, f"--prompteval-markdown={summary}"
+    )
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n## ") and text.count("\n## ") == 1
+    assert len([line for line in result.outlines if line.startswith("prompteval markdown:")]) == 1
+
+
 def test_cases_run_by_one_side_only_are_named_in_the_comparison(project: pytest.Pytester) -> None:
     (project.path / "prompts" / "w.yaml").write_text(
         "user_prompt: y\napplies_to: {ids: [c1, c2, c3]}\n"

@@ -165,12 +165,3 @@ def sample_lines(cases: Sequence[CaseSamples], ks: Sequence[int]) -> list[str]:
                 f"95% CI {figures.interval(c.interval, 'share')}{verdict}"
             )
     return lines
-
-
-def min_pass_failures(cases: Iterable[CaseSamples]) -> list[str]:
-    return [
-        f"case {c.case} [{c.version}]: {c.passed}/{c.scored} samples passed, min_pass "
-        f"{c.min_pass} needs {c.needed}"
-        for c in cases
-        if c.verdict is False
-    ]

@@ -1,11 +1,16 @@
-"""``--prompteval-exit=gates``: the exit code follows the gates alone (pure)."""
+"""Every gate of a run (fail-under, max-regression, min_pass, the comparisons') and the exit
+status they give, ``--prompteval-exit=gates`` or not (pure)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_prompteval.core.result import ItemResult
+from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import Comparison
+from pytest_prompteval.report.flaky import CaseSamples
+from pytest_prompteval.report.summary import VersionSummary
 
 EXIT_MODES = ("tests", "gates")
 #: the primary endpoint a comparison is decided on, and the gate with it
@@ -103,3 +108,105 @@ def comparison_gate_failures(
                 )
             )
     return failures
+
+
+def score_gates(
+    judged: str,
+    summaries: Sequence[VersionSummary],
+    comparisons: Sequence[Comparison],
+    fail_under: float | None,
+    max_regression: float | None,
+) -> list[GateFailure]:
+    """--prompteval-fail-under on the judged version's mean score, and
+    --prompteval-max-regression on its mean score against each reference."""
+    failures = []
+    summary = next((s for s in summaries if s.version == judged), None)
+    mean = summary.mean_score if summary else None
+    if fail_under is not None and (mean is None or mean < fail_under):
+        shown = "no score" if mean is None else figures.score(mean)
+        failures.append(
+            GateFailure(
+                f"mean score of {judged} is {shown}, under --prompteval-fail-under {fail_under}",
+                f"mean score {shown} (min {fail_under})",
+            )
+        )
+    if max_regression is None:
+        return failures
+    for c in comparisons:  # each is "judged vs a reference"
+        if c.mean_diff is not None and -c.mean_diff > max_regression:
+            drop = figures.score(-c.mean_diff)
+            failures.append(
+                GateFailure(
+                    f"{judged} scores {drop} below {c.baseline} on paired cases, more than "
+                    f"--prompteval-max-regression {max_regression}",
+                    f"mean score down {drop} (max {max_regression})",
+                )
+            )
+    return failures
+
+
+def min_pass_failures(cases: Iterable[CaseSamples]) -> list[str]:
+    """The cases whose samples fall below their min_pass."""
+    return [
+        f"case {c.case} [{c.version}]: {c.passed}/{c.scored} samples passed, min_pass "
+        f"{c.min_pass} needs {c.needed}"
+        for c in cases
+        if c.verdict is False
+    ]
+
+
+def unscored(results: Iterable[ItemResult]) -> int:
+    """Items the gates cannot count: errors, and budget stops, which leave cases unscored as
+    errors do (no verdict either way)."""
+    return sum(
+        r.outcome == "error" or (r.outcome == "skipped" and r.error_type == "budget")
+        for r in results
+    )
+
+
+@dataclass(frozen=True)
+class GateRules:
+    judged: str  # the --prompt version
+    exit: str  # an EXIT_MODES
+    fail_under: float | None
+    max_regression: float | None
+    max_new_failures: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    failures: list[str]
+    #: which gate decided each failure, a few words each: the Markdown's headline
+    decided: list[str]
+    exit_status: int
+
+
+def decide(
+    rules: GateRules,
+    summaries: Sequence[VersionSummary],
+    comparisons: Sequence[Comparison],
+    cases: Sequence[CaseSamples],
+    results: Sequence[ItemResult],
+    pytest_status: int,
+    other_failures: int,
+    where: Callable[[str], str] = lambda case: case,
+) -> Decision:
+    """The gates of the run in their order (scores, min_pass, comparisons), and the exit
+    status: in gates mode the gates' alone, else the tests' failed by any gate."""
+    judged = rules.judged
+    gates = score_gates(judged, summaries, comparisons, rules.fail_under, rules.max_regression)
+    failures = [g.message for g in gates]
+    decided = [g.short for g in gates]
+    gates_only = rules.exit == "gates"
+    # gates mode: the --prompt version is judged, compared versions are references
+    below = min_pass_failures(c for c in cases if not gates_only or c.version == judged)
+    failures += below
+    decided += [f"{len(below)} cases below their min_pass"] if below else []
+    if not gates_only:
+        failed = bool(failures) and pytest_status == PASSED
+        return Decision(failures, decided, GATE_FAILED if failed else pytest_status)
+    gates = comparison_gate_failures(comparisons, judged, rules.max_new_failures, where)
+    failures += [g.message for g in gates]
+    decided += [g.short for g in gates]
+    status = gates_exit_code(pytest_status, len(failures), unscored(results), other_failures)
+    return Decision(failures, decided, status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import TIE_RULE, Comparison
@@ -273,3 +274,15 @@ def render(
         blocks.append(("comparison", comparison_block(comparison, details, where)))
     # labels, error kinds and case ids come from files and answers: escaped for the terminal
     return [(title, [safe_line(line) for line in lines]) for title, lines in blocks if lines]
+
+
+def inline_lines(results: Sequence[ItemResult]) -> list[str]:
+    """One line per inline run: the test, the version, the verdict, whether it replayed."""
+    lines = []
+    for r in results:
+        score = "no score" if r.score is None else f"score {figures.score(r.score)}"
+        verdict = "passed" if r.passed else (r.outcome or "failed")
+        replayed = r.replayed
+        source = "no call" if replayed is None else ("replayed" if replayed else "live")
+        lines.append(f"{r.test} [{r.prompt}]: {verdict}, {score}, {source}")
+    return lines
