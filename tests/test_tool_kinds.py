@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.content import ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.interaction.toolkinds import (
     KINDS,
@@ -163,3 +164,79 @@ def test_a_rerun_tool_runs_again_on_replay_its_output_left_out_of_the_key(
     assert again["replayed"]
     rerun = again["trajectory"]["steps"][0]["calls"][0]["result"]
     assert UUID.search(rerun) and rerun != said  # it ran again: another uuid
+
+
+def probe_kinds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Two kinds a test registers, ``stamp`` recorded and ``roll`` re-run: the names of
+    the calls they ran, in order (each outcome numbered)."""
+    ran: list[str] = []
+
+    def run(python: object, name: str, arguments: object) -> ToolOutcome:
+        ran.append(name)
+        return ToolOutcome(f"{name} #{len(ran)}")
+
+    for name, policy in (("stamp", ReplayPolicy.RECORDED), ("roll", ReplayPolicy.RERUN)):
+        claims = lambda d, p, n=name: d["name"] == n  # noqa: E731
+        kind = ToolKind(f"probe_{name}", policy, claims=claims, run=run)
+        monkeypatch.setitem(KINDS, kind.name, kind)
+    return ran
+
+
+def probe_project(pytester: pytest.Pytester, words: tuple[str, ...]) -> None:
+    """A case for each word, whose prompt says it, the agent given both probe tools."""
+    schema = "input_schema: {type: object}"
+    pytester.mkdir("prompts").joinpath("agent.yaml").write_text(
+        f"user_prompt: '{{word}}'\ntools:\n  - {{name: stamp, {schema}}}\n"
+        f"  - {{name: roll, {schema}}}\n"
+    )
+    cases = "".join(
+        f"- id: {w}\n  input: {{word: {w}}}\n  assert: [{{contains: Done}}]\n" for w in words
+    )
+    pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
+
+
+ROLL_STAMP_ROLL = [[call("roll")], [call("stamp"), call("roll")], ["Done."]]
+
+
+def test_a_new_kind_is_one_registration_and_replays_as_its_policy_declares(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = probe_kinds(monkeypatch)
+    anthropic_server.responder = ScriptedAgent({"go": ROLL_STAMP_ROLL})
+    probe_project(pytester, ("go",))
+    pytester.inline_run("--prompt=agent").assertoutcome(passed=1)
+    assert ran == ["roll", "stamp", "roll"]
+    steps = sorted(recordings(pytester.path), key=lambda r: len(r["request"]["messages"]))
+    # the recorded kind's outcome is kept with the answer that called it (recorded under
+    # that step's key), and keyed in the next; the re-run kind's output is left out of both
+    assert [r["response"].get("tools_ran") for r in steps] == [
+        None,
+        [{"name": "stamp", "input": {}, "content": "stamp #2", "is_error": False}],
+        None,
+    ]
+    results = [m["content"] for m in steps[2]["request"]["messages"] if m["role"] == "user"]
+    assert [[b.get("content") for b in r] for r in results[1:]] == [
+        [NOT_KEYED],
+        ["stamp #2", NOT_KEYED],
+    ]
+
+    no_network(monkeypatch)
+    reprec = pytester.inline_run("--prompt=agent", "--prompteval-record=none")
+    reprec.assertoutcome(passed=1)
+    assert ran == ["roll", "stamp", "roll", "roll", "roll"]  # only the re-run kind ran again
+    (result,) = item_results(reprec)
+    calls = [c["result"] for s in result["trajectory"]["steps"] for c in s["calls"]]
+    assert calls == ["roll #4", "stamp #2", "roll #5"]
+
+
+def test_a_conversation_whose_tool_reruns_is_not_walked_ahead_of_its_item(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = probe_kinds(monkeypatch)
+    words = ("one", "two", "three")
+    anthropic_server.responder = ScriptedAgent(dict.fromkeys(words, ROLL_STAMP_ROLL))
+    probe_project(pytester, words)
+    pytester.inline_run("--prompt=agent", "-p", "no:randomly").assertoutcome(passed=3)
+    # each item ran its tools once, in its own walk: none ran them ahead, once more
+    assert ran == ["roll", "stamp", "roll"] * 3
+    assert len(recordings(pytester.path)) == 9

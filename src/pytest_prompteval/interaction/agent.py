@@ -52,7 +52,13 @@ from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.deadline import DEFAULT_ITEM_TIMEOUT, MAX_ITEM_TIMEOUT, Deadline
 from pytest_prompteval.interaction.replaydiff import what_changed
-from pytest_prompteval.interaction.toolkinds import SCRIPTED, ToolKind, kinds_of, recording_key
+from pytest_prompteval.interaction.toolkinds import (
+    SCRIPTED,
+    ReplayPolicy,
+    ToolKind,
+    kinds_of,
+    recording_key,
+)
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
@@ -118,6 +124,12 @@ class AgentSpec:
     def kind(self, name: str) -> ToolKind:
         """The kind of the tool a call names."""
         return self.kinds.get(name, self.other)
+
+    @property
+    def reruns(self) -> bool:
+        """Whether a call may re-run on replay: its tools run with the item only (never
+        walked ahead or in batch rounds, which would run them once more)."""
+        return any(k.policy is ReplayPolicy.RERUN for k in (*self.kinds.values(), self.other))
 
 
 class UnansweredCall(PromptevalError):
@@ -429,15 +441,17 @@ def nearest(rules: Sequence[ToolRule], name: str, arguments: Mapping[str, Any]) 
 
 
 def executor(agent: AgentSpec, case: Case) -> ToolExecutor:
-    """The case's world: its scripted rules first (first match wins), then the project's
-    Python tools; a call neither answers raises ``UnansweredCall``."""
+    """The case's world: its scripted rules first (first match wins), then the tool's kind
+    runs the call (the project's Python tools); a call neither answers raises
+    ``UnansweredCall``."""
 
     def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         for rule in agent.rules:
             if rule.tool == name and (rule.input is None or input_matches(rule.input, arguments)):
                 return rule.outcome
-        if name in agent.python:
-            return agent.python[name](name, arguments)
+        run = agent.kind(name).run
+        if run is not None:
+            return run(agent.python, name, arguments)
         raise UnansweredCall(
             f"case {case.id!r}: tool call {name}({shown(arguments)}) has no scripted result: "
             f"{nearest(agent.rules, name, arguments)}; add a tool_results rule for it",
@@ -718,8 +732,9 @@ def _walk(
         finally:
             if ran and not outcome.replayed:  # kept with the answer whose calls they are
                 answer = dataclasses.replace(outcome.response, tools_ran=tuple(ran))
-                store.record(said, context, answer)
+                under = said if key is None else key(said)
+                store.record(under, context, answer)
                 if keep:
-                    store.keep(said, context.sample, dataclasses.replace(outcome, response=answer))
+                    store.keep(under, context.sample, dataclasses.replace(outcome, response=answer))
         step += 1
         outcome = step_get(asked, step)

@@ -13,7 +13,7 @@ Every tool an agent is given is of one kind, and every kind declares its ``Repla
 The tool loop (``agent.py``), the walk through recordings (``recorded.py``) and the
 repository task (``repository.py``) ask a tool's kind; none decides by itself. A new kind
 (an MCP server's tools, an HTTP endpoint) is a ``ToolKind`` declared in its own module and
-``register``-ed, with its executor plugged into the loop's ``ToolExecutor`` seam.
+``register``-ed: its policy, the definitions it ``claims`` and how it ``run``-s a call.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_prompteval.core.content import ToolOutcome, ToolResult, ToolUse
+from pytest_prompteval.core.content import ToolExecutor, ToolOutcome, ToolResult, ToolUse
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Message, Request
 
@@ -35,11 +35,15 @@ class ReplayPolicy(enum.Enum):
     RERUN = "rerun"
 
 
-#: whether a tool definition (as sent) is of a kind, given the project's Python tools
-Claims = Callable[[Mapping[str, Any], Mapping[str, object]], bool]
+#: the project's Python tools by name (``tools.py``), found by each run
+Python = Mapping[str, ToolExecutor]
+#: whether a tool definition (as sent) is of a kind
+Claims = Callable[[Mapping[str, Any], Python], bool]
+#: a call's outcome: (the project's Python tools, the tool's name, the call's input)
+Run = Callable[[Python, str, Mapping[str, Any]], ToolOutcome]
 
 
-def _claims_none(definition: Mapping[str, Any], python: Mapping[str, object]) -> bool:
+def _claims_none(definition: Mapping[str, Any], python: Python) -> bool:
     return False
 
 
@@ -54,6 +58,9 @@ class ToolKind:
     #: which definitions parsing gives this kind; a kind claiming none is given by the
     #: task that runs it (a repository task's sandbox tools)
     claims: Claims = _claims_none
+    #: how the tool loop's executor runs its calls once no scripted rule answers; None:
+    #: answered elsewhere (the case's rules, the API, a repository task's sandbox)
+    run: Run | None = None
 
     @property
     def recorded_here(self) -> bool:
@@ -72,20 +79,26 @@ def register(kind: ToolKind) -> ToolKind:
     return kind
 
 
-def _python(definition: Mapping[str, Any], python: Mapping[str, object]) -> bool:
+def _python(definition: Mapping[str, Any], python: Python) -> bool:
     return definition["name"] in python
+
+
+def _run_python(python: Python, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+    return python[name](name, arguments)
 
 
 #: the type prefixes of the tools Anthropic's API runs itself
 SERVER_TYPES = ("web_search_", "web_fetch_", "code_execution_", "tool_search_tool_")
 
 
-def _server(definition: Mapping[str, Any], python: Mapping[str, object]) -> bool:
+def _server(definition: Mapping[str, Any], python: Python) -> bool:
     return str(definition.get("type", "")).startswith(SERVER_TYPES)
 
 
 #: the project's Python tools (``tools.py``): its code never runs on replay
-PYTHON = register(ToolKind("python", ReplayPolicy.RECORDED, watched=True, claims=_python))
+PYTHON = register(
+    ToolKind("python", ReplayPolicy.RECORDED, watched=True, claims=_python, run=_run_python)
+)
 #: the API's own server tools: their results come within the answer
 SERVER = register(ToolKind("server", ReplayPolicy.RECORDED, local=False, claims=_server))
 #: Anthropic's client tools run in a repository task's sandbox (``repository.py``)
@@ -94,9 +107,7 @@ SANDBOX = register(ToolKind("sandbox", ReplayPolicy.RERUN))
 SCRIPTED = register(ToolKind("scripted", ReplayPolicy.SCRIPTED))
 
 
-def kinds_of(
-    definitions: tuple[Mapping[str, Any], ...], python: Mapping[str, object]
-) -> dict[str, ToolKind]:
+def kinds_of(definitions: tuple[Mapping[str, Any], ...], python: Python) -> dict[str, ToolKind]:
     """Each tool's kind by its name: the first registered kind that claims it, else
     scripted."""
     return {
