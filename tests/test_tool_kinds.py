@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.core.content import ToolOutcome
+from pytest_prompteval.core.content import ToolOutcome, ToolResult, ToolUse
 from pytest_prompteval.core.errors import PromptevalError
+from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.interaction.toolkinds import (
     KINDS,
     NOT_KEYED,
@@ -25,6 +26,7 @@ from pytest_prompteval.interaction.toolkinds import (
     ReplayPolicy,
     ToolKind,
     kinds_of,
+    recording_key,
     register,
 )
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
@@ -55,6 +57,28 @@ def test_a_definition_is_of_the_first_kind_that_claims_it_else_scripted() -> Non
         "bash": SCRIPTED,  # outside a repository task, the case's tool_results answer it
         "lookup": SCRIPTED,
     }
+
+
+def test_a_result_is_keyed_by_the_kind_of_the_call_of_the_turn_before_it() -> None:
+    """A call id an earlier turn used again (a hostile answer) changes no other result's
+    key: each result belongs to a call of the assistant turn just before it."""
+    rerun = ToolKind("rerun", ReplayPolicy.RERUN)
+    key = recording_key({"roll": rerun, "add": PYTHON}, SCRIPTED)
+    assert key is not None and recording_key({"add": PYTHON}, SCRIPTED) is None
+    turns = [
+        ("assistant", ToolUse.of("t1", "roll", {})),
+        ("user", ToolResult("t1", "varies", is_error=True)),
+        ("assistant", ToolUse.of("t1", "add", {})),
+        ("user", ToolResult("t1", "5")),
+        ("user", ToolResult("t9", "no call of it")),
+    ]
+    request = Request.create("m", [Message(role, (block,)) for role, block in turns])
+    keyed = [m.content[0] for m in key(request).messages if m.role == "user"]
+    assert keyed == [
+        ToolResult("t1", NOT_KEYED),
+        ToolResult("t1", "5"),
+        ToolResult("t9", "no call of it"),
+    ]
 
 
 CONFTEST = '''

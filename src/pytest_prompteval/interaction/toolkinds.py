@@ -131,28 +131,26 @@ def recording_key(
     if all(k.policy is not ReplayPolicy.RERUN for k in (*kinds.values(), other)):
         return None
 
+    def rerun(block: ToolResult, called: Mapping[str, str]) -> bool:
+        name = called.get(block.tool_use_id)
+        kind = other if name is None else kinds.get(name, other)
+        return kind.policy is ReplayPolicy.RERUN
+
     def keyed(request: Request) -> Request:
-        called = {
-            b.id: b.name for m in request.messages for b in m.content if isinstance(b, ToolUse)
-        }
-
-        def kept(block: ToolResult) -> bool:
-            name = called.get(block.tool_use_id)
-            kind = other if name is None else kinds.get(name, other)
-            return kind.policy is not ReplayPolicy.RERUN
-
-        messages = tuple(
-            Message(
-                m.role,
-                tuple(
-                    dataclasses.replace(b, content=NOT_KEYED, is_error=False)
-                    if isinstance(b, ToolResult) and not kept(b)
-                    else b
-                    for b in m.content
-                ),
+        messages = []
+        called: dict[str, str] = {}  # the calls a result answers: the turn before its own
+        for message in request.messages:
+            if message.role == "assistant":
+                called = {b.id: b.name for b in message.content if isinstance(b, ToolUse)}
+                messages.append(message)
+                continue
+            blocks = tuple(
+                dataclasses.replace(b, content=NOT_KEYED, is_error=False)
+                if isinstance(b, ToolResult) and rerun(b, called)
+                else b
+                for b in message.content
             )
-            for m in request.messages
-        )
-        return dataclasses.replace(request, messages=messages)
+            messages.append(Message(message.role, blocks))
+        return dataclasses.replace(request, messages=tuple(messages))
 
     return keyed
