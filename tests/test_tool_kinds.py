@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_prompteval.core.content import ToolOutcome, ToolResult, ToolUse
+from pytest_prompteval.core.content import Block, ToolOutcome, ToolResult, ToolUse
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.request import Message, Request
 from pytest_prompteval.interaction.toolkinds import (
@@ -30,6 +30,7 @@ from pytest_prompteval.interaction.toolkinds import (
     register,
 )
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
+from pytest_prompteval.testing import Block as Said
 
 from .conftest import item_results
 from .test_repo_items import make_project, no_network
@@ -51,7 +52,7 @@ def test_a_definition_is_of_the_first_kind_that_claims_it_else_scripted() -> Non
         {"type": "bash_20250124", "name": "bash"},
         {"name": "lookup", "input_schema": {}},
     )
-    assert kinds_of(definitions, {"add": object()}) == {
+    assert kinds_of(definitions, {"add": lambda name, arguments: ToolOutcome("")}) == {
         "add": PYTHON,
         "web_search": SERVER,
         "bash": SCRIPTED,  # outside a repository task, the case's tool_results answer it
@@ -65,7 +66,7 @@ def test_a_result_is_keyed_by_the_kind_of_the_call_of_the_turn_before_it() -> No
     rerun = ToolKind("rerun", ReplayPolicy.RERUN)
     key = recording_key({"roll": rerun, "add": PYTHON}, SCRIPTED)
     assert key is not None and recording_key({"add": PYTHON}, SCRIPTED) is None
-    turns = [
+    turns: list[tuple[str, Block]] = [
         ("assistant", ToolUse.of("t1", "roll", {})),
         ("user", ToolResult("t1", "varies", is_error=True)),
         ("assistant", ToolUse.of("t1", "add", {})),
@@ -219,7 +220,7 @@ def probe_project(pytester: pytest.Pytester, words: tuple[str, ...]) -> None:
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
 
 
-ROLL_STAMP_ROLL = [[call("roll")], [call("stamp"), call("roll")], ["Done."]]
+ROLL_STAMP_ROLL: list[list[Said]] = [[call("roll")], [call("stamp"), call("roll")], ["Done."]]
 
 
 def test_a_new_kind_is_one_registration_and_replays_as_its_policy_declares(
