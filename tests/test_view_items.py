@@ -23,7 +23,7 @@ from pytest_prompteval.core.result import (
     ToolCall,
     Trajectory,
 )
-from pytest_prompteval.interaction.repository import NOT_KEYED
+from pytest_prompteval.interaction.toolkinds import NOT_KEYED
 from pytest_prompteval.report import diffview
 from pytest_prompteval.report.html import render_html
 from pytest_prompteval.report.summary import summarize

@@ -123,10 +123,12 @@ class ItemSpec:
 
     @property
     def scripted_agent(self) -> AgentSpec | None:
-        """The agent of a conversation whose tools answer without a sandbox (scripted
+        """The agent of a conversation none of whose tools re-runs on replay (scripted
         results, the project's Python tools): what may be walked ahead of the item or in
-        batch rounds. A repository task's tools run in its own sandbox, with the item."""
-        return self.agent if self.code is None and self.repo is None else None
+        batch rounds. A re-run tool (a repository task's, in its sandbox) runs with the
+        item."""
+        agent = self.agent
+        return agent if self.code is None and agent is not None and not agent.reruns else None
 
 
 #: ``ItemResult.scorer`` of a code case, scored by running its tests

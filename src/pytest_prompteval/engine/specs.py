@@ -81,6 +81,8 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
                 else repo_task(case, repo, prompt, agent, environment, assertions)
             )
             scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
+            if task is not None:  # its tools are the sandbox's kind
+                agent = task.agent
             found = (assertions, strategy, scorer, agent, task)
             by_version[prompt.version] = found
         assertions, strategy, scorer, agent, task = found

@@ -52,6 +52,13 @@ from pytest_prompteval.core.schema import check_keys, suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.deadline import DEFAULT_ITEM_TIMEOUT, MAX_ITEM_TIMEOUT, Deadline
 from pytest_prompteval.interaction.replaydiff import what_changed
+from pytest_prompteval.interaction.toolkinds import (
+    SCRIPTED,
+    ReplayPolicy,
+    ToolKind,
+    kinds_of,
+    recording_key,
+)
 from pytest_prompteval.interaction.tools import PythonTool
 from pytest_prompteval.interaction.transcript import transcript_trajectory
 from pytest_prompteval.providers.base import CallContext
@@ -105,10 +112,24 @@ class AgentSpec:
     item_timeout: float = DEFAULT_ITEM_TIMEOUT
     #: tool calls one turn may ask for
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    #: each tool's kind (``toolkinds.py``: how its calls replay) by its name
+    kinds: Mapping[str, ToolKind] = dataclasses.field(default_factory=dict)
+    #: the kind of a call naming no tool the agent was given (whatever answers it)
+    other: ToolKind = SCRIPTED
 
     @property
     def names(self) -> frozenset[str]:
         return frozenset(str(t["name"]) for t in self.tools)
+
+    def kind(self, name: str) -> ToolKind:
+        """The kind of the tool a call names."""
+        return self.kinds.get(name, self.other)
+
+    @property
+    def reruns(self) -> bool:
+        """Whether a call may re-run on replay: its tools run with the item only (never
+        walked ahead or in batch rounds, which would run them once more)."""
+        return any(k.policy is ReplayPolicy.RERUN for k in (*self.kinds.values(), self.other))
 
 
 class UnansweredCall(PromptevalError):
@@ -362,6 +383,7 @@ def parse_agent(
     )
     tools = _merged(version, own)
     names = frozenset(t["name"] for t in tools)
+    kinds = kinds_of(tuple(tools), python)
     return AgentSpec(
         tools=tuple(tools),
         tool_choice=None if choice is None else json.loads(json.dumps(choice)),
@@ -372,6 +394,7 @@ def parse_agent(
         simulator=_simulator(case),
         item_timeout=float(_limit(case, "item_timeout", item_timeout, whole=False)),
         max_tool_calls=_limit(case, "max_tool_calls", max_tool_calls, whole=True),
+        kinds=kinds,
     )
 
 
@@ -418,15 +441,17 @@ def nearest(rules: Sequence[ToolRule], name: str, arguments: Mapping[str, Any]) 
 
 
 def executor(agent: AgentSpec, case: Case) -> ToolExecutor:
-    """The case's world: its scripted rules first (first match wins), then the project's
-    Python tools; a call neither answers raises ``UnansweredCall``."""
+    """The case's world: its scripted rules first (first match wins), then the tool's kind
+    runs the call (the project's Python tools); a call neither answers raises
+    ``UnansweredCall``."""
 
     def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         for rule in agent.rules:
             if rule.tool == name and (rule.input is None or input_matches(rule.input, arguments)):
                 return rule.outcome
-        if name in agent.python:
-            return agent.python[name](name, arguments)
+        run = agent.kind(name).run
+        if run is not None:
+            return run(agent.python, name, arguments)
         raise UnansweredCall(
             f"case {case.id!r}: tool call {name}({shown(arguments)}) has no scripted result: "
             f"{nearest(agent.rules, name, arguments)}; add a tool_results rule for it",
@@ -514,7 +539,7 @@ def conversation(
             for call in calls:
                 last = call
                 try:
-                    waited = call.name in agent.python  # bounds no time itself
+                    waited = agent.kind(call.name).watched
                     outcome = deadline.run(execute, call.name, call.input, waited)
                 except UnansweredCall as exc:
                     trajectory.failure = exc.message
@@ -568,16 +593,16 @@ def converse(
     request: Request,
     context: CallContext,
     execute: ToolExecutor,
-    key: Callable[[Request], Request] | None = None,
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory]:
     """Walk the conversation call by call, each on ``ledger``: the last step's answer as
-    fetched (the final answer) and the trajectory. Steps walked ahead (``converse_ahead``)
-    are found answered, with their Python tools' outcomes. ``key``: the request a step is
-    recorded under, when not the step's own (a repository task's: without its tools'
-    output); ``deadline``: the item's (``conversation``)."""
+    fetched (the final answer) and the trajectory. Steps walked ahead (``converse_ahead``) are found
+    answered, with their recorded tools' outcomes. A step is recorded under its request as
+    its tools' kinds key it (``recording_key``); ``deadline``: the item's
+    (``conversation``)."""
 
     calls: list[Entry] = []  # the agent's own, one a step
+    key = recording_key(agent.kinds, agent.other)
 
     def get(asked: Request, purpose: Purpose) -> Fetched:
         answers = None if key is None else key(asked)
@@ -586,7 +611,7 @@ def converse(
             calls.append(ledger.entries[-1])
         return got
 
-    outcome, trajectory = _walk(agent, store, get, request, context, execute, False, key, deadline)
+    outcome, trajectory = _walk(agent, store, get, request, context, execute, False, deadline)
     if len(calls) == len(trajectory.steps):  # not an app's transcript, read from one answer
         for step, call in zip(trajectory.steps, calls, strict=True):
             used = call.usage
@@ -618,7 +643,7 @@ def converse_ahead(
         store.prefetch(asked, step)  # a call of the pool, in turn with every other
         return store.get(asked, step, keep=True)
 
-    _walk(agent, store, get, request, context, execute, True, deadline=deadline)
+    _walk(agent, store, get, request, context, execute, True, deadline)
 
 
 def take_held(
@@ -647,16 +672,17 @@ def _walk(
     context: CallContext,
     execute: ToolExecutor,
     keep: bool,
-    key: Callable[[Request], Request] | None = None,
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory]:
     ran: list[RanTool] = []
     recorded: list[RanTool] = []
+    key = recording_key(agent.kinds, agent.other)
 
     def run_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """A Python tool's outcome: as the answer holds it (a replay, or a step walked
-        ahead), else run (and kept with the answer)."""
-        if name not in agent.python:
+        """A recorded tool's outcome: as the answer holds it (a replay, or a step walked
+        ahead), else run (and kept with the answer). Any other kind's call runs (a
+        scripted one answers from the case, a re-run one runs on replay too)."""
+        if not agent.kind(name).recorded_here:
             return execute(name, arguments)
         given, found = take_held(recorded, name, arguments)
         if found is not None:
@@ -708,8 +734,9 @@ def _walk(
         finally:
             if ran and not fetched.replayed:  # kept with the answer whose calls they are
                 answer = dataclasses.replace(fetched.response, tools_ran=tuple(ran))
-                store.record(said, context, answer)
+                under = said if key is None else key(said)
+                store.record(under, context, answer)
                 if keep:
-                    store.keep(said, context.sample, dataclasses.replace(fetched, response=answer))
+                    store.keep(under, context.sample, dataclasses.replace(fetched, response=answer))
         step += 1
         fetched = step_get(asked, step)

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.content import RanTool, ToolExecutor, ToolOutcome
+from pytest_prompteval.core.content import RanTool, ToolOutcome
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec, conversation, executor, take_held
 from pytest_prompteval.interaction.deadline import Deadline
+from pytest_prompteval.interaction.toolkinds import UNKEYED, ReplayPolicy
 from pytest_prompteval.providers.ledger import Purpose
 
 #: the answer there is (a recording) to a request made for a purpose ("generation" and
@@ -25,8 +26,8 @@ Keep = Callable[[Request, Response], None]
 
 
 class _NotHeld(Exception):
-    """A Python tool's outcome the answer does not hold, and no tool is to run: the walk
-    ends at that step."""
+    """A recorded tool's outcome the answer does not hold, and no tool is to run: the
+    walk ends at that step."""
 
 
 class _Unanswered(Exception):
@@ -52,19 +53,22 @@ def walk_recorded(
     request: Request,
     known: Known,
     keep: Keep | None = None,
-    tools: ToolExecutor | None = None,
     deadline: Deadline | None = None,
 ) -> Walked:
-    """The steps the answers there are cover, and the first request none answers. Scripted
-    results answer as in a run; a Python tool's outcome is the one its answer holds, else
-    (given ``keep``) the tool runs and its outcome is kept with the answer, so the item does
-    not run it again."""
-    scripted = tools or executor(agent, case)
+    """The steps the answers there are cover, and the first request none answers, each
+    call answered as its tool's kind replays: scripted results as in a run; a recorded
+    tool's outcome the one its answer holds, else (given ``keep``) the tool runs and its
+    outcome is kept with the answer, so the item does not run it again; a re-run tool runs
+    nothing here, its outcome what the recording's key holds."""
+    scripted = executor(agent, case)
     held: list[RanTool] = []
     ran: list[RanTool] = []
 
     def execute(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        if name not in agent.python:
+        kind = agent.kind(name)
+        if kind.policy is ReplayPolicy.RERUN:
+            return UNKEYED
+        if not kind.recorded_here:
             return scripted(name, arguments)
         given, found = take_held(held, name, arguments)
         if found is not None:

@@ -10,11 +10,12 @@ item whatever happens. A sandbox that fails is a ``SandboxError``: the item errs
 not fail.
 
 Replay. A repository's tool output varies from run to run (timings in pytest's output,
-temporary paths), so each step is recorded under the key of its request with every
-``tool_result``'s content left out (``keyed``): the key covers the initial request (prompt,
-issue, tools) and the model's own turns (its tool calls). In replay the tools run again, in
-a fresh copy, and the recorded turns apply the same edits; a real divergence (a changed
-prompt, issue, tools or model turn) is a missing recording naming its step.
+temporary paths), so its tools are of the ``SANDBOX`` kind (``toolkinds.py``), which
+re-runs: each step is recorded under the key of its request with every ``tool_result``'s
+content left out: the key covers the initial request (prompt, issue, tools) and the model's
+own turns (its tool calls). In replay the tools run again, in a fresh copy, and the recorded
+turns apply the same edits; a real divergence (a changed prompt, issue, tools or model turn)
+is a missing recording naming its step.
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_prompteval.core.cases import Case
-from pytest_prompteval.core.content import ToolExecutor, ToolOutcome, ToolResult
+from pytest_prompteval.core.content import ToolExecutor, ToolOutcome
 from pytest_prompteval.core.errors import PromptevalError, SandboxError, is_infrastructure
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.repocases import RepoCase
-from pytest_prompteval.core.request import Message, Request
+from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.result import Trajectory
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.interaction.agent import AgentSpec, converse
 from pytest_prompteval.interaction.deadline import Deadline
+from pytest_prompteval.interaction.toolkinds import SANDBOX
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
@@ -45,8 +47,6 @@ from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Executo
 from pytest_prompteval.scoring.assertions import FILE_TYPES, Assertion, file_job
 from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, verdict
 
-#: What a recording's request holds in place of a tool result's content (not keyed).
-NOT_KEYED = "[tool output: run again on replay, not part of the recording's key]"
 #: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
 #: sandbox before its first call (no config but its own, no hook; the same commit every
 #: time, dates fixed; no background maintenance left running after it). The verdict never
@@ -88,7 +88,8 @@ def repo_task(
     assertions: Sequence[Assertion] = (),
 ) -> RepoTask:
     """The task, checked: the version gives the client tools the workspace runs, and no
-    other (nothing else could answer them in the sandbox)."""
+    other (nothing else could answer them in the sandbox); each is of the sandbox's kind,
+    and so is any other call the agent makes (the workspace answers it)."""
     where = (prompt.path, prompt.line_of("tools"))
     wanted = " and ".join(f"{{type: {t}, name: ...}}" for t in TOOL_TYPES)
     if agent is None or not agent.tools:
@@ -123,28 +124,12 @@ def repo_task(
             line_of(case.raw, key),
         )
     tools = {str(t["name"]): str(t["type"]) for t in agent.tools}
+    agent = dataclasses.replace(agent, kinds=dict.fromkeys(tools, SANDBOX), other=SANDBOX)
     hidden = () if case.root is None else (str(case.root),)
     files = tuple(dict.fromkeys(file_key(file_job(a)) for a in assertions if a.type in FILE_TYPES))
     return RepoTask(
         repo, agent, tools, hidden, limits, environment, tuple(json.loads(f) for f in files)
     )
-
-
-def keyed(request: Request) -> Request:
-    """The request a step is recorded under: every tool result's content left out."""
-    messages = tuple(
-        Message(
-            m.role,
-            tuple(
-                dataclasses.replace(b, content=NOT_KEYED, is_error=False)
-                if isinstance(b, ToolResult)
-                else b
-                for b in m.content
-            ),
-        )
-        for m in request.messages
-    )
-    return dataclasses.replace(request, messages=messages)
 
 
 @contextlib.contextmanager
@@ -158,12 +143,6 @@ def _sandbox(what: str) -> Iterator[None]:
         if is_infrastructure(exc):
             raise
         raise SandboxError(f"{what}: {exc.message}", exc.path, exc.line) from None
-
-
-def unkeyed_tool(name: str, arguments: Mapping[str, object]) -> ToolOutcome:
-    """A tool's outcome as a recording's key holds it: enough to walk the recorded
-    conversation (the estimate) without running the tools."""
-    return ToolOutcome(NOT_KEYED, False)
 
 
 def tool_executor(run: Executor, deadline: Deadline | None = None) -> ToolExecutor:
@@ -215,7 +194,7 @@ def run_task(
             run = Executor(workspace, task.tools, task.case.timeout, task.max_characters)
             tools = tool_executor(run, deadline)
             fetched, trajectory = converse(
-                task.agent, store, ledger, request, context, tools, keyed, deadline
+                task.agent, store, ledger, request, context, tools, deadline
             )
         finally:
             workspace.close()

@@ -32,7 +32,6 @@ def run_estimate(session: pytest.Session, work: WorkList, engine: Engine) -> Non
                     spec.samples,
                     spec.agent if spec.code is None else None,
                     spec.case,
-                    spec.repo is not None,
                 )
             )
     counter = TokenCounter(settings.recordings_dir, engine.store.provider)

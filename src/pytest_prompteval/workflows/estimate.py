@@ -19,7 +19,7 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.interaction.agent import AgentSpec
 from pytest_prompteval.interaction.recorded import walk_recorded
-from pytest_prompteval.interaction.repository import keyed, unkeyed_tool
+from pytest_prompteval.interaction.toolkinds import recording_key
 from pytest_prompteval.providers.ledger import Purpose
 from pytest_prompteval.providers.store import Store
 from pytest_prompteval.providers.tokencount import TokenCounter
@@ -50,8 +50,6 @@ class Planned:
     #: an agent case's spec, and its case (its scripted world)
     agent: AgentSpec | None = None
     case: Case | None = None
-    #: a repository task: its steps are recorded without their tools' output
-    repository: bool = False
 
 
 def estimate(
@@ -112,13 +110,14 @@ def _agent(
 ) -> None:
     assert item.case is not None and item.agent is not None
 
+    key = recording_key(item.agent.kinds, item.agent.other)
+
     def known(asked: Request, purpose: Purpose) -> Response | None:
         if store.mode == "all":
             return None
-        return _recording(store, keyed(asked) if item.repository else asked, item.sample)
+        return _recording(store, asked if key is None else key(asked), item.sample)
 
-    tools = unkeyed_tool if item.repository else None
-    walked = walk_recorded(item.agent, item.case, item.request, known, tools=tools)
+    walked = walk_recorded(item.agent, item.case, item.request, known)
     done = walked.steps + walked.user
     figures.replayed += len(done)
     figures.replayed_tokens += sum(r.input_tokens + r.output_tokens for r in done)
