@@ -267,8 +267,10 @@ def test_a_repository_item_runs_in_the_sandboxes_of_the_engines_provider(
             return super().repo_sandbox(copy, base, *args, **kwargs)
 
     class Swap:
+        # after collection, whose check of the listed test ids (a sandbox of its own, unless
+        # cached from an earlier run) is not the item's
         @pytest.hookimpl(trylast=True)
-        def pytest_sessionstart(self, session: pytest.Session) -> None:
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
             session.config.stash[RUN_KEY].engine.sandboxes = Counted()
 
     anthropic_server.responder = AGENT
