@@ -5,7 +5,10 @@ A run of 10,000 cases x 5 samples is a results file of 50,000 lines; holding eve
 of it (and of the runs beside it) would cost a great deal of memory for the few a page
 shows. ``core/history`` writes one result per line, in case order, so the file is read line
 by line: each case's samples become one ``CaseCell`` (its verdict, k/n, mean score, labels,
-why it failed) and each item's line is remembered by its byte offset. The text a search
+each sample's outcome and score, why it failed) and each item's line is remembered by its
+byte offset. A line is read as the JSON it is, for the few fields a row needs: building the
+whole result of every line (its checks, judge, conversation) cost more than the rest of the
+reading; only the sample a failed case shows is built, for its reason. The text a search
 looks through (case id, file, answers, errors, reasons, an agent's turns) goes casefolded,
 one line per case, to an anonymous temporary file that a search scans. A file not laid out
 so is read whole (``load_run``), as before. Digests are cached by name, size and
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -27,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import check_scores, load_run, standard_json
@@ -46,7 +50,7 @@ from pytest_prompteval.view.index import Index
 MAX_REASON = 300
 _RESULTS = b'  "results": ['
 KINDS = ("text", "agent", "repo", "code")
-KEPT_FORMAT = 1
+KEPT_FORMAT = 2
 MAX_KEPT = 200  # digests kept between sessions (a 50,000-item run's is about 3 MB)
 
 
@@ -72,6 +76,8 @@ class CaseCell:
     shown: int
     #: why the shown sample did not pass, in a line; "" when it passed
     reason: str
+    #: (outcome, score) of each sample, in sample order
+    marks: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def passing(self) -> bool:
@@ -84,12 +90,14 @@ class CaseCell:
         return next(s for s, n in self.items if n == number)
 
 
-def kind_of(result: ItemResult) -> str:
-    if result.repo is not None:
+def kind_of(data: dict[str, Any]) -> str:
+    """text | agent | repo | code, from a result's JSON (as ``ItemResult.from_json`` reads
+    it: a code run is a result scored by execution)."""
+    if data.get("repo") is not None:
         return "repo"
-    if result.trajectory is not None:
+    if data.get("trajectory") is not None:
         return "agent"
-    return "code" if result.execution is not None else "text"
+    return "code" if data.get("scorer") == "execution" else "text"
 
 
 def _line(text: str) -> str:
@@ -120,38 +128,117 @@ def reason_of(result: ItemResult) -> str:
     return _line(f"score {figures.score(result.score)} under the threshold {result.threshold}")
 
 
-def _searchable(results: Sequence[ItemResult]) -> bytes:
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _texts(data: dict[str, Any]) -> list[Any]:
+    """What a search looks through in one result: its answer, error, prefill, checks'
+    reasons, the judge's notes, an agent's turns."""
+    parts = [data.get("response"), data.get("error"), data.get("prefill")]
+    parts += [check.get("reason") for check in _dicts(data.get("assertions"))]
+    if data.get("judge_score") is not None:
+        parts.append(data.get("judge_notes"))
+    trajectory = data.get("trajectory")
+    if isinstance(trajectory, dict):
+        for step in _dicts(trajectory.get("steps")):
+            parts += [step.get("text"), step.get("turn")]
+    return parts
+
+
+def _searchable(first: Sample, texts: Sequence[Any]) -> bytes:
     """One line of what a search over a case looks through, casefolded."""
-    first = results[0]
-    parts = [first.case_id, first.file]
-    for r in results:
-        parts += [r.response or "", r.error or "", r.prefill or ""]
-        parts += [c.reason for c in r.assertions]
-        if r.judge is not None:
-            parts.append(r.judge.notes)
-        if r.trajectory is not None:
-            for step in r.trajectory.steps:
-                parts += [step.text, step.turn or ""]
+    parts = [first.case_id, first.file, *(t for t in texts if isinstance(t, str))]
     return " ".join(" ".join(parts).casefold().split()).encode("utf-8", "replace") + b"\n"
 
 
-def _cell(group: list[tuple[int, ItemResult]]) -> CaseCell:
-    group.sort(key=lambda pair: pair[1].sample)
-    results = [r for _, r in group]
-    row = case_rows(results)[0]
-    first = results[0]
-    shown, result = next(((n, r) for n, r in group if outcome_of(r) != "passed"), group[0])
-    tags = first.extra.get("tags")
-    labels = {first.category, first.difficulty, first.quality}
+def _unit(value: Any) -> bool:
+    return value is None or (
+        not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What a case's row reads of one result (``pages.case_rows``), read from its JSON."""
+
+    prompt: str
+    file: str
+    case_id: str
+    sample: int
+    outcome: str
+    passed: bool
+    error_type: str | None
+    score: float | None
+    min_pass: float | None
+
+
+def sample_of(data: dict[str, Any], path: Path, number: int) -> Sample:
+    """A result line's row fields, checked as ``load_run`` checks a result (a score outside
+    [0, 1] refuses the file, naming the item); ValueError when it is no result."""
+    prompt, file, case_id = data.get("prompt"), data.get("file"), data.get("case_id")
+    sample, min_pass = data.get("sample", 0), data.get("min_pass")
+    strings = isinstance(prompt, str) and isinstance(file, str) and isinstance(case_id, str)
+    if not strings or type(sample) is not int:
+        raise ValueError("not a result")
+    if min_pass is not None and not (
+        isinstance(min_pass, int | float)
+        and not isinstance(min_pass, bool)
+        and math.isfinite(min_pass)
+        and min_pass > 0
+    ):
+        raise ValueError("not a result")
+    if not (_unit(data.get("score")) and _unit(data.get("automatic_score"))) or not _unit(
+        data.get("judge_score")
+    ):
+        check_scores(ItemResult.from_json(data), path, "result", number)  # raises, naming it
+    outcome = data.get("outcome")
+    if not outcome:  # history written before the field: derived as the reports derive it
+        outcome = outcome_of(ItemResult.from_json(data))
+    if outcome not in ORDER:
+        raise ValueError("not a result")
+    error_type = data.get("error_type")
+    return Sample(
+        prompt, file, case_id, sample, outcome, bool(data.get("passed")),
+        error_type if isinstance(error_type, str) else None, data.get("score"), min_pass,
+    )  # fmt: skip
+
+
+def _label(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+#: a sample of a case as it is read: its item number, its JSON, its row fields
+Read = tuple[int, dict[str, Any], Sample]
+
+
+def _cell(group: list[Read]) -> CaseCell:
+    group.sort(key=lambda read: read[2].sample)
+    samples = [s for _, _, s in group]
+    # a Sample has every field a row reads: the rows' rules stay in one place
+    row = case_rows(cast("list[ItemResult]", samples))[0]
+    first = group[0][1]
+    shown, data, sample = next((read for read in group if read[2].outcome != "passed"), group[0])
+    tags = first.get("tags")
+    labels = {_label(first.get(name)) for name in ("category", "difficulty", "quality")}
     labels |= {str(t) for t in tags} if isinstance(tags, list) else set()
     return CaseCell(
-        key=row.key, file=first.file, case_id=first.case_id, outcome=row.outcome, kn=row.kn,
-        score=row.mean_score, flaky=row.flaky, min_pass_text=row.min_pass_text,
-        category=first.category or "", difficulty=first.difficulty or "",
-        markers=frozenset(str(label) for label in labels if label), kind=kind_of(first),
-        items=tuple((r.sample, n) for n, r in group), shown=shown,
-        reason="" if outcome_of(result) == "passed" else reason_of(result),
+        key=row.key, file=samples[0].file, case_id=samples[0].case_id, outcome=row.outcome,
+        kn=row.kn, score=row.mean_score, flaky=row.flaky, min_pass_text=row.min_pass_text,
+        category=_label(first.get("category")), difficulty=_label(first.get("difficulty")),
+        markers=frozenset(label for label in labels if label), kind=kind_of(first),
+        items=tuple((s.sample, n) for n, _, s in group), shown=shown,
+        reason="" if sample.outcome == "passed" else _reason(data),
+        marks=tuple((s.outcome, s.score) for s in samples),
     )  # fmt: skip
+
+
+def _reason(data: dict[str, Any]) -> str:
+    """The reason of the one sample a failed case shows: only it is built whole."""
+    try:
+        return reason_of(ItemResult.from_json(data))
+    except (ValueError, TypeError, AttributeError):
+        return "(this result cannot be read)"
 
 
 class _NotLaidOut(Exception):
@@ -159,12 +246,24 @@ class _NotLaidOut(Exception):
 
 
 def _parse(line: bytes, path: Path, number: int) -> ItemResult:
-    data = json.loads(line.strip().rstrip(b","))
-    if not isinstance(data, dict):
-        raise ValueError("not a result")
-    result = ItemResult.from_json(data)
+    result = ItemResult.from_json(_json(line))
     check_scores(result, path, "result", number)
     return result
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json(line: bytes) -> dict[str, Any]:
+    data = _DECODER.decode(line.decode("utf-8").strip().rstrip(","))
+    if not isinstance(data, dict):
+        raise ValueError("not a result")
+    return data
+
+
+def _read(line: bytes, path: Path, number: int, item: int) -> Read:
+    data = _json(line)
+    return item, data, sample_of(data, path, number)
 
 
 Lines = Iterator[tuple[int, bytes, int]]
@@ -259,7 +358,7 @@ class RunDigest:
     def _stream(self) -> None:
         journal = self.path.suffix == ".jsonl"
         keys: list[tuple[str, str]] = []
-        group: list[tuple[int, ItemResult]] = []
+        group: list[Read] = []
         seen: set[tuple[str, str]] = set()
         in_order, cut = True, 0
         with open_bounded(self.path, MAX_RESULTS_BYTES, self.root) as file:
@@ -268,20 +367,20 @@ class RunDigest:
                 if cut:  # a bad line before this one was not the last: the file is corrupt
                     raise PromptevalError("corrupt result line", self.path, cut)
                 try:
-                    result = _parse(line, self.path, number)
+                    read = _read(line, self.path, number, len(self._offsets))
                 except (ValueError, TypeError, AttributeError):
                     if not journal:
                         raise _NotLaidOut from None
                     cut = number  # a journal's last line may be cut short by a kill
                     continue
-                key = (result.file, result.case_id)
+                key = (read[2].file, read[2].case_id)
                 if group and key != keys[-1]:
                     self._add(group)
                     group = []
                 if not group:
                     in_order = in_order and key not in seen
                     seen.add(key)
-                group.append((len(self._offsets), result))
+                group.append(read)
                 self._offsets.append(offset)
                 keys.append(key)
             if group:
@@ -299,7 +398,7 @@ class RunDigest:
             group = []
             for number in numbers[key]:
                 file.seek(self._offsets[number])
-                group.append((number, _parse(file.readline(), self.path, number)))
+                group.append(_read(file.readline(), self.path, number, number))
             self._add(group)
 
     def _whole(self) -> None:
@@ -307,9 +406,14 @@ class RunDigest:
         self.meta, self.partial, self._loaded = run.meta, run.partial, run.results
         self.cases, self._search = [], self._new_search()
         self._offsets = array("q")
-        groups: dict[tuple[str, str], list[tuple[int, ItemResult]]] = {}
+        groups: dict[tuple[str, str], list[Read]] = {}
         for number, result in enumerate(run.results):
-            groups.setdefault((result.file, result.case_id), []).append((number, result))
+            data = result.to_json()
+            try:
+                read = (number, data, sample_of(data, self.path, number))
+            except ValueError:
+                raise PromptevalError(f"results[{number}] is not a result", self.path) from None
+            groups.setdefault((read[2].file, read[2].case_id), []).append(read)
         for key in sorted(groups):
             self._add(groups[key])
 
@@ -366,10 +470,10 @@ class RunDigest:
         weakref.finalize(self, file.close)
         return file
 
-    def _add(self, group: list[tuple[int, ItemResult]]) -> None:
+    def _add(self, group: list[Read]) -> None:
         cell = _cell(group)
         self.cases.append(cell)
-        self._search.write(_searchable([r for _, r in group]))
+        self._search.write(_searchable(group[0][2], [t for _, d, _ in group for t in _texts(d)]))
 
     def item(self, number: int) -> ItemResult:
         if not 0 <= number < self.items:
@@ -404,18 +508,20 @@ class RunDigest:
 def _kept_cell(row: Any) -> CaseCell:
     """A kept case, its fields checked as a results file's would be."""
     key, file, case_id, outcome, kn, score, flaky, min_pass, category, difficulty = row[:10]
-    markers, kind, items, shown, reason = row[10:]
+    markers, kind, items, shown, reason, marks = row[10:]
     texts = (key, file, case_id, kn, min_pass, category, difficulty, reason, *markers)
     if not all(isinstance(t, str) for t in texts) or outcome not in ORDER or kind not in KINDS:
         raise ValueError("not a kept case")
-    if score is not None and not (isinstance(score, int | float) and 0 <= score <= 1):
-        raise ValueError("not a kept case")
     pairs = tuple((int(s), int(n)) for s, n in items)
-    if not any(n == shown for _, n in pairs):
+    shown_marks = tuple((str(o), s) for o, s in marks)
+    scores = [score, *(s for _, s in shown_marks)]
+    if not all(_unit(s) for s in scores) or not all(o in ORDER for o, _ in shown_marks):
+        raise ValueError("not a kept case")
+    if not any(n == shown for _, n in pairs) or len(shown_marks) != len(pairs):
         raise ValueError("not a kept case")
     return CaseCell(
         key, file, case_id, outcome, kn, score, bool(flaky), min_pass, category, difficulty,
-        frozenset(markers), kind, pairs, int(shown), reason,
+        frozenset(markers), kind, pairs, int(shown), reason, shown_marks,
     )  # fmt: skip
 
 
