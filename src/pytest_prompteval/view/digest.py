@@ -39,6 +39,7 @@ from pytest_prompteval.core.paths import (
     MAX_RESULTS_BYTES,
     open_bounded,
     read_bounded,
+    user_cache_dir,
     write_atomically,
 )
 from pytest_prompteval.core.result import ItemResult
@@ -82,6 +83,11 @@ class CaseCell:
     @property
     def passing(self) -> bool:
         return self.outcome == "passed"
+
+    @property
+    def samples(self) -> list[tuple[int, str, float | None]]:
+        """(item number, outcome, score) of each sample, in sample order."""
+        return [(n, o, s) for (_, n), (o, s) in zip(self.items, self.marks, strict=True)]
 
     def item_of(self, sample: int) -> int | None:
         return next((number for s, number in self.items if s == sample), None)
@@ -178,8 +184,9 @@ def sample_of(data: dict[str, Any], path: Path, number: int) -> Sample:
     [0, 1] refuses the file, naming the item); ValueError when it is no result."""
     prompt, file, case_id = data.get("prompt"), data.get("file"), data.get("case_id")
     sample, min_pass = data.get("sample", 0), data.get("min_pass")
-    strings = isinstance(prompt, str) and isinstance(file, str) and isinstance(case_id, str)
-    if not strings or type(sample) is not int:
+    if not (isinstance(prompt, str) and isinstance(file, str) and isinstance(case_id, str)):
+        raise ValueError("not a result")
+    if type(sample) is not int:
         raise ValueError("not a result")
     if min_pass is not None and not (
         isinstance(min_pass, int | float)
@@ -531,6 +538,22 @@ def _prune(folder: Path) -> None:
     for old in kept[MAX_KEPT:]:
         old.unlink(missing_ok=True)
         old.with_suffix(".search").unlink(missing_ok=True)
+
+
+def kept_folder() -> Path:
+    """Where runs' digests stay between sessions: the user's cache, outside every project
+    (nothing a pull request commits is taken for a digest)."""
+    return user_cache_dir() / "view"
+
+
+def keep_written(paths: Sequence[Path]) -> None:
+    """Digest the results files a run has just written, into the digests the view keeps:
+    the view then reads the digest, not the run, the first time it opens one (it checks
+    the digest as it checks any it kept). Nothing here may fail the run: a digest that
+    cannot be written is built by the view instead."""
+    for path in paths:
+        with contextlib.suppress(OSError, PromptevalError):
+            RunDigest(path.name, path, path.parent, kept_folder())
 
 
 class Digests:

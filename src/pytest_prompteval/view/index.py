@@ -167,6 +167,13 @@ class Index:
                 self._runs.popitem(last=False)
         return run
 
+    def stored_summary(self, name: str) -> dict[str, Any] | None:
+        """The summary a finished run's file keeps at its tail, its results unread; None
+        for a journal or a file not laid out so."""
+        path = self.path(name)
+        found = _head_and_tail(_ends(path, self.directory)) if path.suffix == ".json" else None
+        return None if found is None else found[2]
+
     def entry(self, name: str) -> RunEntry:
         path = self.path(name)
         stamp = self._stamp_of(path)
