@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import load_run, write_json_atomically
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report import pages
 from pytest_prompteval.report.summary import outcome_of, summarize
 from pytest_prompteval.view import index as index_module
 from pytest_prompteval.view.digest import RunDigest
-from pytest_prompteval.view.index import Index
 from pytest_prompteval.view.summaries import stored_summary
 
 from . import test_view
@@ -29,6 +29,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many results were built whole, and how many runs read whole, meanwhile."""
     counts = {"from_json": 0, "load_run": 0}
     from_json = ItemResult.from_json.__func__  # type: ignore[attr-defined]
+    read_whole = index_module.load_run
 
     def counting(cls: type[ItemResult], data: dict[str, Any]) -> ItemResult:
         counts["from_json"] += 1
@@ -36,10 +37,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     def load_run(*args: Any) -> Any:
         counts["load_run"] += 1
-        return index_module.__dict__["_load_run"](*args)
+        return read_whole(*args)
 
     monkeypatch.setattr(ItemResult, "from_json", classmethod(counting))
-    monkeypatch.setitem(index_module.__dict__, "_load_run", index_module.load_run)
     monkeypatch.setattr(index_module, "load_run", load_run)
     return counts
 
@@ -209,3 +209,26 @@ def test_a_run_that_writes_a_big_results_file_digests_it_for_the_view(
     digest = RunDigest(written.name, written, written.parent, kept)
     assert [c.case_id for c in digest.cases] == ["c0", "c1", "c2", "c3"]
     assert digest.search("a loop") == {0, 1, 2, 3}
+
+
+def test_json_nested_beyond_the_parsers_depth_is_a_broken_file_not_a_crash(
+    served: Served, tmp_path: Path
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    name = _name(served, "candidate")
+    path = served.results / name
+    text = path.read_text()
+    path.write_text(text[: text.index('\n  "summary": ')] + f'\n  "summary": {deep}\n}}\n')
+    status, page = served.get("/")
+    assert status == 200 and "not a results file (RecursionError" in page
+    status, page = served.get(f"/run/{name}")
+    assert status == 404 and "not a results file" in page
+    # a result line so nested, in a journal: a corrupt line, named
+    base = _name(served, "base")
+    line = next(x for x in (served.results / base).read_text().splitlines() if x[:6] == '    {"')
+    journal = served.results / base.replace(".json", "x.jsonl")
+    journal.write_text("\n".join([json.dumps({"header": {}}), line.strip(" ,"), deep, "{}"]))
+    with pytest.raises(PromptevalError, match="corrupt result line"):
+        RunDigest(journal.name, journal, served.results)
+    with pytest.raises(PromptevalError, match="corrupt result line"):
+        load_run(journal, served.results)

@@ -262,7 +262,10 @@ _DECODER = json.JSONDecoder()
 
 
 def _json(line: bytes) -> dict[str, Any]:
-    data = _DECODER.decode(line.decode("utf-8").strip().rstrip(","))
+    try:
+        data = _DECODER.decode(line.decode("utf-8").strip().rstrip(","))
+    except RecursionError:  # arrays in arrays a hundred thousand deep: no result either
+        raise ValueError("not a result") from None
     if not isinstance(data, dict):
         raise ValueError("not a result")
     return data

@@ -102,7 +102,7 @@ def _head_and_tail(data: bytes) -> tuple[dict[str, Any], bool, dict[str, Any]] |
     try:
         head = json.loads(data[:results].rstrip(b",") + b"}")
         tail = json.loads(b"{" + data[summary:])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested beyond the parser's depth
         return None
     if not isinstance(head, dict) or not isinstance(tail, dict):
         return None
