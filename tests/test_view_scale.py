@@ -3,6 +3,7 @@ file than they show (counted, not timed), and show what reading it whole showed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -179,7 +180,8 @@ def test_a_stored_summary_reads_back_as_the_summary_it_was() -> None:
         for s in range(2)
     ]
     (summary,) = summarize(results, ["v"], (1, 2))
-    assert stored_summary(summary.to_json()) == summary
+    # each case's pass@k, which the page does not show, is left out
+    assert stored_summary(summary.to_json()) == dataclasses.replace(summary, case_pass_at_k={})
     assert stored_summary({**summary.to_json(), "items": True}) is None
     assert stored_summary({"version": "v"}) is None
 
