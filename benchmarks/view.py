@@ -11,14 +11,18 @@ over real HTTP:
 
 - the first page of runs, cold (a fresh server: every run on the page read from disk), then
   warm (cached by name, size and modification time);
-- a run's page (its 1,000 items parsed, summarized and the first page of cases rendered),
-  and an item's page of that run (the run cached);
-- the grid of the big run: its first page in a first session (the server streams the
-  newest session's digests in the background from its start; the page waits for its own),
-  again, a search over its case ids and answers (a term not searched before), a filtered
-  page; an item's page of it; the grid of both big runs; the cases that flipped between them;
-- the grid's first page and a search in a later session (the digests kept are read);
-- the server's peak resident memory (VmHWM) at the end.
+- a run's page of 1,000 items (its summary from the file's tail, its cases from its
+  digest), and an item's page of that run;
+- the big run's page, first opened in a first session (nothing kept: its digest streamed
+  from the file; the server streams the newest session's digests in the background from
+  its start), with the server's peak resident memory (VmHWM) then; a filtered page of it;
+- the grid of the big run, a search over its case ids and answers (a term not searched
+  before), a filtered page; an item's page of it; the grid of both big runs; the cases that
+  flipped between them; the server's peak memory at the end;
+- the big run's page and a search in a later session (the digests kept are read);
+- the digest a run writes with a big results file (``keep_written``, as the plugin does at
+  the end of a session): its cost, then the big run's page first opened in a session after
+  it, with the server's peak memory then, and the grid's first page.
 
 For scale, it also prints what reading the first page's runs whole would cost (what the
 index avoids by reading a file's meta and summary only).
@@ -27,7 +31,6 @@ index avoids by reading a file's meta and summary only).
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import subprocess
 import sys
@@ -41,7 +44,7 @@ from pytest_prompteval.core.history import RunHistory, load_run
 from pytest_prompteval.core.result import CheckResult, ItemResult, JudgeResult
 from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.view.app import RUNS_PER_PAGE
-from pytest_prompteval.view.digest import RunDigest
+from pytest_prompteval.view.digest import RunDigest, keep_written
 from pytest_prompteval.view.index import Index
 
 
@@ -129,22 +132,31 @@ def main() -> None:
               f"written in {time.perf_counter() - start:.1f} s")  # fmt: skip
         command = [sys.executable, "-m", "pytest_prompteval.cli", "view", "--no-open",
                    "--results", str(folder)]  # fmt: skip
-        # the digests kept between sessions go to the temporary folder, not the user's cache
-        environment = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
-        popen = functools.partial(
-            subprocess.Popen, command, cwd=tmp, stdout=subprocess.PIPE, text=True, env=environment
-        )
-        with popen() as server:
+
+        def popen(cache: str) -> subprocess.Popen[str]:
+            """A server whose kept digests go to ``cache`` in the temporary folder."""
+            environment = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / cache)}
+            return subprocess.Popen(
+                command, cwd=tmp, stdout=subprocess.PIPE, text=True, env=environment
+            )
+
+        def url_of(server: subprocess.Popen[str]) -> str:
+            assert server.stdout is not None
+            return server.stdout.readline().split()[2].rstrip("/")
+
+        big_page = f"/run/{big_a}"
+        with popen("cache") as server:  # a first session: nothing kept
             try:
-                assert server.stdout is not None
-                url = server.stdout.readline().split()[2].rstrip("/")
+                url = url_of(server)
                 cold, size_first = timed_get(url + "/")
                 warm, _ = timed_get(url + "/")
                 small = Index(folder).names("v0")[0]
                 run_page, _ = timed_get(f"{url}/run/{small}")
                 item_page, _ = timed_get(f"{url}/run/{small}/item/{args.items // 2}")
+                big_run_cold, _ = timed_get(url + big_page)
+                peak_run_cold, _ = peak_memory_mb(server.pid)
+                big_run_again, _ = timed_get(url + big_page + "?failures=1&page=3")
                 grid = f"{url}/grid?run={big_a}"
-                grid_cold, _ = timed_get(grid)
                 grid_warm, _ = timed_get(grid)
                 search, _size_search = timed_get(grid + "&q=" + urllib.parse.quote("word4242 "))
                 filtered, _ = timed_get(grid + "&failed=1&category=cat3&sort=score&page=3")
@@ -152,16 +164,26 @@ def main() -> None:
                 both, _ = timed_get(f"{grid}&run={big_b}&flipped=1")
                 flips, _ = timed_get(f"{url}/flips?a={big_a}&b={big_b}")
                 peak, resident = peak_memory_mb(server.pid)
-                big_run_page, _ = timed_get(f"{url}/run/{big_a}")
-                peak_after, _ = peak_memory_mb(server.pid)
             finally:
                 server.terminate()
-        with popen() as server:  # a later session: the digests kept are read
+        with popen("cache") as server:  # a later session: the digests kept are read
             try:
-                assert server.stdout is not None
-                url = server.stdout.readline().split()[2].rstrip("/")
-                later, _ = timed_get(f"{url}/grid?run={big_a}")
+                url = url_of(server)
+                later, _ = timed_get(url + big_page)
                 later_search, _ = timed_get(f"{url}/grid?run={big_a}&q=word777%20")
+            finally:
+                server.terminate()
+        # what a run does when it writes a big results file: its digest, for the view
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache-run-end")
+        start = time.perf_counter()
+        keep_written([folder / big_a, folder / big_b])
+        at_run_end = (time.perf_counter() - start) / 2
+        with popen("cache-run-end") as server:  # the first session after that run
+            try:
+                url = url_of(server)
+                big_run_written, _ = timed_get(url + big_page)
+                peak_run_written, _ = peak_memory_mb(server.pid)
+                grid_written, _ = timed_get(f"{url}/grid?run={big_a}")
             finally:
                 server.terminate()
 
@@ -173,19 +195,24 @@ def main() -> None:
         print(f"a run's page ({args.items} items): {ms(run_page)}; an item's page: "
               f"{ms(item_page)}")  # fmt: skip
         print(
-            f"grid of a run of {items} items ({args.cases} cases x {args.samples} samples), "
-            f"first page: {ms(grid_cold)} in a first session (the newest session's digests "
-            f"streamed in the background from the start), {ms(grid_warm)} again"
+            f"the big run's page ({items} items: {args.cases} cases x {args.samples} samples), "
+            f"first open in a first session (its digest streamed from the file, the other "
+            f"run's in the background): {ms(big_run_cold)}, the server's peak memory then "
+            f"{peak_run_cold:.0f} MB; a filtered page of it: {ms(big_run_again)}"
         )
         print(
-            f"  a search over its case ids and answers: {ms(search)}; a filtered, sorted "
-            f"page: {ms(filtered)}; an item's page beside the other run: {ms(big_item)}"
+            f"  with its digest written when the run wrote the file ({ms(at_run_end)} added "
+            f"to the run's end per run): first open {ms(big_run_written)}, the server's peak "
+            f"memory then {peak_run_written:.0f} MB; the grid's first page {ms(grid_written)}"
         )
-        print(f"  grid of both big runs, flipped only: {ms(both)} (the second's digest "
-              f"streamed); what flipped between them: {ms(flips)}")  # fmt: skip
-        print(f"  the big run's own page (summary tables and cases, its items read whole): "
-              f"{ms(big_run_page)}, the server's peak memory then {peak_after:.0f} MB")  # fmt: skip
-        print(f"  in a later session (its digest kept): grid's first page {ms(later)}, "
+        print(
+            f"  the grid's first page: {ms(grid_warm)}; a search over its case ids and "
+            f"answers: {ms(search)}; a filtered, sorted page: {ms(filtered)}; an item's page "
+            f"beside the other run: {ms(big_item)}"
+        )
+        print(f"  grid of both big runs, flipped only: {ms(both)}; what flipped between "
+              f"them: {ms(flips)}")  # fmt: skip
+        print(f"  in a later session (its digest kept): its page {ms(later)}, "
               f"a search {ms(later_search)}")  # fmt: skip
         print(f"server's memory: peak {peak:.0f} MB resident, {resident:.0f} MB at the end "
               f"(two {big:.0f} MB results files digested)")  # fmt: skip

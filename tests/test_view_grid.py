@@ -14,7 +14,7 @@ from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import RunHistory, load_run
 from pytest_prompteval.core.result import CheckResult, ItemResult
 from pytest_prompteval.report.summary import summarize
-from pytest_prompteval.view.digest import Digests, RunDigest
+from pytest_prompteval.view.digest import KEPT_FORMAT, Digests, RunDigest
 from pytest_prompteval.view.index import Index
 
 from . import test_view
@@ -345,7 +345,7 @@ def test_a_digest_kept_between_sessions_is_read_instead_of_the_run(tmp_path: Pat
     (digest,) = kept.glob("*.digest")
     for broken in (
         digest.read_text().replace('"failed"', '"<b>nonsense</b>"'),
-        digest.read_text().replace('"format": 1', '"format": 99'),
+        digest.read_text().replace(f'"format": {KEPT_FORMAT}', '"format": 99'),
         "[1, 2]",
         "{not json",
     ):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.gitversions import SEPARATOR
-from pytest_prompteval.core.paths import check_name, output_inside, user_cache_dir, write_atomically
+from pytest_prompteval.core.paths import check_name, output_inside, write_atomically
 from pytest_prompteval.core.safetext import SafeStream, safe_json, safe_line, safe_text
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.version import __version__
@@ -562,6 +562,7 @@ def _add_cases_option(parser: argparse.ArgumentParser) -> None:
 def cmd_view(args: argparse.Namespace) -> int:
     from pytest_prompteval.scoring.judge import load_review_templates
     from pytest_prompteval.view.app import ViewConfig, rubrics_of
+    from pytest_prompteval.view.digest import kept_folder
     from pytest_prompteval.view.serve import serve
 
     rubrics = rubrics_of(load_review_templates(args.review_templates))
@@ -575,7 +576,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         rubric=args.rubric or "seed",
         min_effect=settings.min_effect,
         gate_metric=settings.gate_metric,
-        kept=user_cache_dir() / "view",
+        kept=kept_folder(),
         warm=True,
     )
     try:

@@ -60,6 +60,23 @@ def pytest_configure(config: pytest.Config) -> None:
             run.register_case_markers()
 
 
+#: a results file this big has the view's digest written with it (a smaller one the view
+#: reads in well under a second: its digest would only fill the cache)
+DIGEST_FROM_BYTES = 8 << 20
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After the results files are written: the big ones' digests for ``prompteval view``."""
+    report = session.config.pluginmanager.get_plugin("prompteval-report")
+    written = report.written if isinstance(report, RunReport) else []
+    big = [p for p in written if p.is_file() and p.stat().st_size >= DIGEST_FROM_BYTES]
+    if big:
+        from pytest_prompteval.view.digest import keep_written  # the view's code: only then
+
+        keep_written(big)
+
+
 class JsonReportMetadata:
     """Puts each item's result into pytest-json-report's per-test metadata, and the summary
     into a ``prompteval`` section of the report."""

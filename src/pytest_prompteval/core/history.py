@@ -206,7 +206,7 @@ def load_run(path: Path, root: Path | None = None) -> StoredRun:
         for number, line in enumerate(lines[1:], start=2):
             try:
                 result = ItemResult.from_json(json.loads(line))
-            except (ValueError, TypeError, AttributeError):
+            except (ValueError, TypeError, AttributeError, RecursionError):
                 if number == len(lines):  # a line cut short by the kill
                     break
                 raise PromptevalError("corrupt result line", path, number) from None
@@ -219,7 +219,7 @@ def load_run(path: Path, root: Path | None = None) -> StoredRun:
         run = StoredRun(
             path, data["meta"], results, bool(data.get("partial")), data.get("summary", {})
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # nested too deep
         raise PromptevalError(f"not a results file ({type(exc).__name__}: {exc})", path) from None
     for index, result in enumerate(results):
         check_scores(result, path, f"results[{index}]")

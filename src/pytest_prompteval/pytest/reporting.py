@@ -5,6 +5,7 @@ status) and hand it to ``report.session``. Registered only on the process that p
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -42,6 +43,11 @@ class RunReport:
             run.unrun_line,
         )
         self.report = ReportSession(_options(settings), sources, config.rootpath, baseline)
+
+    @property
+    def written(self) -> list[Path]:
+        """The results files the run wrote (none before its end)."""
+        return self.report.journal.written
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -449,7 +449,7 @@ def _checked_fields(result: Result) -> dict[str, bool]:
     return fields
 
 
-def group_labels(summaries: Sequence[VersionSummary], group: str) -> list[str]:
+def group_labels(summaries: Sequence[Figures], group: str) -> list[str]:
     """The labels of a group the versions' items have, sorted; none when no item has one
     (every item is then under ``-``)."""
     labels = sorted({label for s in summaries for label in s.groups.get(group, {})})
@@ -490,3 +490,67 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
 
 def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
     return VersionSummary(version, results, tuple(ks))
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    """A version's figures as a run's file keeps them (``VersionSummary.to_json``, in
+    ``JSON_FIELDS``), read back where the results themselves are not: the view's run page
+    of a big run. The names and types of ``VersionSummary``'s figures."""
+
+    version: str
+    items: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    mean_score: float | None
+    dimensions: dict[str, float]
+    pass_at_k: dict[int, float | None]
+    pass_at_k_cases: dict[int, tuple[int, int]]
+    group_pass_at_k: dict[str, dict[str, dict[int, float | None]]]
+    case_pass_at_k: dict[str, dict[int, float | None]]
+    max_samples: int
+    groups: dict[str, dict[str, tuple[int, int]]]
+    json_fields: dict[str, tuple[int, int]]
+    errors: Counter[str]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    unpriced: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    replayed: int
+    live: int
+    judged: int
+    judge_input_tokens: int
+    judge_output_tokens: int
+    judge_cost_usd: float
+    agreement: Agreement | None
+    judge_spread: float | None
+    judge_repeats: int
+    failed_assertions: Counter[str]
+    code_failures: Counter[str]
+    answer_calls: int
+    code_items: int
+    agent_items: int
+    agent_steps: int
+    tool_calls: int
+    tool_errors: int
+    hit_max_steps: int
+    repo_items: int
+    resolved: int
+    infrastructure_changed: int
+    user_calls: int
+    user_cost_usd: float
+    ran: int
+    mean_steps: float | None
+    pass_rate: float | None
+
+    @property
+    def spent_usd(self) -> float:
+        return self.cost_usd + self.judge_cost_usd + self.user_cost_usd
+
+
+#: What the summary tables read: a version's figures, derived or stored.
+Figures = VersionSummary | StoredSummary

@@ -9,7 +9,7 @@ from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.report import figures
 from pytest_prompteval.report.compare import TIE_RULE, Comparison
-from pytest_prompteval.report.summary import GROUPS, VersionSummary, group_labels
+from pytest_prompteval.report.summary import GROUPS, Figures, VersionSummary, group_labels
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -23,7 +23,7 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def pass_at_k_cell(s: VersionSummary, k: int) -> str:
+def pass_at_k_cell(s: Figures, k: int) -> str:
     """pass@k, with how many of the cases that ran it covers when some had fewer than k
     samples (those are "n < k", not counted as failures)."""
     value = figures.share(s.pass_at_k.get(k))
@@ -31,7 +31,7 @@ def pass_at_k_cell(s: VersionSummary, k: int) -> str:
     return value if covered == total else f"{value} ({covered}/{total} cases)"
 
 
-def versions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
+def versions_rows(summaries: Sequence[Figures]) -> list[list[str]]:
     ks = list(dict.fromkeys(k for s in summaries for k in s.pass_at_k))
     rows = [
         [
@@ -73,7 +73,7 @@ def versions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     return rows
 
 
-def dimensions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
+def dimensions_rows(summaries: Sequence[Figures]) -> list[list[str]]:
     dims = list(dict.fromkeys(d for s in summaries for d in s.dimensions))
     if not dims:
         return []
@@ -82,7 +82,7 @@ def dimensions_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     return rows
 
 
-def group_rows(summaries: Sequence[VersionSummary], group: str) -> list[list[str]]:
+def group_rows(summaries: Sequence[Figures], group: str) -> list[list[str]]:
     labels = group_labels(summaries, group)
     if not labels:
         return []
@@ -102,7 +102,7 @@ def group_rows(summaries: Sequence[VersionSummary], group: str) -> list[list[str
     return rows
 
 
-def fields_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
+def fields_rows(summaries: Sequence[Figures]) -> list[list[str]]:
     """Per json_field path and version: the share of items whose checks of it passed."""
     names = list(dict.fromkeys(name for s in summaries for name in s.json_fields))
     if not names:
@@ -113,7 +113,7 @@ def fields_rows(summaries: Sequence[VersionSummary]) -> list[list[str]]:
     return rows
 
 
-def tables(summaries: Sequence[VersionSummary]) -> list[tuple[str, list[list[str]]]]:
+def tables(summaries: Sequence[Figures]) -> list[tuple[str, list[list[str]]]]:
     """(title, rows, the first a header) of the summary's tables, the empty left out."""
     found = [
         ("prompteval summary", versions_rows(summaries)),
@@ -129,7 +129,7 @@ def _counts(label: str, counter: Counter[str], most_common: bool = True) -> str:
     return text + (f" (most common: {counter.most_common(1)[0][0]})" if most_common else "")
 
 
-def _per_solved(s: VersionSummary) -> str:
+def _per_solved(s: Figures) -> str:
     """What one solved case cost: to set a strategy's accuracy against its price."""
     if not s.passed:
         return "per solved case: - (none solved)"
@@ -140,7 +140,7 @@ def _per_solved(s: VersionSummary) -> str:
     )
 
 
-def _agent_note(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> str:
+def _agent_note(s: Figures, pass_hat: Mapping[int, float | None]) -> str:
     """An agent's figures per conversation, and its reliability: pass^k (every one of k
     samples passes) beside pass@k (at least one does)."""
     n = s.agent_items or 1
@@ -159,7 +159,7 @@ def _agent_note(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> str:
 
 
 def notes_block(
-    summaries: Sequence[VersionSummary],
+    summaries: Sequence[Figures],
     pass_hat: Mapping[str, Mapping[int, float | None]] | None = None,
 ) -> list[str]:
     """``pass_hat``: per version, pass^k per k of the run."""

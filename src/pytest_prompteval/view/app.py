@@ -38,16 +38,15 @@ from starlette.routing import Route
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.paths import resolve_inside
-from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.providers.recording_file import UnreadableRecording
 from pytest_prompteval.providers.recording_file import load as load_recording
 from pytest_prompteval.report import pages
 from pytest_prompteval.report.compare import compare
-from pytest_prompteval.report.summary import summarize
 from pytest_prompteval.report.terminal import comparison_block, notes_block, tables
 from pytest_prompteval.view import flips, grid
 from pytest_prompteval.view.digest import Digests
 from pytest_prompteval.view.index import Index, page_numbers
+from pytest_prompteval.view.summaries import Summaries
 from pytest_prompteval.workflows import calibrate
 from pytest_prompteval.workflows.review import (
     SEED_DIMENSIONS,
@@ -117,12 +116,6 @@ _HEADERS = {
 }
 
 
-def _matches(result: ItemResult, marker: str) -> bool:
-    tags = result.extra.get("tags")
-    labels = {result.category, result.difficulty, result.quality}
-    return marker in labels or (isinstance(tags, list) and marker in tags)
-
-
 def request_of(recording: dict[str, Any], first: bool = False) -> dict[str, Any]:
     """A recorded API request as system text and turns of (role, texts) to show; ``first``:
     only the turns before the model's first (an agent's, whose conversation is shown from
@@ -162,6 +155,7 @@ def diff_lines(first: str, second: str) -> list[tuple[str, str]]:
 def build_app(config: ViewConfig) -> Starlette:
     index = Index(config.results)
     digests = Digests(index, config.kept)  # a run's cases and where its items are
+    summaries = Summaries(index)
     if config.warm:
         digests.warm()
 
@@ -181,32 +175,32 @@ def build_app(config: ViewConfig) -> Starlette:
         )  # fmt: skip
 
     def run_page(request: Request) -> Response:
+        """A run's summary tables (from the summary its file keeps) and a page of its
+        cases, failures first (from its digest): no answer is read."""
         name = request.path_params["name"]
-        run = index.run(name)
-        numbered = {id(r): i for i, r in enumerate(run.results)}
+        digest = digests.get(name)
         q = request.query_params
         failures, flaky = q.get("failures") == "1", q.get("flaky") == "1"
         category, marker = q.get("category", ""), q.get("marker", "")
         rows = [
-            row
-            for row in pages.case_rows(run.results)
-            if (not failures or row.outcome != "passed")
-            and (not flaky or row.flaky)
-            and (not category or row.samples[0].category == category)
-            and (not marker or _matches(row.samples[0], marker))
+            cell
+            for cell in digest.cases
+            if (not failures or cell.outcome != "passed")
+            and (not flaky or cell.flaky)
+            and (not category or cell.category == category)
+            and (not marker or marker in cell.markers)
         ]
+        rows.sort(key=lambda cell: (pages.ORDER[cell.outcome], cell.key))
         number = _int(request, "page", 1)
         count = max(1, -(-len(rows) // CASES_PER_PAGE))
-        summaries = summarize(run.results, [run.version], (1,))
+        shown = summaries.of(digest)
         return _render(
             "run.html", request, config,
-            title=name, run=run, name=name, tables=tables(summaries), notes=notes_block(summaries),
+            title=name, run=digest, name=name, tables=tables(shown), notes=notes_block(shown),
             rows=rows[(number - 1) * CASES_PER_PAGE : number * CASES_PER_PAGE], shown=len(rows),
-            numbered_of=lambda r: numbered[id(r)], page=number,
-            pages=page_numbers(number, count), last=count,
+            page=number, pages=page_numbers(number, count), last=count,
             failures=failures, flaky=flaky, category=category, marker=marker,
-            categories=sorted({r.category for r in run.results if r.category}),
-            siblings=index.siblings(name),
+            categories=digest.categories, siblings=index.siblings(name),
         )  # fmt: skip
 
     def item_page(request: Request) -> Response:

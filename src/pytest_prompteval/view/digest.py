@@ -5,7 +5,10 @@ A run of 10,000 cases x 5 samples is a results file of 50,000 lines; holding eve
 of it (and of the runs beside it) would cost a great deal of memory for the few a page
 shows. ``core/history`` writes one result per line, in case order, so the file is read line
 by line: each case's samples become one ``CaseCell`` (its verdict, k/n, mean score, labels,
-why it failed) and each item's line is remembered by its byte offset. The text a search
+each sample's outcome and score, why it failed) and each item's line is remembered by its
+byte offset. A line is read as the JSON it is, for the few fields a row needs: building the
+whole result of every line (its checks, judge, conversation) cost more than the rest of the
+reading; only the sample a failed case shows is built, for its reason. The text a search
 looks through (case id, file, answers, errors, reasons, an agent's turns) goes casefolded,
 one line per case, to an anonymous temporary file that a search scans. A file not laid out
 so is read whole (``load_run``), as before. Digests are cached by name, size and
@@ -15,8 +18,10 @@ modification time, so a run rewritten is read again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -26,8 +31,10 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import IO, Any
+from types import NoneType
+from typing import IO, Any, cast
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import check_scores, load_run, standard_json
@@ -35,6 +42,7 @@ from pytest_prompteval.core.paths import (
     MAX_RESULTS_BYTES,
     open_bounded,
     read_bounded,
+    user_cache_dir,
     write_atomically,
 )
 from pytest_prompteval.core.result import ItemResult
@@ -46,7 +54,7 @@ from pytest_prompteval.view.index import Index
 MAX_REASON = 300
 _RESULTS = b'  "results": ['
 KINDS = ("text", "agent", "repo", "code")
-KEPT_FORMAT = 1
+KEPT_FORMAT = 2
 MAX_KEPT = 200  # digests kept between sessions (a 50,000-item run's is about 3 MB)
 
 
@@ -72,10 +80,17 @@ class CaseCell:
     shown: int
     #: why the shown sample did not pass, in a line; "" when it passed
     reason: str
+    #: (outcome, score) of each sample, in sample order
+    marks: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def passing(self) -> bool:
         return self.outcome == "passed"
+
+    @property
+    def samples(self) -> list[tuple[int, str, float | None]]:
+        """(item number, outcome, score) of each sample, in sample order."""
+        return [(n, o, s) for (_, n), (o, s) in zip(self.items, self.marks, strict=True)]
 
     def item_of(self, sample: int) -> int | None:
         return next((number for s, number in self.items if s == sample), None)
@@ -84,12 +99,14 @@ class CaseCell:
         return next(s for s, n in self.items if n == number)
 
 
-def kind_of(result: ItemResult) -> str:
-    if result.repo is not None:
+def kind_of(data: dict[str, Any]) -> str:
+    """text | agent | repo | code, from a result's JSON (as ``ItemResult.from_json`` reads
+    it: a code run is a result scored by execution)."""
+    if data.get("repo") is not None:
         return "repo"
-    if result.trajectory is not None:
+    if data.get("trajectory") is not None:
         return "agent"
-    return "code" if result.execution is not None else "text"
+    return "code" if data.get("scorer") == "execution" else "text"
 
 
 def _line(text: str) -> str:
@@ -120,38 +137,118 @@ def reason_of(result: ItemResult) -> str:
     return _line(f"score {figures.score(result.score)} under the threshold {result.threshold}")
 
 
-def _searchable(results: Sequence[ItemResult]) -> bytes:
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _texts(data: dict[str, Any]) -> list[Any]:
+    """What a search looks through in one result: its answer, error, prefill, checks'
+    reasons, the judge's notes, an agent's turns."""
+    parts = [data.get("response"), data.get("error"), data.get("prefill")]
+    parts += [check.get("reason") for check in _dicts(data.get("assertions"))]
+    if data.get("judge_score") is not None:
+        parts.append(data.get("judge_notes"))
+    trajectory = data.get("trajectory")
+    if isinstance(trajectory, dict):
+        for step in _dicts(trajectory.get("steps")):
+            parts += [step.get("text"), step.get("turn")]
+    return parts
+
+
+def _searchable(first: Sample, texts: Sequence[Any]) -> bytes:
     """One line of what a search over a case looks through, casefolded."""
-    first = results[0]
-    parts = [first.case_id, first.file]
-    for r in results:
-        parts += [r.response or "", r.error or "", r.prefill or ""]
-        parts += [c.reason for c in r.assertions]
-        if r.judge is not None:
-            parts.append(r.judge.notes)
-        if r.trajectory is not None:
-            for step in r.trajectory.steps:
-                parts += [step.text, step.turn or ""]
+    parts = [first.case_id, first.file, *(t for t in texts if isinstance(t, str))]
     return " ".join(" ".join(parts).casefold().split()).encode("utf-8", "replace") + b"\n"
 
 
-def _cell(group: list[tuple[int, ItemResult]]) -> CaseCell:
-    group.sort(key=lambda pair: pair[1].sample)
-    results = [r for _, r in group]
-    row = case_rows(results)[0]
-    first = results[0]
-    shown, result = next(((n, r) for n, r in group if outcome_of(r) != "passed"), group[0])
-    tags = first.extra.get("tags")
-    labels = {first.category, first.difficulty, first.quality}
+def _unit(value: Any) -> bool:
+    return value is None or (
+        not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What a case's row reads of one result (``pages.case_rows``), read from its JSON."""
+
+    prompt: str
+    file: str
+    case_id: str
+    sample: int
+    outcome: str
+    passed: bool
+    error_type: str | None
+    score: float | None
+    min_pass: float | None
+
+
+def sample_of(data: dict[str, Any], path: Path, number: int) -> Sample:
+    """A result line's row fields, checked as ``load_run`` checks a result (a score outside
+    [0, 1] refuses the file, naming the item); ValueError when it is no result."""
+    prompt, file, case_id = data.get("prompt"), data.get("file"), data.get("case_id")
+    sample, min_pass = data.get("sample", 0), data.get("min_pass")
+    if not (isinstance(prompt, str) and isinstance(file, str) and isinstance(case_id, str)):
+        raise ValueError("not a result")
+    if type(sample) is not int:
+        raise ValueError("not a result")
+    if min_pass is not None and not (
+        isinstance(min_pass, int | float)
+        and not isinstance(min_pass, bool)
+        and math.isfinite(min_pass)
+        and min_pass > 0
+    ):
+        raise ValueError("not a result")
+    if not (_unit(data.get("score")) and _unit(data.get("automatic_score"))) or not _unit(
+        data.get("judge_score")
+    ):
+        check_scores(ItemResult.from_json(data), path, "result", number)  # raises, naming it
+    outcome = data.get("outcome")
+    if not outcome:  # history written before the field: derived as the reports derive it
+        outcome = outcome_of(ItemResult.from_json(data))
+    if outcome not in ORDER:
+        raise ValueError("not a result")
+    error_type = data.get("error_type")
+    return Sample(
+        prompt, file, case_id, sample, outcome, bool(data.get("passed")),
+        error_type if isinstance(error_type, str) else None, data.get("score"), min_pass,
+    )  # fmt: skip
+
+
+def _label(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+#: a sample of a case as it is read: its item number, its JSON, its row fields
+Read = tuple[int, dict[str, Any], Sample]
+
+
+def _cell(group: list[Read]) -> CaseCell:
+    group.sort(key=lambda read: read[2].sample)
+    samples = [s for _, _, s in group]
+    # a Sample has every field a row reads: the rows' rules stay in one place
+    row = case_rows(cast("list[ItemResult]", samples))[0]
+    first = group[0][1]
+    shown, data, sample = next((read for read in group if read[2].outcome != "passed"), group[0])
+    tags = first.get("tags")
+    labels = {_label(first.get(name)) for name in ("category", "difficulty", "quality")}
     labels |= {str(t) for t in tags} if isinstance(tags, list) else set()
     return CaseCell(
-        key=row.key, file=first.file, case_id=first.case_id, outcome=row.outcome, kn=row.kn,
-        score=row.mean_score, flaky=row.flaky, min_pass_text=row.min_pass_text,
-        category=first.category or "", difficulty=first.difficulty or "",
-        markers=frozenset(str(label) for label in labels if label), kind=kind_of(first),
-        items=tuple((r.sample, n) for n, r in group), shown=shown,
-        reason="" if outcome_of(result) == "passed" else reason_of(result),
+        key=row.key, file=samples[0].file, case_id=samples[0].case_id, outcome=row.outcome,
+        kn=row.kn, score=row.mean_score, flaky=row.flaky, min_pass_text=row.min_pass_text,
+        category=_label(first.get("category")), difficulty=_label(first.get("difficulty")),
+        markers=frozenset(label for label in labels if label), kind=kind_of(first),
+        items=tuple((s.sample, n) for n, _, s in group), shown=shown,
+        reason="" if sample.outcome == "passed" else _reason(data),
+        marks=tuple((s.outcome, s.score) for s in samples),
     )  # fmt: skip
+
+
+def _reason(data: dict[str, Any]) -> str:
+    """The reason of the one sample a failed case shows: only it is built whole."""
+    try:
+        return reason_of(ItemResult.from_json(data))
+    except (ValueError, TypeError, AttributeError):
+        return "(this result cannot be read)"
 
 
 class _NotLaidOut(Exception):
@@ -159,12 +256,27 @@ class _NotLaidOut(Exception):
 
 
 def _parse(line: bytes, path: Path, number: int) -> ItemResult:
-    data = json.loads(line.strip().rstrip(b","))
-    if not isinstance(data, dict):
-        raise ValueError("not a result")
-    result = ItemResult.from_json(data)
+    result = ItemResult.from_json(_json(line))
     check_scores(result, path, "result", number)
     return result
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json(line: bytes) -> dict[str, Any]:
+    try:
+        data = _DECODER.decode(line.decode("utf-8").strip().rstrip(","))
+    except RecursionError:  # arrays in arrays a hundred thousand deep: no result either
+        raise ValueError("not a result") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a result")
+    return data
+
+
+def _read(line: bytes, path: Path, number: int, item: int) -> Read:
+    data = _json(line)
+    return item, data, sample_of(data, path, number)
 
 
 Lines = Iterator[tuple[int, bytes, int]]
@@ -215,6 +327,37 @@ def _result_lines(file: IO[bytes], journal: bool) -> tuple[dict[str, Any], bool,
     return meta, partial, results()
 
 
+class _CollectorPause:
+    """The garbage collector off while a digest is read: the read makes hundreds of
+    thousands of objects (no cycles among them, freed as they go out of use), which set off
+    full collections over every digest the server already holds; for a kept digest they
+    took longer than the read (0.46 s against 1.33 s beside two others, in one
+    measurement). Process-wide, so counted across the server's threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._enabled = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._count == 0:
+                self._enabled = gc.isenabled()
+                gc.disable()
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+                if self._count == 0 and self._enabled:
+                    gc.enable()
+
+
+_collector_paused = _CollectorPause()
+
+
 class RunDigest:
     """One run's cases, in case order, and its items by number (as ``load_run`` numbers
     them), read back one at a time."""
@@ -236,14 +379,15 @@ class RunDigest:
         # a journal grows while its run goes: kept, it would be a new digest every look
         keep = kept is not None and path.suffix == ".json"
         base = kept / hashlib.sha256(stamp.encode()).hexdigest() if keep and kept else None
-        if base is None or not self._load(base):
-            self._search: IO[bytes] = self._new_search()
-            try:
-                self._stream()
-            except _NotLaidOut:
-                self._whole()
-            if base is not None and self._loaded is None:
-                self._keep(base)
+        with _collector_paused():
+            if base is None or not self._load(base):
+                self._search: IO[bytes] = self._new_search()
+                try:
+                    self._stream()
+                except _NotLaidOut:
+                    self._whole()
+                if base is not None and self._loaded is None:
+                    self._keep(base)
         self.position = {cell.key: i for i, cell in enumerate(self.cases)}
         self.categories = sorted({c.category for c in self.cases if c.category})
         self.difficulties = sorted({c.difficulty for c in self.cases if c.difficulty})
@@ -259,7 +403,7 @@ class RunDigest:
     def _stream(self) -> None:
         journal = self.path.suffix == ".jsonl"
         keys: list[tuple[str, str]] = []
-        group: list[tuple[int, ItemResult]] = []
+        group: list[Read] = []
         seen: set[tuple[str, str]] = set()
         in_order, cut = True, 0
         with open_bounded(self.path, MAX_RESULTS_BYTES, self.root) as file:
@@ -268,20 +412,20 @@ class RunDigest:
                 if cut:  # a bad line before this one was not the last: the file is corrupt
                     raise PromptevalError("corrupt result line", self.path, cut)
                 try:
-                    result = _parse(line, self.path, number)
+                    read = _read(line, self.path, number, len(self._offsets))
                 except (ValueError, TypeError, AttributeError):
                     if not journal:
                         raise _NotLaidOut from None
                     cut = number  # a journal's last line may be cut short by a kill
                     continue
-                key = (result.file, result.case_id)
+                key = (read[2].file, read[2].case_id)
                 if group and key != keys[-1]:
                     self._add(group)
                     group = []
                 if not group:
                     in_order = in_order and key not in seen
                     seen.add(key)
-                group.append((len(self._offsets), result))
+                group.append(read)
                 self._offsets.append(offset)
                 keys.append(key)
             if group:
@@ -299,7 +443,7 @@ class RunDigest:
             group = []
             for number in numbers[key]:
                 file.seek(self._offsets[number])
-                group.append((number, _parse(file.readline(), self.path, number)))
+                group.append(_read(file.readline(), self.path, number, number))
             self._add(group)
 
     def _whole(self) -> None:
@@ -307,9 +451,14 @@ class RunDigest:
         self.meta, self.partial, self._loaded = run.meta, run.partial, run.results
         self.cases, self._search = [], self._new_search()
         self._offsets = array("q")
-        groups: dict[tuple[str, str], list[tuple[int, ItemResult]]] = {}
+        groups: dict[tuple[str, str], list[Read]] = {}
         for number, result in enumerate(run.results):
-            groups.setdefault((result.file, result.case_id), []).append((number, result))
+            data = result.to_json()
+            try:
+                read = (number, data, sample_of(data, self.path, number))
+            except ValueError:
+                raise PromptevalError(f"results[{number}] is not a result", self.path) from None
+            groups.setdefault((read[2].file, read[2].case_id), []).append(read)
         for key in sorted(groups):
             self._add(groups[key])
 
@@ -345,7 +494,7 @@ class RunDigest:
             )
             if data["format"] != KEPT_FORMAT or data["source"] != str(self.path):
                 return False
-            cases = [_kept_cell(row) for row in data["cases"]]
+            cases = _kept_cells(data["cases"])
             offsets = array("q", data["offsets"])
             search = open_bounded(base.with_suffix(".search"), MAX_RESULTS_BYTES, base.parent)
         except (OSError, ValueError, TypeError, KeyError, OverflowError, PromptevalError):
@@ -366,10 +515,10 @@ class RunDigest:
         weakref.finalize(self, file.close)
         return file
 
-    def _add(self, group: list[tuple[int, ItemResult]]) -> None:
+    def _add(self, group: list[Read]) -> None:
         cell = _cell(group)
         self.cases.append(cell)
-        self._search.write(_searchable([r for _, r in group]))
+        self._search.write(_searchable(group[0][2], [t for _, d, _ in group for t in _texts(d)]))
 
     def item(self, number: int) -> ItemResult:
         if not 0 <= number < self.items:
@@ -401,22 +550,51 @@ class RunDigest:
         return found
 
 
-def _kept_cell(row: Any) -> CaseCell:
-    """A kept case, its fields checked as a results file's would be."""
-    key, file, case_id, outcome, kn, score, flaky, min_pass, category, difficulty = row[:10]
-    markers, kind, items, shown, reason = row[10:]
-    texts = (key, file, case_id, kn, min_pass, category, difficulty, reason, *markers)
-    if not all(isinstance(t, str) for t in texts) or outcome not in ORDER or kind not in KINDS:
+def _only(values: Any, *kinds: type) -> bool:
+    """Every value is exactly of one of ``kinds`` (a bool is no int here)."""
+    return set(map(type, values)) <= set(kinds)
+
+
+def _kept_cells(rows: Any) -> list[CaseCell]:
+    """The kept cases, their fields checked as a results file's would be: a column at a
+    time (a check per field of each of 10,000 cases took longer than the rest of the read)."""
+    if not isinstance(rows, list) or not rows:
+        return []
+    if not _only(rows, list) or {len(row) for row in rows} != {len(dataclass_fields(CaseCell))}:
         raise ValueError("not a kept case")
-    if score is not None and not (isinstance(score, int | float) and 0 <= score <= 1):
+    (keys, files, ids, outcomes, kns, scores, flaky, min_pass, categories, difficulties,
+     markers, kinds, items, shown, reasons, marks) = zip(*rows, strict=True)  # fmt: skip
+    texts = (keys, files, ids, kns, min_pass, categories, difficulties, reasons)
+    if not all(_only(column, str) for column in texts) or not _only(flaky, bool):
         raise ValueError("not a kept case")
-    pairs = tuple((int(s), int(n)) for s, n in items)
-    if not any(n == shown for _, n in pairs):
+    if not set(outcomes) <= ORDER.keys() or not set(kinds) <= set(KINDS):
         raise ValueError("not a kept case")
-    return CaseCell(
-        key, file, case_id, outcome, kn, score, bool(flaky), min_pass, category, difficulty,
-        frozenset(markers), kind, pairs, int(shown), reason,
-    )  # fmt: skip
+    if not _only(markers, list) or not _only((m for ms in markers for m in ms), str):
+        raise ValueError("not a kept case")
+    pairs = [tuple(map(tuple, pair)) for pair in items]
+    shown_marks = [tuple(map(tuple, mark)) for mark in marks]
+    flat = [item for cell_items in pairs for item in cell_items]
+    if {len(item) for item in flat} != {2} or not _only((x for i in flat for x in i), int):
+        raise ValueError("not a kept case")
+    if not _only(shown, int):
+        raise ValueError("not a kept case")
+    marked = [x for mark in shown_marks for x in mark]
+    if {len(x) for x in marked} != {2} or not {o for o, _ in marked} <= ORDER.keys():
+        raise ValueError("not a kept case")
+    values = [*scores, *(s for _, s in marked)]
+    if not _only(values, float, int, NoneType) or not all(
+        0 <= v <= 1 for v in values if v is not None
+    ):
+        raise ValueError("not a kept case")
+    if any(
+        len(p) != len(m) or (n not in {x for _, x in p})
+        for p, m, n in zip(pairs, shown_marks, shown, strict=True)
+    ):
+        raise ValueError("not a kept case")
+    return [
+        CaseCell(*row[:10], frozenset(row[10]), row[11], pair, row[13], row[14], mark)  # type: ignore[call-arg]
+        for row, pair, mark in zip(rows, pairs, shown_marks, strict=True)
+    ]
 
 
 def _prune(folder: Path) -> None:
@@ -425,6 +603,22 @@ def _prune(folder: Path) -> None:
     for old in kept[MAX_KEPT:]:
         old.unlink(missing_ok=True)
         old.with_suffix(".search").unlink(missing_ok=True)
+
+
+def kept_folder() -> Path:
+    """Where runs' digests stay between sessions: the user's cache, outside every project
+    (nothing a pull request commits is taken for a digest)."""
+    return user_cache_dir() / "view"
+
+
+def keep_written(paths: Sequence[Path]) -> None:
+    """Digest the results files a run has just written, into the digests the view keeps:
+    the view then reads the digest, not the run, the first time it opens one (it checks
+    the digest as it checks any it kept). Nothing here may fail the run: a digest that
+    cannot be written is built by the view instead."""
+    for path in paths:
+        with contextlib.suppress(OSError, PromptevalError):
+            RunDigest(path.name, path, path.parent, kept_folder())
 
 
 class Digests:

@@ -103,7 +103,7 @@ def _head_and_tail(data: bytes) -> tuple[dict[str, Any], bool, dict[str, Any]] |
     try:
         head = json.loads(data[:results].rstrip(b",") + b"}")
         tail = json.loads(b"{" + data[summary:])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested beyond the parser's depth
         return None
     if not isinstance(head, dict) or not isinstance(tail, dict):
         return None
@@ -167,6 +167,13 @@ class Index:
             while len(self._runs) > self._cached_runs:
                 self._runs.popitem(last=False)
         return run
+
+    def stored_summary(self, name: str) -> dict[str, Any] | None:
+        """The summary a finished run's file keeps at its tail, its results unread; None
+        for a journal or a file not laid out so."""
+        path = self.path(name)
+        found = _head_and_tail(_ends(path, self.directory)) if path.suffix == ".json" else None
+        return None if found is None else found[2]
 
     def entry(self, name: str) -> RunEntry:
         path = self.path(name)
