@@ -1,0 +1,54 @@
+"""Scorer kinds by name, and the choice of an item's kind.
+
+A new kind is one module and one ``register(kind)`` call where the project's plugins load
+(a conftest.py, a plugin module): the engine finds it here, and results name it as
+``scorer``."""
+
+from __future__ import annotations
+
+from pytest_prompteval.scoring.automatic import expected_topics
+from pytest_prompteval.scoring.kinds.builtin import (
+    ASSERTIONS_ONLY,
+    AUTOMATIC,
+    CLAUDE,
+    HYBRID,
+    AssertionsOnly,
+    Execution,
+    Repository,
+)
+from pytest_prompteval.scoring.kinds.protocol import ScorerKind, Shape
+
+_KINDS: dict[str, ScorerKind] = {
+    k.name: k for k in (AUTOMATIC, CLAUDE, HYBRID, Execution(), Repository(), AssertionsOnly())
+}
+
+
+def register(kind: ScorerKind) -> ScorerKind:
+    """Add ``kind`` (replacing one of the same name); returns it."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> dict[str, ScorerKind]:
+    """The registered kinds by name, in registration order."""
+    return dict(_KINDS)
+
+
+def kind(name: str) -> ScorerKind:
+    return _KINDS[name]
+
+
+def choose(shape: Shape, setting: str, named: bool) -> ScorerKind:
+    """The kind that decides a case: the last registered kind that claims its shape (code
+    by its tests, a repository by its tests, a project's own kind). Otherwise the setting's
+    (``setting``: automatic, claude or hybrid) fits an answer that explains: it scores a
+    case that gives expected topics, a case with nothing else to score it (no ``assert:``),
+    and every case when the project names the scorer (``named``: option or ini). Any other
+    case, a JSON answer checked by its assertions say, is scored by its assertions alone:
+    sentence length of a JSON document is no measure of it."""
+    for candidate in reversed(_KINDS.values()):
+        if candidate.claims(shape):
+            return candidate
+    if named or not shape.assertions or bool(expected_topics(shape.case)):
+        return _KINDS[setting]
+    return _KINDS[ASSERTIONS_ONLY]
