@@ -45,17 +45,19 @@ def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
 
 
-def test_a_registered_kind_scores_the_cases_it_claims(pytester: pytest.Pytester) -> None:
+def project(pytester: pytest.Pytester, kind: str) -> pytest.RunResult:
+    """Two cases tagged ``brief`` (c0 answered briefly, c1 not) and one other."""
     pytester.mkdir("prompts").joinpath("v.yaml").write_text("user_prompt: x\n")
-    cases = (
-        "".join(f"- id: c{i}\n  tags: [brief]\n  input: {{n: {i}}}\n" for i in range(2))
-        + "- id: other\n  expected_topics: [answer]\n  input: {n: 9}\n"
-    )
+    cases = "".join(f"- id: c{i}\n  tags: [brief]\n  input: {{n: {i}}}\n" for i in range(2))
+    cases += "- id: other\n  expected_topics: [answer]\n  input: {n: 9}\n"
     pytester.mkdir("prompt_cases").joinpath("c.yaml").write_text("cases:\n" + cases)
-    pytester.makepyfile(app=APP, conftest=KIND)
+    pytester.makepyfile(app=APP, conftest=kind)
     pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
 
-    result = pytester.runpytest("--prompt=v", "--prompteval-provider=python:app:answer")
+
+def test_a_registered_kind_scores_the_cases_it_claims(pytester: pytest.Pytester) -> None:
+    result = project(pytester, KIND)
 
     result.assert_outcomes(passed=2, failed=1)
     by_id = {r["case_id"]: r for r in item_results(result)}
@@ -65,3 +67,27 @@ def test_a_registered_kind_scores_the_cases_it_claims(pytester: pytest.Pytester)
     # a case the kind does not claim keeps the setting's scorer
     assert by_id["other"]["scorer"] == "automatic" and by_id["other"]["passed"] is True
     result.stdout.fnmatch_lines(["*c1 [[]v[]]: brevity score 0.000 below threshold*"])
+
+
+def test_an_exception_in_a_projects_kind_is_its_error(pytester: pytest.Pytester) -> None:
+    broken = KIND.replace("words = len(", "words = {}['words'] + len(")
+    result = project(pytester, broken)
+
+    result.assert_outcomes(passed=1, errors=2)
+    by_id = {r["case_id"]: r for r in item_results(result)}
+    assert by_id["c0"]["outcome"] == "error" and by_id["c0"]["error_type"] == "user_code"
+    result.stdout.fnmatch_lines(
+        ["*scorer kind 'brevity', scoring case 'c0' raised KeyError: 'words'*", "*conftest.py:*"]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_an_exception_in_a_kinds_claim_is_the_case_files_error(pytester: pytest.Pytester) -> None:
+    broken = KIND.replace('return "brief" in', "return shape.case.nothing in")
+    result = project(pytester, broken)
+
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*scorer kind 'brevity', choosing for case 'c0' raised AttributeError*"]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")

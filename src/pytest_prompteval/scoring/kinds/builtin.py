@@ -65,7 +65,7 @@ CLAUDE = Explaining("claude", judges=True, verdict_decides=True)
 HYBRID = Explaining("hybrid", judges=True, sampled=True)
 
 
-class Execution:
+class CodeTests:
     """Code: run in the sandbox against the case's tests."""
 
     name = EXECUTION
@@ -94,7 +94,7 @@ class Execution:
         return _reaches(main, threshold)
 
 
-class Repository:
+class RepositoryTests:
     """A repository case: resolved when every listed test passes in the agent's copy."""
 
     name = REPOSITORY

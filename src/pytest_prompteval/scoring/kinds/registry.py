@@ -6,6 +6,10 @@ A new kind is one module and one ``register(kind)`` call where the project's plu
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pytest_prompteval.core.errors import PromptevalError, user_code_error
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.kinds.builtin import (
     ASSERTIONS_ONLY,
@@ -13,13 +17,13 @@ from pytest_prompteval.scoring.kinds.builtin import (
     CLAUDE,
     HYBRID,
     AssertionsOnly,
-    Execution,
-    Repository,
+    CodeTests,
+    RepositoryTests,
 )
 from pytest_prompteval.scoring.kinds.protocol import ScorerKind, Shape
 
 _KINDS: dict[str, ScorerKind] = {
-    k.name: k for k in (AUTOMATIC, CLAUDE, HYBRID, Execution(), Repository(), AssertionsOnly())
+    k.name: k for k in (AUTOMATIC, CLAUDE, HYBRID, CodeTests(), RepositoryTests(), AssertionsOnly())
 }
 
 
@@ -38,6 +42,20 @@ def kind(name: str) -> ScorerKind:
     return _KINDS[name]
 
 
+@contextmanager
+def running(kind: ScorerKind, what: str) -> Iterator[None]:
+    """A project's kind that raises: its item's error, shown with the project's frames (the
+    plugin's own kinds raise as they are: a traceback of ours is ours to fix)."""
+    try:
+        yield
+    except PromptevalError:
+        raise
+    except Exception as exc:
+        if type(kind).__module__.startswith("pytest_prompteval."):
+            raise
+        raise user_code_error(f"scorer kind {kind.name!r}, {what}", exc) from None
+
+
 def choose(shape: Shape, setting: str, named: bool) -> ScorerKind:
     """The kind that decides a case: the last registered kind that claims its shape (code
     by its tests, a repository by its tests, a project's own kind). Otherwise the setting's
@@ -47,8 +65,9 @@ def choose(shape: Shape, setting: str, named: bool) -> ScorerKind:
     case, a JSON answer checked by its assertions say, is scored by its assertions alone:
     sentence length of a JSON document is no measure of it."""
     for candidate in reversed(_KINDS.values()):
-        if candidate.claims(shape):
-            return candidate
+        with running(candidate, f"choosing for case {shape.case.id!r}"):
+            if candidate.claims(shape):
+                return candidate
     if named or not shape.assertions or bool(expected_topics(shape.case)):
         return _KINDS[setting]
     return _KINDS[ASSERTIONS_ONLY]
