@@ -91,3 +91,24 @@ def test_an_exception_in_a_kinds_claim_is_the_case_files_error(pytester: pytest.
         ["*scorer kind 'brevity', choosing for case 'c0' raised AttributeError*"]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        ("1.0", "returned float; expected a Scored"),
+        ("Scored(1.0)", "returned Scored(main=1.0); expected a Scored"),
+        ("Scored(Score(float('nan'), {}))", "returned a score of nan, outside"),
+        ("Scored(Score(2, {}))", "returned a score of 2, outside"),
+    ],
+)
+def test_what_a_kind_returns_is_checked(
+    pytester: pytest.Pytester, returned: str, said: str
+) -> None:
+    line = 'return Scored(Score(1.0 if words <= 3 else 0.0, {"words": float(words)}))'
+    broken = KIND.replace(line, f"return {returned}")
+    result = project(pytester, broken)
+
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines([f"*scorer kind 'brevity'*{said}*"])
+    result.stdout.no_fnmatch_line("*Traceback*")

@@ -49,7 +49,7 @@ from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.kinds.builtin import ASSERTIONS_ONLY
 from pytest_prompteval.scoring.kinds.protocol import Answer, Context, Options, Scored, Shape
-from pytest_prompteval.scoring.kinds.registry import choose, kind, running
+from pytest_prompteval.scoring.kinds.registry import checked, choose, kind, running
 from pytest_prompteval.scoring.repo import RepoVerdict, file_key
 from pytest_prompteval.scoring.score import Score
 
@@ -314,7 +314,7 @@ def _main(
     )
     deciding = kind(spec.scorer)
     with running(deciding, f"scoring case {spec.case.id!r}"):
-        scored = deciding.score(answer, context)
+        scored = checked(deciding, deciding.score(answer, context))
     keep(scored)
     return scored.main
 
@@ -335,7 +335,7 @@ def _decide(
         score = round(combine(main.value, checks), 6) if checks else main.value
         deciding = kind(spec.scorer)
         with running(deciding, f"scoring case {spec.case.id!r}"):
-            main_passes = deciding.passes(main, threshold, options(engine))
+            main_passes = bool(deciding.passes(main, threshold, options(engine)))
     trajectory = given.trajectory
     ended = trajectory is None or trajectory.failure is None
     passed = ended and main_passes and all(c.passed for c in checks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pytest_prompteval.core.errors import PromptevalError, user_code_error
+from pytest_prompteval.core.errors import PromptevalError, UserCodeError, user_code_error
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.kinds.builtin import (
     ASSERTIONS_ONLY,
@@ -20,7 +20,8 @@ from pytest_prompteval.scoring.kinds.builtin import (
     CodeTests,
     RepositoryTests,
 )
-from pytest_prompteval.scoring.kinds.protocol import ScorerKind, Shape
+from pytest_prompteval.scoring.kinds.protocol import Scored, ScorerKind, Shape
+from pytest_prompteval.scoring.score import Score
 
 _KINDS: dict[str, ScorerKind] = {
     k.name: k for k in (AUTOMATIC, CLAUDE, HYBRID, CodeTests(), RepositoryTests(), AssertionsOnly())
@@ -54,6 +55,24 @@ def running(kind: ScorerKind, what: str) -> Iterator[None]:
         if type(kind).__module__.startswith("pytest_prompteval."):
             raise
         raise user_code_error(f"scorer kind {kind.name!r}, {what}", exc) from None
+
+
+def checked(kind: ScorerKind, scored: object) -> Scored:
+    """What a kind returned, if it is a ``Scored`` whose main score is None or in [0, 1]."""
+    what = f"scorer kind {kind.name!r} returned"
+    if not isinstance(scored, Scored):
+        raise UserCodeError(f"{what} {type(scored).__name__}; expected a Scored")
+    main = scored.main
+    if main is None:
+        return scored
+    if not isinstance(main, Score):
+        raise UserCodeError(
+            f"{what} Scored(main={main!r}); expected a Scored whose main is a Score or None"
+        )
+    value = main.value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise UserCodeError(f"{what} a score of {value!r}, outside [0, 1]")
+    return scored
 
 
 def choose(shape: Shape, setting: str, named: bool) -> ScorerKind:
