@@ -19,7 +19,7 @@ from pytest_prompteval.core.errors import PromptevalError, user_code_error
 from pytest_prompteval.core.prompts import PromptVersion, build_request, template_variables
 from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
-from pytest_prompteval.core.result import ExecutionResult, ItemResult, Trajectory
+from pytest_prompteval.core.result import ItemResult, Trajectory
 from pytest_prompteval.core.safetext import safe_text
 from pytest_prompteval.engine.assemble import Decision, Found, Parts, Subject, answer_cost
 from pytest_prompteval.engine.engine import Engine
@@ -47,8 +47,9 @@ from pytest_prompteval.scoring.assertions import (
 )
 from pytest_prompteval.scoring.automatic import expected_topics
 from pytest_prompteval.scoring.code.spec import CodeSpec
-from pytest_prompteval.scoring.hybrid import judged
-from pytest_prompteval.scoring.judge import Verdict
+from pytest_prompteval.scoring.kinds.builtin import ASSERTIONS_ONLY
+from pytest_prompteval.scoring.kinds.protocol import Answer, Context, Options, Scored, Shape
+from pytest_prompteval.scoring.kinds.registry import checked, choose, kind, running
 from pytest_prompteval.scoring.repo import RepoVerdict, file_key
 from pytest_prompteval.scoring.score import Score
 
@@ -113,8 +114,7 @@ class ItemSpec:
     code: CodeSpec | None = None
     #: the prompt version's strategy, for a code case
     strategy: Strategy | None = None
-    #: the scorer that decides the item: ``EXECUTION`` for code, ``ASSERTIONS_ONLY``, or the
-    #: setting's (``scorer_for``)
+    #: the name of the scorer kind that decides the item (``scorer_for``)
     scorer: str = "automatic"
     #: an agent case's tools, scripted world and turns with this prompt version
     agent: AgentSpec | None = None
@@ -131,29 +131,16 @@ class ItemSpec:
         return agent if self.code is None and agent is not None and not agent.reruns else None
 
 
-#: ``ItemResult.scorer`` of a code case, scored by running its tests
-EXECUTION = "execution"
-#: ``ItemResult.scorer`` of an item scored by its assertions alone
-ASSERTIONS_ONLY = "assertions"
-#: ``ItemResult.scorer`` of a repository case, decided by the repository's tests
-REPOSITORY = "repository"
-
-
 def scorer_for(
-    engine: Engine, case: Case, assertions: tuple[Assertion, ...], code: CodeSpec | None
+    engine: Engine,
+    case: Case,
+    assertions: tuple[Assertion, ...],
+    code: CodeSpec | None,
+    repository: bool = False,
 ) -> str:
-    """Code is scored by its tests. Otherwise the seed's scorer (topics, clarity by sentence
-    length, length by difficulty; or the judge's rubric) fits an answer that explains: it
-    scores a case that gives expected topics, a case with nothing else to score it (no
-    ``assert:``), and every case when the project names the scorer (``--prompteval-scorer``
-    or ini ``prompteval_scorer``). Any other case, a JSON answer checked by its assertions
-    say, is scored by its assertions alone: sentence length of a JSON document is no measure
-    of it."""
-    if code is not None:
-        return EXECUTION
-    if engine.settings.scorer_named or not assertions or bool(expected_topics(case)):
-        return engine.settings.scorer
-    return ASSERTIONS_ONLY
+    """The name of the registered scorer kind that decides the case (``kinds.registry``)."""
+    shape = Shape(case, assertions, code, repository)
+    return choose(shape, engine.settings.scorer, engine.settings.scorer_named).name
 
 
 @dataclass(frozen=True)
@@ -164,20 +151,6 @@ class Given:
     threshold: float
     trajectory: Trajectory | None = None
     cost_usd: float | None = None
-
-
-def _verdict(
-    engine: Engine, spec: ItemSpec, text: str, ledger: Ledger, trajectory: Trajectory | None
-) -> Verdict | None:
-    """The judge's verdict: with the claude scorer, and with hybrid on the sampled cases."""
-    if engine.settings.scorer == "automatic":
-        return None
-    judge = engine.judge()
-    if engine.settings.scorer == "hybrid" and not judged(
-        spec.case.id, engine.settings.seed, engine.settings.judge_rate
-    ):
-        return None
-    return judge.verdict(spec.case, spec.prompt, text, ledger, trajectory)
 
 
 def run_check(
@@ -274,38 +247,27 @@ def _judged(
     )
 
 
-def _code_parts(
+def _final(
     engine: Engine,
     spec: ItemSpec,
-    code: CodeSpec,
     request: Request,
     ctx: CallContext,
     response: Response,
     ledger: Ledger,
-) -> tuple[Score, Parts]:
-    """Run the code (after the strategy's calls, if any): its score, and its run."""
-    text, prefill = response.text, request.prefill
-    if spec.strategy is not None:
-        text, prefill = apply(
-            spec.strategy,
-            engine.store,
-            ledger,
-            engine.code_runner(),
-            spec.case,
-            code,
-            request,
-            ctx,
-            response,
-        )
-    main, metrics = engine.code_runner().score(spec.case, code, text, prefill)
-    execution = ExecutionResult(
-        error_class=metrics.error_class,
-        first_failure=metrics.first_failure,
-        tests_passed=metrics.tests_passed,
-        tests_total=metrics.tests_total,
-        **metrics.details,
+) -> tuple[str, str]:
+    """The final text and prefill: a code case's strategy (self-repair...) may call again."""
+    if spec.strategy is None or spec.code is None:
+        return response.text, request.prefill
+    runner = engine.code_runner()
+    return apply(
+        spec.strategy, engine.store, ledger, runner, spec.case, spec.code, request, ctx, response
     )
-    return main, Parts(spec.scorer, execution=execution, text=text)
+
+
+def options(engine: Engine) -> Options:
+    """The run's settings that decide scoring."""
+    s = engine.settings
+    return Options(s.code_pass, s.seed, s.judge_rate)
 
 
 def _main(
@@ -316,41 +278,47 @@ def _main(
     ledger: Ledger,
     found: Found,
 ) -> Score | None:
-    """The deciding scorer's score (None: the assertions alone decide), its parts kept in
-    ``found`` as they come (an automatic score stays when the judge then errs)."""
-    assert found.fetched is not None
-    response = found.fetched.response
-    if found.repo is not None:  # resolved when every listed test passes
-        fixed, kept = found.repo.fixed, found.repo.kept
-        found.parts = Parts(spec.scorer)
-        dimensions = {"fail_to_pass_fixed": fixed, "pass_to_pass_kept": kept}
-        return Score(1.0 if found.repo.passed else (fixed + kept) / 2, dimensions)
-    if spec.code is not None:
-        main, found.parts = _code_parts(engine, spec, spec.code, request, ctx, response, ledger)
-        return main
-    if spec.scorer == ASSERTIONS_ONLY:
-        found.parts = Parts(spec.scorer)
-        return None
-    texts = (
-        _sample_texts(engine, request, ctx, found.fetched, spec.samples) if spec.samples > 1 else []
+    """The deciding kind's score (None: the assertions alone decide), its parts kept in
+    ``found`` as they come."""
+    fetched = found.fetched
+    assert fetched is not None
+    response = fetched.response
+    text, prefill = _final(engine, spec, request, ctx, response, ledger)
+    answer = Answer(
+        spec.case,
+        spec.prompt,
+        request,
+        response,
+        text,
+        prefill,
+        found.trajectory,
+        spec.code,
+        found.repo,
     )
-    automatic = engine.scorer.score(spec.case, response.text, texts)
-    found.parts = Parts(automatic=automatic)
-    verdict = _verdict(engine, spec, response.text, ledger, found.trajectory)
-    found.parts = Parts(automatic=automatic, verdict=verdict)
-    # hybrid records the verdict beside the automatic score, which decides
-    claude = engine.settings.scorer == "claude"
-    return verdict.score if verdict is not None and claude else automatic
 
+    def keep(scored: Scored) -> None:
+        found.parts = Parts(spec.scorer, scored.automatic, scored.verdict, scored.execution, text)
 
-def _main_passes(engine: Engine, spec: ItemSpec, main: Score, threshold: float) -> bool:
-    """Code: all tests pass (or, with --prompteval-code-pass threshold, the partial score
-    reaches the threshold); anything else: the score reaches the threshold."""
-    if spec.scorer == EXECUTION and engine.settings.code_pass == "all":
-        return bool(main.dimensions["functional_correctness"] == 1.0)
-    if spec.scorer == REPOSITORY:
-        return all(v == 1.0 for v in main.dimensions.values())
-    return bool(main.value >= threshold)
+    def samples() -> list[str]:
+        if spec.samples <= 1:
+            return []
+        return _sample_texts(engine, request, ctx, fetched, spec.samples)
+
+    context = Context(
+        ledger,
+        options(engine),
+        engine.scorer,
+        engine.judge,
+        engine.code_runner,
+        engine.sandboxes,
+        samples,
+        keep,
+    )
+    deciding = kind(spec.scorer)
+    with running(deciding, f"scoring case {spec.case.id!r}"):
+        scored = checked(deciding, deciding.score(answer, context))
+    keep(scored)
+    return scored.main
 
 
 def _decide(
@@ -367,7 +335,9 @@ def _decide(
         main_passes = score >= threshold
     else:
         score = round(combine(main.value, checks), 6) if checks else main.value
-        main_passes = _main_passes(engine, spec, main, threshold)
+        deciding = kind(spec.scorer)
+        with running(deciding, f"scoring case {spec.case.id!r}"):
+            main_passes = bool(deciding.passes(main, threshold, options(engine)))
     trajectory = given.trajectory
     ended = trajectory is None or trajectory.failure is None
     passed = ended and main_passes and all(c.passed for c in checks)

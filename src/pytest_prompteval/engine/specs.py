@@ -13,7 +13,7 @@ from pytest_prompteval.core.repocases import is_repo_case, parse_repo_case
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
-from pytest_prompteval.engine.evaluate import REPOSITORY, ItemSpec, scorer_for
+from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
 from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
 from pytest_prompteval.interaction.repository import RepoTask, repo_task
 from pytest_prompteval.interaction.strategies import Strategy
@@ -80,7 +80,7 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
                 if repo is None
                 else repo_task(case, repo, prompt, agent, environment, assertions)
             )
-            scorer = REPOSITORY if task else scorer_for(engine, case, assertions, code)
+            scorer = scorer_for(engine, case, assertions, code, task is not None)
             if task is not None:  # its tools are the sandbox's kind
                 agent = task.agent
             found = (assertions, strategy, scorer, agent, task)
