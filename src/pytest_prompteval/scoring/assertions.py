@@ -139,72 +139,104 @@ def parse_assertions(
     if not isinstance(entries, list):
         raise PromptevalError(f"{owner}, field 'assert': expected a list of assertions", path, line)
     known = (*BUILTIN_TYPES, *scorers)
-    result = []
-    for index, entry in enumerate(entries):
-        entry_line = line_of(entry, None) or line
-
-        def fail(
-            message: str, at: int | None = None, _i: int = index, _line: int | None = entry_line
-        ) -> PromptevalError:
-            return PromptevalError(f"{owner}, assert[{_i}]: {message}", path, at or _line)
-
-        if isinstance(entry, Mapping) and "type" not in entry:
-            # shorthand: {contains: "x"}; the one key naming a known type is the type
-            short = [k for k in entry if k not in OPTIONS and k not in ("input", "mode")]
-            named = [k for k in short if k in known] if len(short) > 1 else short
-            if len(named) == 1:
-                entry = {**entry, "type": named[0], "value": entry[named[0]]}
-                del entry[named[0]]
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
-            raise fail("expected a mapping with a 'type' (or {type_name: value})")
-        kind = entry["type"]
-        allowed = (*OPTIONS, *TYPE_OPTIONS.get(kind, ()))
-        extra = [k for k in entry if k not in allowed]
-        if extra:
-            raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(allowed)}")
-        if kind not in known:
-            raise fail(
-                f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
-                f"{', '.join(sorted(known))}"
-            )
-        value = entry.get("value")
-        if kind not in BUILTIN_TYPES and value is not None and value is not True:
-            # a scorer scores the answer alone: a value given it would be silently ignored
-            raise fail(
-                f"scorer {kind!r} takes no value (got {value!r}); write {{{kind}: true}}, or "
-                f"{{type: {kind}, threshold: X}} for the score it needs"
-            )
-        _check_value(kind, value, fail)
-        _check_trajectory(kind, entry, fail)
-        _check_file(kind, value, fail)
-        if kind == "json_field":
-            value = _parse_field(value, fail)
-        votes = entry.get("votes", 1)
-        if isinstance(votes, bool) or votes not in range(1, MAX_VOTES + 1, 2):
-            raise fail(f"votes: expected an odd whole number from 1 to {MAX_VOTES} (a majority)")
-        weight = entry.get("weight", 1.0)
-        threshold = entry.get("threshold")
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
-            raise fail("weight: expected a number >= 0")
-        if threshold is not None and (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not 0 <= threshold <= 1
-        ):
-            raise fail("threshold: expected a number from 0 to 1")
-        result.append(
-            Assertion(
-                kind,
-                value,
-                float(weight),
-                None if threshold is None else float(threshold),
-                bool(entry.get("include_prefill", False)),
-                entry.get("input"),
-                entry.get("mode", "exact"),
-                votes,
-            )
+    return [
+        _parse_entry(
+            entry, known, _failer(f"{owner}, assert[{index}]", path, line_of(entry, None) or line)
         )
-    return result
+        for index, entry in enumerate(entries)
+    ]
+
+
+def _failer(prefix: str, path: Any, entry_line: int | None) -> Callable[..., PromptevalError]:
+    """The error for one entry: its message after ``prefix``, at the entry's line."""
+
+    def fail(message: str, at: int | None = None) -> PromptevalError:
+        return PromptevalError(f"{prefix}: {message}", path, at or entry_line)
+
+    return fail
+
+
+def _expanded(entry: Any, known: tuple[str, ...]) -> Any:
+    """The shorthand {contains: "x"} as {type: contains, value: "x"}: the one key naming a
+    known type is the type."""
+    if not isinstance(entry, Mapping) or "type" in entry:
+        return entry
+    short = [k for k in entry if k not in OPTIONS and k not in ("input", "mode")]
+    named = [k for k in short if k in known] if len(short) > 1 else short
+    if len(named) != 1:
+        return entry
+    entry = {**entry, "type": named[0], "value": entry[named[0]]}
+    del entry[named[0]]
+    return entry
+
+
+def _check_kind(
+    entry: Mapping[str, Any], known: tuple[str, ...], fail: Callable[..., PromptevalError]
+) -> None:
+    """The entry's options are its type's, its type is known, a scorer is given no value."""
+    kind = entry["type"]
+    allowed = (*OPTIONS, *TYPE_OPTIONS.get(kind, ()))
+    extra = [k for k in entry if k not in allowed]
+    if extra:
+        raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(allowed)}")
+    if kind not in known:
+        raise fail(
+            f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
+            f"{', '.join(sorted(known))}"
+        )
+    value = entry.get("value")
+    if kind not in BUILTIN_TYPES and value is not None and value is not True:
+        # a scorer scores the answer alone: a value given it would be silently ignored
+        raise fail(
+            f"scorer {kind!r} takes no value (got {value!r}); write {{{kind}: true}}, or "
+            f"{{type: {kind}, threshold: X}} for the score it needs"
+        )
+
+
+def _numbers(
+    entry: Mapping[str, Any], fail: Callable[..., PromptevalError]
+) -> tuple[int, float, float | None]:
+    """The entry's votes, weight and threshold, checked."""
+    votes = entry.get("votes", 1)
+    if isinstance(votes, bool) or votes not in range(1, MAX_VOTES + 1, 2):
+        raise fail(f"votes: expected an odd whole number from 1 to {MAX_VOTES} (a majority)")
+    weight = entry.get("weight", 1.0)
+    threshold = entry.get("threshold")
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+        raise fail("weight: expected a number >= 0")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0 <= threshold <= 1
+    ):
+        raise fail("threshold: expected a number from 0 to 1")
+    return votes, float(weight), None if threshold is None else float(threshold)
+
+
+def _parse_entry(
+    entry: Any, known: tuple[str, ...], fail: Callable[..., PromptevalError]
+) -> Assertion:
+    entry = _expanded(entry, known)
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
+        raise fail("expected a mapping with a 'type' (or {type_name: value})")
+    _check_kind(entry, known, fail)
+    kind, value = entry["type"], entry.get("value")
+    _check_value(kind, value, fail)
+    _check_trajectory(kind, entry, fail)
+    _check_file(kind, value, fail)
+    if kind == "json_field":
+        value = _parse_field(value, fail)
+    votes, weight, threshold = _numbers(entry, fail)
+    return Assertion(
+        kind,
+        value,
+        weight,
+        threshold,
+        bool(entry.get("include_prefill", False)),
+        entry.get("input"),
+        entry.get("mode", "exact"),
+        votes,
+    )
 
 
 def _check_trajectory(
@@ -392,6 +424,21 @@ def base_type(kind: str) -> str:
 
 def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
     named, kind = kind, base_type(kind)
+    _check_text_value(named, kind, value, fail)
+    if kind == "json_schema" or (kind == "contains_json" and value is not None):
+        _check_schema_value(named, value, fail)
+    if (
+        kind == "topics"
+        and value is not None
+        and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    ):
+        raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+
+def _check_text_value(
+    named: str, kind: str, value: Any, fail: Callable[[str], PromptevalError]
+) -> None:
+    """The value of a type that takes a string, strings, a pattern or a limit."""
     if kind in STRING_TYPES and (not isinstance(value, str) or not value):
         raise fail(f"{named}: expected a non-empty string value")
     if kind in LIST_TYPES and (
@@ -409,22 +456,18 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
         isinstance(value, bool) or not isinstance(value, int | float) or value < 0
     ):
         raise fail(f"{kind}: expected a number >= 0")
-    if kind == "json_schema" or (kind == "contains_json" and value is not None):
-        import jsonschema  # slow to import: only for suites that use it
 
-        if not isinstance(value, Mapping):
-            raise fail(f"{named}: expected a JSON schema (a mapping)")
-        try:
-            jsonschema.Draft202012Validator.check_schema(dict(value))
-        except jsonschema.SchemaError as exc:
-            raise fail(f"{named}: invalid schema: {exc.message}") from None
-        _check_schema(value, fail)
-    if (
-        kind == "topics"
-        and value is not None
-        and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
-    ):
-        raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+def _check_schema_value(named: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    import jsonschema  # slow to import: only for suites that use it
+
+    if not isinstance(value, Mapping):
+        raise fail(f"{named}: expected a JSON schema (a mapping)")
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(value))
+    except jsonschema.SchemaError as exc:
+        raise fail(f"{named}: invalid schema: {exc.message}") from None
+    _check_schema(value, fail)
 
 
 def _is_json_value(value: Any) -> bool:
@@ -460,7 +503,17 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
                 f"json_field: unknown key {key!r}{suggestion(str(key), FIELD_KEYS)}; allowed: "
                 + ", ".join(FIELD_KEYS)
             )
-    where = value.get("path")
+    path = _field_path(value.get("path"), fail)
+    check, expected = _field_check(value, fail)
+    tolerance = value.get("tolerance")
+    if tolerance is not None and (check != "approx" or not _is_number(tolerance) or tolerance < 0):
+        raise fail("json_field: tolerance: expected a number >= 0, beside approx")
+    return FieldCheck(
+        path, field_name(path), check, expected, None if tolerance is None else float(tolerance)
+    )
+
+
+def _field_path(where: Any, fail: Callable[[str], PromptevalError]) -> tuple[str, ...]:
     if not isinstance(where, str) or not where:
         raise fail("json_field: path: expected a JSON Pointer (/a/0/b) or a dotted path (a.0.b)")
     if where.startswith("/"):
@@ -469,6 +522,13 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
         path = tuple(where.split("."))
         if "" in path:
             raise fail(f"json_field: path {where!r}: an empty key; write a JSON Pointer for it")
+    return path
+
+
+def _field_check(
+    value: Mapping[str, Any], fail: Callable[[str], PromptevalError]
+) -> tuple[str, Any]:
+    """The one comparison a field check names, and the value it compares with."""
     checks = [k for k in FIELD_CHECKS if k in value]
     if len(checks) != 1:
         raise fail(f"json_field: give exactly one of {', '.join(FIELD_CHECKS)}")
@@ -489,12 +549,7 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
             raise fail(f"json_field: matches: {exc}") from None
     if check == "approx" and not _is_number(expected):
         raise fail("json_field: approx: expected a number")
-    tolerance = value.get("tolerance")
-    if tolerance is not None and (check != "approx" or not _is_number(tolerance) or tolerance < 0):
-        raise fail("json_field: tolerance: expected a number >= 0, beside approx")
-    return FieldCheck(
-        path, field_name(path), check, expected, None if tolerance is None else float(tolerance)
-    )
+    return check, expected
 
 
 def _shown(value: Any) -> str:
