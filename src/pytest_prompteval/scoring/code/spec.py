@@ -158,7 +158,24 @@ def parse_code_spec(case: Case) -> CodeSpec:
     entry = raw.get("entry_point", "")
     if "entry_point" in raw and (not isinstance(entry, str) or not entry.isidentifier()):
         raise fail("entry_point", "the name of the function under test")
-    tests = raw.get("tests")
+    parsed = _parse_tests(case, entry, fail)
+    setup, atol, reference, properties, timeout = _options(case, fail)
+    prompt = case.input.get("prompt", "")
+    return CodeSpec(
+        entry_point=entry,
+        tests=tuple(parsed),
+        prompt=prompt if isinstance(prompt, str) else "",
+        reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
+        properties=properties,
+        timeout=timeout,
+        setup=setup,
+        atol=float(atol),
+    )
+
+
+def _parse_tests(case: Case, entry: str, fail: Any) -> list[CodeTest]:
+    """The case's tests: a function's, or stdin tests only (a program's)."""
+    tests = case.raw.get("tests")
     if not isinstance(tests, list) or not tests:
         raise fail("tests", f"a list of test entries, each one of {KINDS_TEXT}")
     parsed: list[CodeTest] = []
@@ -169,6 +186,13 @@ def parse_code_spec(case: Case) -> CodeSpec:
         raise fail("tests", "stdin tests only (a program), or none (a function's tests)")
     if not entry and not all(program):
         raise fail("entry_point", "the name of the function under test (a program: stdin tests)")
+    return parsed
+
+
+def _options(case: Case, fail: Any) -> tuple[str, Any, str | None, Any, Any]:
+    """The case's test_setup, atol, reference, properties and timeout, checked in that order
+    (after its language)."""
+    raw = case.raw
     language = raw.get("language", "python")
     if language != "python":
         raise fail("language", "python (the only language the sandbox runs yet)")
@@ -191,17 +215,7 @@ def parse_code_spec(case: Case) -> CodeSpec:
         or not 0 < timeout <= MAX_CASE_TIMEOUT
     ):
         raise fail("timeout", f"seconds of CPU time, a number > 0 and at most {MAX_CASE_TIMEOUT}")
-    prompt = case.input.get("prompt", "")
-    return CodeSpec(
-        entry_point=entry,
-        tests=tuple(parsed),
-        prompt=prompt if isinstance(prompt, str) else "",
-        reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
-        properties=properties,
-        timeout=timeout,
-        setup=setup,
-        atol=float(atol),
-    )
+    return setup, atol, reference, properties, timeout
 
 
 def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
