@@ -729,43 +729,23 @@ class _Importer:
         base = kind[4:] if negated else kind
         value = _rendered(entry.get("value"), values)
         threshold = entry.get("threshold")
-        texts = value if isinstance(value, list) else [value]
-        left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
-        unfilled = next((m.group(0) for m in left if m is not None), None)
-        if base in ("javascript", "python"):
-            unfilled = None  # code: named below unless it is one of the simple forms
-        if unfilled is not None:
-            self.note(
-                where,
-                f"assertion {kind!r}: Nunjucks {unfilled!r} in its value, which the test's vars "
-                "do not fill: not imported",
-            )
+        if self.unfilled(kind, base, value, where):
             return None
         if base in ("javascript", "python") and not negated and isinstance(value, str):
-            found = _code(value)
-            if found is not None:
-                return found
-            self.note(
-                where,
-                f"assertion {kind!r} ({value.strip()[:60]!r}): code is not translated: not "
-                "imported",
-            )
-            return None
+            return self.mapped_code(kind, value, where)
         if base in LIMITS and not negated:
             if not isinstance(threshold, int | float) or isinstance(threshold, bool):
                 self.note(where, f"assertion {kind!r} without a threshold: not imported")
                 return None
             return {"type": LIMITS[base], "value": threshold}
         if base == "llm-rubric" and not negated:
-            judged: dict[str, Any] = {"type": "judge", "value": value}
-            judged["threshold"] = threshold if _is_share(threshold) else JUDGE_THRESHOLD
-            if threshold is not None and not _is_share(threshold):
-                self.note(
-                    where,
-                    f"assertion {kind!r}: threshold {threshold!r}: expected a number from 0 to "
-                    f"1; the judge's passes at {JUDGE_THRESHOLD}",
-                )
-            return judged
+            return self.mapped_judge(kind, value, threshold, where)
+        return self.mapped_same(kind, base, negated, value, where)
+
+    def mapped_same(
+        self, kind: str, base: str, negated: bool, value: Any, where: str
+    ) -> dict[str, Any] | None:
+        """An assertion one of ours does as promptfoo's does, or None (noted)."""
         if base not in SAME or (
             negated and base in ("is-json", "contains-json") and value is not None
         ):
@@ -773,12 +753,57 @@ class _Importer:
             return None
         ours = ("not_" if negated else "") + SAME[base]
         if base in ("is-json", "contains-json"):
-            if isinstance(value, str) and value.startswith("file://"):
-                files = self.referenced(value, self.base)
-                value = self.load(files[0]) if len(files) == 1 and files[0].is_file() else value
-            if base == "is-json" and value is not None:
-                ours = "json_schema"
-            return {"type": ours} if value is None else {"type": ours, "value": value}
+            return self.mapped_json(base, ours, value)
+        return self.mapped_value(kind, base, ours, value, where)
+
+    def unfilled(self, kind: str, base: str, value: Any, where: str) -> bool:
+        """Whether the value holds Nunjucks the test's vars do not fill (noted)."""
+        if base in ("javascript", "python"):
+            return False  # code: named by mapped_code unless it is one of the simple forms
+        texts = value if isinstance(value, list) else [value]
+        left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
+        unfilled = next((m.group(0) for m in left if m is not None), None)
+        if unfilled is None:
+            return False
+        self.note(
+            where,
+            f"assertion {kind!r}: Nunjucks {unfilled!r} in its value, which the test's vars "
+            "do not fill: not imported",
+        )
+        return True
+
+    def mapped_code(self, kind: str, value: str, where: str) -> dict[str, Any] | None:
+        found = _code(value)
+        if found is None:
+            self.note(
+                where,
+                f"assertion {kind!r} ({value.strip()[:60]!r}): code is not translated: not "
+                "imported",
+            )
+        return found
+
+    def mapped_judge(self, kind: str, value: Any, threshold: Any, where: str) -> dict[str, Any]:
+        judged: dict[str, Any] = {"type": "judge", "value": value}
+        judged["threshold"] = threshold if _is_share(threshold) else JUDGE_THRESHOLD
+        if threshold is not None and not _is_share(threshold):
+            self.note(
+                where,
+                f"assertion {kind!r}: threshold {threshold!r}: expected a number from 0 to "
+                f"1; the judge's passes at {JUDGE_THRESHOLD}",
+            )
+        return judged
+
+    def mapped_json(self, base: str, ours: str, value: Any) -> dict[str, Any]:
+        if isinstance(value, str) and value.startswith("file://"):
+            files = self.referenced(value, self.base)
+            value = self.load(files[0]) if len(files) == 1 and files[0].is_file() else value
+        if base == "is-json" and value is not None:
+            ours = "json_schema"
+        return {"type": ours} if value is None else {"type": ours, "value": value}
+
+    def mapped_value(
+        self, kind: str, base: str, ours: str, value: Any, where: str
+    ) -> dict[str, Any] | None:
         if base in LISTS and isinstance(value, str):
             value = [v.strip() for v in value.split(",")]
         elif isinstance(value, int | float) and not isinstance(value, bool):
