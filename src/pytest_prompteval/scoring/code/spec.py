@@ -231,36 +231,52 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
         raise fail(f"tests[{i}].tag", "basic or edge", line)
     body = test[kind]
     if kind == "args":
-        if not isinstance(body, list):
-            raise fail(f"tests[{i}]", "args: a list of arguments", line)
-        if "expected" in test and "expected_any" in test:
-            raise fail(f"tests[{i}]", "expected or expected_any, not both", line)
-        if "expected_any" in test:
-            accepted = test["expected_any"]
-            if not isinstance(accepted, list) or not accepted:
-                raise fail(f"tests[{i}].expected_any", "a list of accepted values", line)
-            return [CodeTest(kind, body, tag, accepted, "any")]
-        if "expected" in test:
-            return [CodeTest(kind, body, tag, test["expected"])]
-        if "reference" not in case.raw:
-            raise fail(
-                f"tests[{i}]",
-                "args: a list of arguments, and expected (or a reference solution, whose "
-                "output it must then equal)",
-                line,
-            )
-        return [CodeTest(kind, body, tag, compare="reference")]
+        return [_args_test(case, f"tests[{i}]", test, tag, fail)]
     if not isinstance(body, str):
         raise fail(
             f"tests[{i}]", f"{kind}: Python source text" if kind != "stdin" else "stdin: text", line
         )
+    return _source_tests(kind, f"tests[{i}]", test, tag, fail)
+
+
+def _args_test(case: Case, at: str, test: Mapping[str, Any], tag: str, fail: Any) -> CodeTest:
+    """A call with ``args``, compared with ``expected``, any of ``expected_any`` or the
+    reference solution's output."""
+    body, line = test["args"], line_of(test)
+    if not isinstance(body, list):
+        raise fail(at, "args: a list of arguments", line)
+    if "expected" in test and "expected_any" in test:
+        raise fail(at, "expected or expected_any, not both", line)
+    if "expected_any" in test:
+        accepted = test["expected_any"]
+        if not isinstance(accepted, list) or not accepted:
+            raise fail(f"{at}.expected_any", "a list of accepted values", line)
+        return CodeTest("args", body, tag, accepted, "any")
+    if "expected" in test:
+        return CodeTest("args", body, tag, test["expected"])
+    if "reference" not in case.raw:
+        raise fail(
+            at,
+            "args: a list of arguments, and expected (or a reference solution, whose "
+            "output it must then equal)",
+            line,
+        )
+    return CodeTest("args", body, tag, compare="reference")
+
+
+def _source_tests(
+    kind: str, at: str, test: Mapping[str, Any], tag: str, fail: Any
+) -> list[CodeTest]:
+    """A stdin, check, unittest or other source test; a unittest module gives one test per
+    test method."""
+    body, line = test[kind], line_of(test)
     if kind == "stdin":
         if not isinstance(test.get("stdout"), str):
-            raise fail(f"tests[{i}]", "stdout: the text the program must print", line)
+            raise fail(at, "stdout: the text the program must print", line)
         return [CodeTest(kind, body, tag, test["stdout"])]
     if kind == "check" and not _tests_something(body):
         raise fail(
-            f"tests[{i}]",
+            at,
             "check: a def check(candidate), or statements that test (this source defines neither)",
             line,
         )
@@ -268,7 +284,7 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
         methods = test_methods(body)
         if isinstance(methods, str):
             raise fail(
-                f"tests[{i}]",
+                at,
                 f"unittest: a module defining unittest.TestCase classes ({methods})",
                 line,
             )
