@@ -246,25 +246,33 @@ def _check_trajectory(
     if kind in ("tool_called", "tool_not_called") and (not isinstance(value, str) or not value):
         raise fail(f"{kind}: expected a tool's name")
     if kind == "tool_sequence":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise fail("tool_sequence: expected a list of tool names")
-        mode = entry.get("mode", "exact")
-        if mode not in SEQUENCE_MODES:
-            raise fail(
-                f"tool_sequence: mode {mode!r}{suggestion(str(mode), SEQUENCE_MODES)}; known: "
-                + ", ".join(SEQUENCE_MODES)
-            )
+        _check_sequence(value, entry.get("mode", "exact"), fail)
     if kind == "max_steps" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise fail("max_steps: expected a whole number >= 1")
     wanted = entry.get("input")
     if wanted is not None:
-        if not isinstance(wanted, Mapping):
-            raise fail("tool_called: input: expected a mapping of the arguments the call holds")
-        for source in _regexes(wanted):
-            try:
-                pattern(source)
-            except PatternError as exc:
-                raise fail(f"tool_called: input: {exc}") from None
+        _check_input(wanted, fail)
+
+
+def _check_sequence(value: Any, mode: Any, fail: Callable[[str], PromptevalError]) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise fail("tool_sequence: expected a list of tool names")
+    if mode not in SEQUENCE_MODES:
+        raise fail(
+            f"tool_sequence: mode {mode!r}{suggestion(str(mode), SEQUENCE_MODES)}; known: "
+            + ", ".join(SEQUENCE_MODES)
+        )
+
+
+def _check_input(wanted: Any, fail: Callable[[str], PromptevalError]) -> None:
+    """A tool call's expected ``input``: a mapping whose regexes RE2 can run."""
+    if not isinstance(wanted, Mapping):
+        raise fail("tool_called: input: expected a mapping of the arguments the call holds")
+    for source in _regexes(wanted):
+        try:
+            pattern(source)
+        except PatternError as exc:
+            raise fail(f"tool_called: input: {exc}") from None
 
 
 def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
@@ -273,21 +281,7 @@ def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -
     if kind not in FILE_TYPES:
         return
     if kind == "file_matches":
-        if not isinstance(value, Mapping):
-            raise fail("file_matches: expected {path: FILE, regex: PATTERN}")
-        for key in value:
-            if key not in FILE_MATCH_KEYS:
-                raise fail(
-                    f"file_matches: unknown key {key!r}{suggestion(str(key), FILE_MATCH_KEYS)}; "
-                    f"allowed: {', '.join(FILE_MATCH_KEYS)}"
-                )
-        if not isinstance(value.get("regex"), str):
-            raise fail("file_matches: regex: expected a regular expression")
-        try:
-            pattern(value["regex"])
-        except PatternError as exc:
-            raise fail(f"file_matches: regex: {exc}") from None
-        path, what = value.get("path"), "file_matches: path"
+        path, what = _file_matches_path(value, fail), "file_matches: path"
     else:
         path, what = value, kind
     glob = kind in ("file_exists", "file_not_exists")
@@ -303,6 +297,25 @@ def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -
             pattern(glob_pattern(text))
         except PatternError as exc:
             raise fail(f"{kind}: glob {path!r}: {exc}") from None
+
+
+def _file_matches_path(value: Any, fail: Callable[[str], PromptevalError]) -> Any:
+    """``file_matches``' keys and regex checked; its path, to check as the others' are."""
+    if not isinstance(value, Mapping):
+        raise fail("file_matches: expected {path: FILE, regex: PATTERN}")
+    for key in value:
+        if key not in FILE_MATCH_KEYS:
+            raise fail(
+                f"file_matches: unknown key {key!r}{suggestion(str(key), FILE_MATCH_KEYS)}; "
+                f"allowed: {', '.join(FILE_MATCH_KEYS)}"
+            )
+    if not isinstance(value.get("regex"), str):
+        raise fail("file_matches: regex: expected a regular expression")
+    try:
+        pattern(value["regex"])
+    except PatternError as exc:
+        raise fail(f"file_matches: regex: {exc}") from None
+    return value.get("path")
 
 
 def file_job(assertion: Assertion) -> dict[str, str]:
@@ -363,6 +376,16 @@ def _breaking_call(kind: str, mode: str | None, value: Any, names: Sequence[str]
     return None
 
 
+#: tool_sequence's modes: whether the calls made fit the names wanted
+_SEQUENCE_CHECKS: dict[str | None, Callable[[Sequence[str], Sequence[str]], bool]] = {
+    "exact": lambda wanted, made: list(made) == list(wanted),
+    "in_order": _in_order,
+    "any_order": lambda wanted, made: sorted(made) == sorted(wanted),
+    "subset": lambda wanted, made: set(made) <= set(wanted),
+    "superset": lambda wanted, made: set(wanted) <= set(made),
+}
+
+
 def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
     """A trajectory assertion on an agent's conversation: the reason names what was
     expected and the calls made."""
@@ -383,16 +406,7 @@ def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
         passed, reason = value not in names, f"no call to {value}"
     elif kind == "tool_sequence":
         mode = assertion.mode
-        if mode == "exact":
-            passed = names == list(value)
-        elif mode == "in_order":
-            passed = _in_order(value, names)
-        elif mode == "any_order":
-            passed = sorted(names) == sorted(value)
-        elif mode == "subset":
-            passed = set(names) <= set(value)
-        else:
-            passed = set(value) <= set(names)
+        passed = _SEQUENCE_CHECKS.get(mode, _SEQUENCE_CHECKS["superset"])(value, names)
         reason = f"calls {', '.join(value)} ({mode})"
     else:
         steps = len(trajectory.steps)
@@ -446,16 +460,20 @@ def _check_text_value(
     ):
         raise fail(f"{named}: expected a non-empty list of non-empty strings")
     if kind in PATTERN_TYPES:
-        if not isinstance(value, str):
-            raise fail(f"{named}: expected a regular expression")
-        try:
-            pattern(value)
-        except PatternError as exc:
-            raise fail(f"{named}: {exc}") from None
+        _check_pattern(named, value, fail)
     if kind in LIMIT_TYPES and (
         isinstance(value, bool) or not isinstance(value, int | float) or value < 0
     ):
         raise fail(f"{kind}: expected a number >= 0")
+
+
+def _check_pattern(named: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    if not isinstance(value, str):
+        raise fail(f"{named}: expected a regular expression")
+    try:
+        pattern(value)
+    except PatternError as exc:
+        raise fail(f"{named}: {exc}") from None
 
 
 def _check_schema_value(named: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
@@ -698,14 +716,7 @@ def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
         if not isinstance(node, Mapping) or id(node) in seen:
             continue  # true and false are schemas too
         seen.add(id(node))
-        for key in node:
-            if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
-                raise fail(
-                    f"json_schema: unknown keyword {key!r}{suggestion(key, SCHEMA_KEYWORDS)} "
-                    "(draft 2020-12; an unknown keyword checks nothing; name your own "
-                    "annotations x-...)",
-                    line_of(node, key),
-                )
+        _check_keywords(node, fail)
         if isinstance(node.get("pattern"), str):
             patterns.append((node["pattern"], line_of(node, "pattern")))
         properties = node.get("patternProperties")
@@ -726,6 +737,17 @@ def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
             "(patterns run on RE2; jsonschema would match these on Python's re)",
             unevaluated[0],
         )
+
+
+def _check_keywords(node: Mapping[str, Any], fail: Callable[..., PromptevalError]) -> None:
+    for key in node:
+        if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
+            raise fail(
+                f"json_schema: unknown keyword {key!r}{suggestion(key, SCHEMA_KEYWORDS)} "
+                "(draft 2020-12; an unknown keyword checks nothing; name your own "
+                "annotations x-...)",
+                line_of(node, key),
+            )
 
 
 @functools.cache
