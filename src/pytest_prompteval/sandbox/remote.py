@@ -351,15 +351,8 @@ class Channel:
     def _decode_tagged(self, data: dict[str, Any], depth: int) -> Any:
         tag = next(iter(data))
         body = data[tag]
-        if tag in ("l", "t", "s", "fs"):
-            if type(body) is not list:
-                raise WireError("not a sequence")
-            items = [self.decode(v, depth + 1) for v in body]
-            return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
-        if tag == "d":
-            if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
-                raise WireError("not a mapping")
-            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
+        if tag in ("l", "t", "s", "fs", "d"):
+            return self._decode_container(tag, body, depth)
         if tag == "h" and type(body) is int and type(data.get("type")) is str and len(data) == 2:
             return Remote(self, body, data["type"])
         if len(data) != 1:
@@ -370,6 +363,16 @@ class Channel:
         if fits is not None and fits(body):
             return build(body)
         raise WireError(f"an unknown value tag {tag!r}")
+
+    def _decode_container(self, tag: str, body: Any, depth: int) -> Any:
+        if tag == "d":
+            if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
+                raise WireError("not a mapping")
+            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
+        if type(body) is not list:
+            raise WireError("not a sequence")
+        items = [self.decode(v, depth + 1) for v in body]
+        return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
 
     # -- messages -------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:

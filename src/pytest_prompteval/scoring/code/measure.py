@@ -322,6 +322,18 @@ def measure(
 def _classify(
     run: SampleReport, syntax: Any, load: Any, basic: Any, edge: Any
 ) -> tuple[str | None, str | None]:
+    died = _died(run, syntax, load)
+    if died is not None:
+        return died
+    if basic is not None:
+        return _failed_test(basic, "logic")
+    if edge is not None:
+        return _failed_test(edge, "edge_case")
+    return None, None
+
+
+def _died(run: SampleReport, syntax: Any, load: Any) -> tuple[str, str] | None:
+    """Why the sample stopped before its tests could tell, or None."""
     if run.crashed:
         return "runtime", run.crashed
     if syntax is not None and syntax.get("ok") is not True:
@@ -334,12 +346,12 @@ def _classify(
     if syntax is None or load is None or run.signal is not None:
         why = f"killed by signal {run.signal}" if run.signal else "no result"
         return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
-    for failure in (basic, edge):
-        if failure is not None:
-            kind, message = failure
-            if kind == "resource":
-                return "resource_limit", message
-            if kind == "error":
-                return "runtime", message
-            return ("logic" if failure is basic else "edge_case"), message
-    return None, None
+    return None
+
+
+def _failed_test(failure: tuple[Any, str], wrong: str) -> tuple[str, str]:
+    """A failed test's error class: a limit, an error, else the answer was ``wrong``."""
+    kind, message = failure
+    if kind == "resource":
+        return "resource_limit", message
+    return ("runtime" if kind == "error" else wrong), message
