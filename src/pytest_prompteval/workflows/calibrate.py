@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import is_run_file, load_run, write_json_atomically
@@ -360,6 +360,18 @@ def latest(directory: Path, model: str) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
+def _is_confusion(table: Any) -> TypeGuard[list[list[int]]]:
+    """Whether ``table`` is a 5x5 table of counts."""
+    return (
+        isinstance(table, list)
+        and len(table) == len(SCALE)
+        and all(isinstance(row, list) and len(row) == len(SCALE) for row in table)
+        and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for row in table for x in row
+        )
+    )
+
+
 def saved_figures(
     data: dict[str, Any],
 ) -> dict[str, tuple[int, float | None, tuple[float, float] | None]]:
@@ -372,16 +384,7 @@ def saved_figures(
     figures = {}
     for name, dim in dims.items():
         table = dim.get("confusion") if isinstance(dim, dict) else None
-        if not (
-            isinstance(table, list)
-            and len(table) == len(SCALE)
-            and all(isinstance(row, list) and len(row) == len(SCALE) for row in table)
-            and all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                for row in table
-                for x in row
-            )
-        ):
+        if not _is_confusion(table):
             raise ValueError(f"dimension {name!r}: 'confusion' is not a 5x5 table of counts")
         n = sum(map(sum, table))
         if n > MAX_ANSWERS:
