@@ -325,23 +325,29 @@ def apps_case(record: Mapping[str, Any]) -> dict[str, Any]:
     case["input"] = {"question": block(question)}
     if isinstance(starter, str) and starter.strip():
         case["input"]["starter_code"] = block(starter)
-    fn_name = io.get("fn_name")
-    if fn_name is None:
-        case["kind"] = "code"  # a program: no entry point
-        case["tests"] = [
-            {"stdin": block(_joined(i)), "stdout": block(_joined(o))}
-            for i, o in zip(inputs, outputs, strict=True)
-        ]
-    elif isinstance(fn_name, str) and fn_name.isidentifier():
-        case["entry_point"], case["tests"] = _apps_call_tests(
-            fn_name, str(starter), inputs, outputs
-        )
-    else:
-        raise Unusable("field 'input_output': fn_name is no function name")
+    case.update(_apps_tests(io.get("fn_name"), str(starter), inputs, outputs))
     solutions = _json_field(record, "solutions")
     if isinstance(solutions, list) and solutions and isinstance(solutions[0], str):
         case["reference"] = block(solutions[0])
     return case
+
+
+def _apps_tests(
+    fn_name: Any, starter: str, inputs: list[Any], outputs: list[Any]
+) -> dict[str, Any]:
+    """An APPS problem's tests: a program's stdin tests, or calls of ``fn_name``."""
+    if fn_name is None:
+        return {
+            "kind": "code",  # a program: no entry point
+            "tests": [
+                {"stdin": block(_joined(i)), "stdout": block(_joined(o))}
+                for i, o in zip(inputs, outputs, strict=True)
+            ],
+        }
+    if isinstance(fn_name, str) and fn_name.isidentifier():
+        entry_point, tests = _apps_call_tests(fn_name, starter, inputs, outputs)
+        return {"entry_point": entry_point, "tests": tests}
+    raise Unusable("field 'input_output': fn_name is no function name")
 
 
 def _joined(value: Any) -> str:
