@@ -276,18 +276,15 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         return check_files(args)
     from pytest_prompteval.core.repocases import is_repo_case
     from pytest_prompteval.pytest.inventory import collect
-    from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
     from pytest_prompteval.workflows.envs import environments_of
     from pytest_prompteval.workflows.repocheck import check_repo_cases
 
     seen, _ = collect(args.cases, args.prompts)
     cases = [c for case_file in seen.case_files for c in case_file.cases]
-    code_cases = [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
-    repo_count = sum(map(is_repo_case, cases))
+    code_cases = _code_cases(cases)
     if not args.json:
-        print(
-            f"{len(cases)} cases in {len(seen.case_files)} files ({len(code_cases)} code cases"
-            + (f", {repo_count} repository cases)" if repo_count else ")")
+        _print_counts(
+            len(cases), len(seen.case_files), len(code_cases), sum(map(is_repo_case, cases))
         )
     if seen.problems:
         return _report_problems(seen.problems)
@@ -299,19 +296,10 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
         _print_repo_checks(repo_checks)
     if problems and not args.json:
         return _report_problems(problems)
-    reports, untested = _mutation_reports(code_cases) if args.mutation else ([], [])
-    weak = [r for r in reports if r.score is not None and r.score < args.min_score]
+    reports, untested, weak = _mutations(args, code_cases)
     if args.json:  # nothing but the JSON document on stdout
-        document: dict[str, Any] = {"cases": len(cases), "code_cases": len(code_cases)}
-        if repo_checks:
-            document["repo"] = [
-                {"file": display(case.path, case.line), **check.to_json()}
-                for case, check in repo_checks
-            ]
-        if args.mutation:
-            document["mutation"] = [r.to_json() for r in reports]
-            document["no_reference"] = untested
-        print(safe_json(document))
+        counts = {"cases": len(cases), "code_cases": len(code_cases)}
+        print(safe_json(_checks_document(args, counts, repo_checks, reports, untested)))
         if problems:
             return _report_problems(problems)
         return 1 if weak else 0
@@ -319,6 +307,48 @@ def cmd_check_cases(args: argparse.Namespace) -> int:
     if args.mutation:
         _print_mutation(reports, untested, weak)
     return 1 if weak else 0
+
+
+def _code_cases(cases: list[Case]) -> list[tuple[Case, CodeSpec]]:
+    from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
+
+    return [(c, parse_code_spec(c)) for c in cases if is_code_case(c)]
+
+
+def _print_counts(cases: int, files: int, code_cases: int, repo_cases: int) -> None:
+    print(
+        f"{cases} cases in {files} files ({code_cases} code cases"
+        + (f", {repo_cases} repository cases)" if repo_cases else ")")
+    )
+
+
+def _mutations(
+    args: argparse.Namespace, code_cases: list[tuple[Case, CodeSpec]]
+) -> tuple[list[MutationReport], list[str], list[MutationReport]]:
+    """With --mutation: the reports, the code cases without a reference, the weak reports."""
+    reports, untested = _mutation_reports(code_cases) if args.mutation else ([], [])
+    weak = [r for r in reports if r.score is not None and r.score < args.min_score]
+    return reports, untested, weak
+
+
+def _checks_document(
+    args: argparse.Namespace,
+    counts: dict[str, int],
+    repo_checks: list[Any],
+    reports: list[MutationReport],
+    untested: list[str],
+) -> dict[str, Any]:
+    """check-cases --json's document: the counts, repository checks and mutation reports."""
+    document: dict[str, Any] = dict(counts)
+    if repo_checks:
+        document["repo"] = [
+            {"file": display(case.path, case.line), **check.to_json()}
+            for case, check in repo_checks
+        ]
+    if args.mutation:
+        document["mutation"] = [r.to_json() for r in reports]
+        document["no_reference"] = untested
+    return document
 
 
 def _mutation_reports(

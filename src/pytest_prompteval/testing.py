@@ -180,6 +180,78 @@ class ScriptedAgent:
         }
 
 
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return [] if isinstance(content, str) else list(content or [])
+
+
+def _user_turn_error(messages: Sequence[Any], index: int) -> str | None:
+    """A user message's ``tool_result`` blocks: for ids the turn before called, first."""
+    blocks = _blocks(messages[index])
+    results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+    before = messages[index - 1] if index else {}
+    called = [
+        b["id"]
+        for b in (before.get("content") or [])
+        if isinstance(b, Mapping) and b.get("type") == "tool_use"
+    ]
+    unknown = [r for r in results if r not in called]
+    if unknown:
+        return (
+            f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` "
+            f"blocks: {unknown[0]}. Each `tool_result` block must have a corresponding "
+            "`tool_use` block in the previous message."
+        )
+    leading = [b.get("type") for b in blocks[: len(results)]]
+    if results and set(leading) != {"tool_result"}:
+        return (
+            f"messages.{index}.content: `tool_result` blocks must come first in the "
+            "user message, before any other content"
+        )
+    return None
+
+
+def _unanswered_error(messages: Sequence[Any], index: int, calls: list[Any]) -> str | None:
+    """An assistant turn's tool calls, each answered in the next message."""
+    after = messages[index + 1] if index + 1 < len(messages) else None
+    if not calls or after is None:
+        return None
+    answered = [
+        b.get("tool_use_id")
+        for b in (after.get("content") if isinstance(after.get("content"), list) else [])
+        if b.get("type") == "tool_result"
+    ]
+    missing = [c for c in calls if c not in answered]
+    if missing:
+        return (
+            f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+            f"immediately after: {missing[0]}. Each `tool_use` block must have a "
+            "corresponding `tool_result` block in the next message."
+        )
+    return None
+
+
+def _assistant_turn_error(
+    messages: Sequence[Any], index: int, sent: Mapping[str, Any]
+) -> str | None:
+    """An assistant turn's calls answered next, and its thinking the one sent."""
+    blocks = _blocks(messages[index])
+    calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    unanswered = _unanswered_error(messages, index, calls)
+    if unanswered is not None:
+        return unanswered
+    for call_id in calls:
+        expected = sent.get(call_id)
+        given = [dict(b) for b in blocks if b.get("type") in ("thinking", "redacted_thinking")]
+        if expected is not None and given != expected:
+            return (
+                f"messages.{index}.content: thinking blocks in the latest assistant message "
+                "cannot be modified. These blocks must remain as they were in the original "
+                "response."
+            )
+    return None
+
+
 def tool_conversation_error(request: Mapping[str, Any], sent: Mapping[str, Any]) -> str | None:
     """Why the API would refuse this conversation (400 invalid_request_error), or None: a
     ``tool_use`` not answered by a ``tool_result`` at the start of the next user message,
@@ -187,54 +259,12 @@ def tool_conversation_error(request: Mapping[str, Any], sent: Mapping[str, Any])
     thinking is not the one sent (``sent``: thinking blocks by the tool id of their turn)."""
     messages = request.get("messages", [])
     for index, message in enumerate(messages):
-        content = message.get("content")
-        blocks = [] if isinstance(content, str) else list(content or [])
         if message.get("role") == "user":
-            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
-            before = messages[index - 1] if index else {}
-            called = [
-                b["id"]
-                for b in (before.get("content") or [])
-                if isinstance(b, Mapping) and b.get("type") == "tool_use"
-            ]
-            unknown = [r for r in results if r not in called]
-            if unknown:
-                return (
-                    f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` "
-                    f"blocks: {unknown[0]}. Each `tool_result` block must have a corresponding "
-                    "`tool_use` block in the previous message."
-                )
-            leading = [b.get("type") for b in blocks[: len(results)]]
-            if results and set(leading) != {"tool_result"}:
-                return (
-                    f"messages.{index}.content: `tool_result` blocks must come first in the "
-                    "user message, before any other content"
-                )
-            continue
-        calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-        after = messages[index + 1] if index + 1 < len(messages) else None
-        if calls and after is not None:
-            answered = [
-                b.get("tool_use_id")
-                for b in (after.get("content") if isinstance(after.get("content"), list) else [])
-                if b.get("type") == "tool_result"
-            ]
-            missing = [c for c in calls if c not in answered]
-            if missing:
-                return (
-                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
-                    f"immediately after: {missing[0]}. Each `tool_use` block must have a "
-                    "corresponding `tool_result` block in the next message."
-                )
-        for call_id in calls:
-            expected = sent.get(call_id)
-            given = [dict(b) for b in blocks if b.get("type") in ("thinking", "redacted_thinking")]
-            if expected is not None and given != expected:
-                return (
-                    f"messages.{index}.content: thinking blocks in the latest assistant message "
-                    "cannot be modified. These blocks must remain as they were in the original "
-                    "response."
-                )
+            error = _user_turn_error(messages, index)
+        else:
+            error = _assistant_turn_error(messages, index, sent)
+        if error is not None:
+            return error
     return None
 
 

@@ -106,29 +106,7 @@ def parse_environment(
         fail(
             f"python {python!r:.80}: expected an interpreter's name on PATH (python3.11)", "python"
         )
-    if "requirements" in raw and "requirements_file" in raw:
-        fail("give requirements or requirements_file, not both", "requirements_file")
-    requirements: tuple[str, ...] = ()
-    if "requirements" in raw:
-        listed = raw["requirements"]
-        if not isinstance(listed, list):
-            fail("requirements: expected a list of packages", "requirements")
-
-        def fail_listed(message: str) -> NoReturn:
-            fail(message, "requirements")
-
-        requirements = _requirements(listed, fail_listed)
-    elif "requirements_file" in raw:
-        name = raw["requirements_file"]
-        try:
-            text = read_inside(root, name, path.parent)
-        except PromptevalError as exc:
-            fail(f"requirements_file: {exc.message}", "requirements_file")
-
-        def fail_file(message: str) -> NoReturn:
-            fail(f"requirements_file {name}: {message}", "requirements_file")
-
-        requirements = _requirements(_file_requirements(text), fail_file)
+    requirements = _environment_requirements(raw, path, root, fail)
     folders = raw.get("pythonpath", [])
     if not isinstance(folders, list) or not all(
         isinstance(f, str) and f and _relative(f) for f in folders
@@ -150,6 +128,35 @@ def parse_environment(
         path=path,
         line=line,
     )
+
+
+def _environment_requirements(
+    raw: Mapping[str, Any], path: Path, root: Path, fail: Callable[[str, str], NoReturn]
+) -> tuple[str, ...]:
+    """The packages ``requirements`` lists, or ``requirements_file`` names (one of them)."""
+    if "requirements" in raw and "requirements_file" in raw:
+        fail("give requirements or requirements_file, not both", "requirements_file")
+    if "requirements" in raw:
+        listed = raw["requirements"]
+        if not isinstance(listed, list):
+            fail("requirements: expected a list of packages", "requirements")
+
+        def fail_listed(message: str) -> NoReturn:
+            fail(message, "requirements")
+
+        return _requirements(listed, fail_listed)
+    if "requirements_file" in raw:
+        name = raw["requirements_file"]
+        try:
+            text = read_inside(root, name, path.parent)
+        except PromptevalError as exc:
+            fail(f"requirements_file: {exc.message}", "requirements_file")
+
+        def fail_file(message: str) -> NoReturn:
+            fail(f"requirements_file {name}: {message}", "requirements_file")
+
+        return _requirements(_file_requirements(text), fail_file)
+    return ()
 
 
 def _relative(name: str) -> bool:

@@ -125,25 +125,26 @@ def _folder(case: Case, key: str, name: Any) -> Path:
     return folder
 
 
-def parse_repo_case(case: Case) -> RepoCase:
-    """The case's repository fields, checked; a mistake names the file and line."""
-    raw = case.raw
-    repo = raw.get("repo")
-    folder = git = None
-    ref = "HEAD"
+def _repo(case: Case) -> tuple[Path | None, Path | None, str]:
+    """``repo``: a folder of the project, or a clone's folder and its ref."""
+    repo = case.raw.get("repo")
     if isinstance(repo, str):
-        folder = _folder(case, "repo", repo)
-    elif isinstance(repo, Mapping):
-        check_keys(repo, REPO_KEYS, case.path, f"case {case.id!r}: repo: ")
-        if not isinstance(repo.get("git"), str):
-            raise _fail(case, "repo", "{git: PATH, ref: REF} needs git: the clone's folder")
-        git = _folder(case, "repo", repo["git"])
-        ref = repo.get("ref", "HEAD")
-        if not isinstance(ref, str) or not ref or ref.startswith("-"):
-            raise _fail(case, "repo", f"ref {ref!r}: expected a branch, tag or commit")
-    else:
+        return _folder(case, "repo", repo), None, "HEAD"
+    if not isinstance(repo, Mapping):
         raise _fail(case, "repo", "expected a folder of the project or {git: PATH, ref: REF}")
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    check_keys(repo, REPO_KEYS, case.path, f"case {case.id!r}: repo: ")
+    if not isinstance(repo.get("git"), str):
+        raise _fail(case, "repo", "{git: PATH, ref: REF} needs git: the clone's folder")
+    git = _folder(case, "repo", repo["git"])
+    ref = repo.get("ref", "HEAD")
+    if not isinstance(ref, str) or not ref or ref.startswith("-"):
+        raise _fail(case, "repo", f"ref {ref!r}: expected a branch, tag or commit")
+    return None, git, ref
+
+
+def _limits(case: Case) -> tuple[float, int | None]:
+    """The case's ``timeout`` per command and the sandbox's ``memory_mb``."""
+    timeout = case.raw.get("timeout", DEFAULT_TIMEOUT)
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
@@ -152,12 +153,20 @@ def parse_repo_case(case: Case) -> RepoCase:
         raise _fail(
             case, "timeout", f"seconds per command, more than 0 and at most {MAX_TIMEOUT:g}"
         )
-    memory = raw.get("memory_mb")
+    memory = case.raw.get("memory_mb")
     low, high = MEMORY_MB
     if memory is not None and (
         isinstance(memory, bool) or not isinstance(memory, int) or not low <= memory <= high
     ):
         raise _fail(case, "memory_mb", f"MiB for the sandbox, a whole number from {low} to {high}")
+    return float(timeout), memory
+
+
+def parse_repo_case(case: Case) -> RepoCase:
+    """The case's repository fields, checked; a mistake names the file and line."""
+    raw = case.raw
+    folder, git, ref = _repo(case)
+    timeout, memory = _limits(case)
     command = raw.get("test_command")
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise _fail(case, "test_command", "expected a shell command")
@@ -183,7 +192,7 @@ def parse_repo_case(case: Case) -> RepoCase:
         pass_to_pass=pass_to_pass,
         reference_patch=_file(case, "reference_patch"),
         test_patch=test_patch,
-        timeout=float(timeout),
+        timeout=timeout,
         test_command=command,
         listed="fail_to_pass" in raw,
         memory_mb=memory,

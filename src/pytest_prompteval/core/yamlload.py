@@ -220,22 +220,14 @@ def _build(loader: Any) -> Any:
             chars = len(event.value)
             if event.anchor is not None:
                 sizes[event.anchor] = 1, chars
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            mapping = kind is yaml.MappingStartEvent
-            if event.tag not in (None, "!", _MAP if mapping else _SEQ):
-                raise _Unusual
-            container: Any
-            if mapping:
-                container = MarkedDict()
-                container.line = event.start_mark.line + 1
-                container.key_lines = {}
-            else:
-                container = []
+                anchors[event.anchor] = value
+        elif kind in (yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            container = _opened(event, kind is yaml.MappingStartEvent)
             if event.anchor is not None:
                 anchors[event.anchor] = container
             stack.append([container, _NO_KEY, 0, 1, event.anchor, 0])
             continue
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+        elif kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
             value, _, _, size, anchor, chars = stack.pop()
             if anchor is not None:
                 sizes[anchor] = size, chars
@@ -254,26 +246,41 @@ def _build(loader: Any) -> Any:
             return root
         else:
             continue
-        if kind is yaml.ScalarEvent and event.anchor is not None:
-            anchors[event.anchor] = value
         if not stack:
             root = value
             continue
         top = stack[-1]
         top[3] += size
         top[5] += chars
-        if isinstance(top[0], MarkedDict):
-            if top[1] is _NO_KEY:
-                if kind is not yaml.ScalarEvent:
-                    raise _Unusual  # a complex or aliased key
-                top[1] = value if isinstance(value, str) else str(value)
-                top[2] = event.start_mark.line + 1
-            else:
-                top[0][top[1]] = value
-                top[0].key_lines[top[1]] = top[2]
-                top[1] = _NO_KEY
-        else:
-            top[0].append(value)
+        _place(top, value, event, kind is yaml.ScalarEvent)
+
+
+def _opened(event: Any, mapping: bool) -> Any:
+    """The empty mapping or list a start event opens; an unusual tag is the constructor's."""
+    if event.tag not in (None, "!", _MAP if mapping else _SEQ):
+        raise _Unusual
+    if not mapping:
+        return []
+    container = MarkedDict()
+    container.line = event.start_mark.line + 1
+    container.key_lines = {}
+    return container
+
+
+def _place(top: list[Any], value: Any, event: Any, scalar: bool) -> None:
+    """``value`` into the open container ``top``: a list's next item, a mapping's next key
+    (with its line) or the value of the key before it."""
+    if not isinstance(top[0], MarkedDict):
+        top[0].append(value)
+    elif top[1] is not _NO_KEY:
+        top[0][top[1]] = value
+        top[0].key_lines[top[1]] = top[2]
+        top[1] = _NO_KEY
+    elif not scalar:
+        raise _Unusual  # a complex or aliased key
+    else:
+        top[1] = value if isinstance(value, str) else str(value)
+        top[2] = event.start_mark.line + 1
 
 
 def line_of(node: Any, key: str | None = None) -> int | None:

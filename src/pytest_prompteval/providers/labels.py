@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from pytest_prompteval.core.errors import display
@@ -89,16 +90,29 @@ def why_missing(labels: Iterable[tuple[Label, int]], request: Request, context: 
         return ""
     current = [(lab, n) for lab, n in mine if lab.prompt_sha256 == prompt.sha256]
     if not current:
-        cases = {lab.case for lab, _ in version if lab.prompt_sha256 != prompt.sha256}
-        cases -= {lab.case for lab, _ in version if lab.prompt_sha256 == prompt.sha256}
-        return (
-            f"{display(prompt.path)} changed since its recordings ({len(cases)} "
-            f"case{'s' if len(cases) != 1 else ''})"
-        )
+        return _prompt_changed(version, prompt.sha256, prompt.path)
     if purpose == "user":
         return "the conversation the simulated user answers changed since it was recorded"
     if purpose != "generation":
         return "the judged answer or the rubric changed since its verdicts were recorded"
+    return _answer_missing(current, request, context)
+
+
+def _prompt_changed(version: list[tuple[Label, int]], sha256: str, path: Path) -> str:
+    """The prompt file changed: how many cases have recordings of it as it was only."""
+    cases = {lab.case for lab, _ in version if lab.prompt_sha256 != sha256}
+    cases -= {lab.case for lab, _ in version if lab.prompt_sha256 == sha256}
+    return (
+        f"{display(path)} changed since its recordings ({len(cases)} "
+        f"case{'s' if len(cases) != 1 else ''})"
+    )
+
+
+def _answer_missing(
+    current: list[tuple[Label, int]], request: Request, context: CallContext
+) -> str:
+    """Why no answer recorded for this prompt as it is fits: the model, the sample, or the
+    case's request."""
     models = sorted({lab.model for lab, _ in current})
     if request.model not in models:
         return f"recorded with model {', '.join(models)}; this run asks for {request.model}"

@@ -73,16 +73,7 @@ def typed_settings(config: pytest.Config) -> frozenset[str] | None:
 
 
 def build_settings(config: pytest.Config) -> Settings:
-    # a misspelt key of ours would silently keep the default (min_pass off, a gate open)
-    known = sorted(s.ini for s in SETTINGS if s.ini)
-    for key in sorted(unknown_ini_keys(config)):
-        if key.startswith(INI_PREFIX):
-            where = display(config.inipath) if config.inipath else "the ini file"
-            raise pytest.UsageError(
-                safe_text(
-                    f"ini {key}: unknown prompteval option{suggestion(key, known)} (in {where})"
-                )
-            )
+    _check_ini_keys(config)
     moved = rootdir_moved_by(config, PATH_OPTIONS)
     if moved is not None:
         option = moved.split(" ", 1)[0]
@@ -100,6 +91,26 @@ def build_settings(config: pytest.Config) -> Settings:
         )
     except SettingError as exc:
         raise pytest.UsageError(safe_text(str(exc), indent="")) from None
+    _check_together(config, settings)
+    return settings
+
+
+def _check_ini_keys(config: pytest.Config) -> None:
+    """A misspelt key of ours would silently keep the default (min_pass off, a gate open)."""
+    known = sorted(s.ini for s in SETTINGS if s.ini)
+    for key in sorted(unknown_ini_keys(config)):
+        if key.startswith(INI_PREFIX):
+            where = display(config.inipath) if config.inipath else "the ini file"
+            raise pytest.UsageError(
+                safe_text(
+                    f"ini {key}: unknown prompteval option{suggestion(key, known)} (in {where})"
+                )
+            )
+
+
+def _check_together(config: pytest.Config, settings: Settings) -> None:
+    """Options that cannot go with pytest's: gates with no evaluation, and what xdist's
+    -n cannot do."""
     if settings.exit == "gates" and not settings.estimate:
         # a gate exits 0 only on a verdict: an ini's addopts = --co would pass it unread
         listing = [
@@ -122,7 +133,6 @@ def build_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             "--prompteval-batch sends one batch per run: use it without -n (xdist)"
         )
-    return settings
 
 
 #: Whether this process froze a collection's objects (``pytest_collection``).

@@ -301,39 +301,40 @@ class Comparison:
             f"{self.other} {outcome} than {self.baseline} on {primary.label}: {changes}; {figures}"
         )
 
+    def power(self, primary: Endpoint) -> str:
+        """What the paired cases can detect on the primary endpoint."""
+        detectable = self.detectable
+        if self.paired < MIN_PAIRS:
+            return f"too few for any verdict (at least {MIN_PAIRS} needed)"
+        if primary.test.sd == 0:
+            return f"every paired {primary.label} difference is the same"
+        if detectable is None:
+            return (
+                f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
+                "exact test"
+                + (
+                    f" with 80% power, {figures.share(self.changed_share, False)} of them changing"
+                    if primary.mcnemar
+                    else ""
+                )
+            )
+        level = ALPHA / max(1, primary.family)
+        given = (
+            f", exact McNemar with {figures.share(self.changed_share, False)} of them changing"
+            if primary.mcnemar
+            else ""
+        )
+        return (
+            f"smallest {primary.label} difference they detect (80% power at the Holm "
+            f"level {level:.3g}{given}): {primary.write(detectable, signed=False)}"
+        )
+
     def notes(self) -> list[str]:
         """What the verdict leaves out or cannot see, one line each."""
         lines = []
         primary, secondary = self.endpoints
         if primary is not None:
-            detectable = self.detectable
-            if self.paired < MIN_PAIRS:
-                power = f"too few for any verdict (at least {MIN_PAIRS} needed)"
-            elif primary.test.sd == 0:
-                power = f"every paired {primary.label} difference is the same"
-            elif detectable is None:
-                power = (
-                    f"too few to reach the Holm level {ALPHA / primary.family:.3g} with the "
-                    "exact test"
-                    + (
-                        f" with 80% power, {figures.share(self.changed_share, False)} of them "
-                        "changing"
-                        if primary.mcnemar
-                        else ""
-                    )
-                )
-            else:
-                level = ALPHA / max(1, primary.family)
-                given = (
-                    f", exact McNemar with {figures.share(self.changed_share, False)} of them "
-                    "changing"
-                    if primary.mcnemar
-                    else ""
-                )
-                power = (
-                    f"smallest {primary.label} difference they detect (80% power at the Holm "
-                    f"level {level:.3g}{given}): {primary.write(detectable, signed=False)}"
-                )
+            power = self.power(primary)
             lines.append(f"{self.paired} paired cases; {power}")
             if self.on_verdicts:
                 lines.append(
@@ -517,18 +518,32 @@ def compare(
         mcnemar=all(b.scored == o.scored == 1 for b, o in pairs),
     )
     _changes(result, shared, pairs)
-    base_counts, other_counts = per_case_counts(baseline), per_case_counts(other)
+    counts = per_case_counts(baseline), per_case_counts(other)
+    result.pass_at_k.update(_pass_at_k(result.pass_rate.test, shared, *counts, ks))
+    correct([result])
+    return result
+
+
+def _pass_at_k(
+    pass_rate: SignFlipTest,
+    shared: Sequence[tuple[str, str]],
+    base_counts: dict[tuple[str, str], tuple[int, int]],
+    other_counts: dict[tuple[str, str], tuple[int, int]],
+    ks: Sequence[int],
+) -> dict[int, tuple[SignFlipTest, int]]:
+    """Each k's pass@k test over the shared cases with k samples or more on both sides, and
+    how many there are."""
+    found: dict[int, tuple[SignFlipTest, int]] = {}
     for k in ks:
         usable = [key for key in shared if base_counts[key][0] >= k and other_counts[key][0] >= k]
         if k == 1:  # pass@1 of a case is its pass share: the pass-rate test itself
-            result.pass_at_k[1] = (result.pass_rate.test, len(shared))
+            found[1] = (pass_rate, len(shared))
         elif usable:
             kdiffs = [
                 pass_at_k(*other_counts[key], k) - pass_at_k(*base_counts[key], k) for key in usable
             ]
-            result.pass_at_k[k] = (sign_flip_test(kdiffs, bounds=DIFFERENCE_RANGE), len(usable))
-    correct([result])
-    return result
+            found[k] = (sign_flip_test(kdiffs, bounds=DIFFERENCE_RANGE), len(usable))
+    return found
 
 
 def _changes(

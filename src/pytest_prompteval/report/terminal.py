@@ -165,62 +165,78 @@ def notes_block(
     """``pass_hat``: per version, pass^k per k of the run."""
     lines: list[str] = []
     for s in summaries:
-        notes = []
-        if s.errors:
-            notes.append(_counts("errors", s.errors))
-        if s.code_failures:
-            notes.append(_counts("code failures", s.code_failures))
-        # code cases and strategies: always; an agent's steps are no attempts at a solution
-        if s.code_items or (s.answer_calls > s.items and s.mean_steps is None):
-            notes.append(_per_solved(s))
-        if s.mean_steps is not None:
-            notes.append(_agent_note(s, (pass_hat or {}).get(s.version, {})))
-        if s.repo_items:
-            changed = s.infrastructure_changed
-            notes.append(
-                f"repository: {s.resolved}/{s.repo_items} resolved"
-                + (
-                    f"; the agent changed the test infrastructure in {changed} (restored "
-                    "for the verdict: see each result's repo.restored)"
-                    if changed
-                    else ""
-                )
-            )
-        if s.errored:
-            notes.append(f"{s.errored} errored, not scored (in no denominator)")
-        if s.skipped:
-            notes.append(f"skipped {s.skipped} (cost budget spent), in no denominator")
-        short = {k: total - covered for k, (covered, total) in s.pass_at_k_cases.items()}
-        for k, missing in short.items():
-            if missing:
-                notes.append(f"pass@{k}: {missing} cases with n < {k} samples, not covered")
-        if s.failed_assertions:
-            notes.append(_counts("failed assertions", s.failed_assertions, most_common=False))
-        if s.judged:
-            notes.append(
-                f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
-                f"{s.judge_output_tokens} out tokens, {figures.dollars(s.judge_cost_usd)}"
-            )
-        a = s.agreement
-        if a is not None and a.pass_fail is not None:
-            notes.append(
-                f"automatic vs judge on {a.n}: Spearman {figures.score(a.spearman)}, "
-                f"mean |diff| {figures.score(a.mean_abs_diff)}, "
-                + a.pass_fail.describe("automatic", "judge")
-            )
-        if s.judge_spread is not None:
-            notes.append(
-                f"judge spread: mean standard deviation {figures.score(s.judge_spread)} over "
-                f"{s.judge_repeats} repeats"
-            )
-        if s.unpriced:
-            notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
-        notes.append(
+        notes = [
+            *_outcome_notes(s, (pass_hat or {}).get(s.version, {})),
+            *_judge_notes(s),
             "cost: "
-            + figures.cost_line(s.cost_usd, s.judge_cost_usd, s.live, s.replayed, s.user_cost_usd)
-        )
+            + figures.cost_line(s.cost_usd, s.judge_cost_usd, s.live, s.replayed, s.user_cost_usd),
+        ]
         lines.extend(f"{s.version}: {note}" for note in notes)
     return lines
+
+
+def _outcome_notes(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> list[str]:
+    """What the version's figures leave out: errors, attempts, steps, a repository's
+    verdicts, what no denominator holds, the failed assertions."""
+    notes = []
+    if s.errors:
+        notes.append(_counts("errors", s.errors))
+    if s.code_failures:
+        notes.append(_counts("code failures", s.code_failures))
+    # code cases and strategies: always; an agent's steps are no attempts at a solution
+    if s.code_items or (s.answer_calls > s.items and s.mean_steps is None):
+        notes.append(_per_solved(s))
+    if s.mean_steps is not None:
+        notes.append(_agent_note(s, pass_hat))
+    if s.repo_items:
+        notes.append(_repo_note(s))
+    if s.errored:
+        notes.append(f"{s.errored} errored, not scored (in no denominator)")
+    if s.skipped:
+        notes.append(f"skipped {s.skipped} (cost budget spent), in no denominator")
+    short = {k: total - covered for k, (covered, total) in s.pass_at_k_cases.items()}
+    for k, missing in short.items():
+        if missing:
+            notes.append(f"pass@{k}: {missing} cases with n < {k} samples, not covered")
+    if s.failed_assertions:
+        notes.append(_counts("failed assertions", s.failed_assertions, most_common=False))
+    return notes
+
+
+def _repo_note(s: VersionSummary) -> str:
+    changed = s.infrastructure_changed
+    return f"repository: {s.resolved}/{s.repo_items} resolved" + (
+        f"; the agent changed the test infrastructure in {changed} (restored "
+        "for the verdict: see each result's repo.restored)"
+        if changed
+        else ""
+    )
+
+
+def _judge_notes(s: VersionSummary) -> list[str]:
+    """The judge's calls, its agreement with the automatic scores, its spread; responses
+    without a price."""
+    notes = []
+    if s.judged:
+        notes.append(
+            f"judge: {s.judged} judged, {s.judge_input_tokens} in / "
+            f"{s.judge_output_tokens} out tokens, {figures.dollars(s.judge_cost_usd)}"
+        )
+    a = s.agreement
+    if a is not None and a.pass_fail is not None:
+        notes.append(
+            f"automatic vs judge on {a.n}: Spearman {figures.score(a.spearman)}, "
+            f"mean |diff| {figures.score(a.mean_abs_diff)}, "
+            + a.pass_fail.describe("automatic", "judge")
+        )
+    if s.judge_spread is not None:
+        notes.append(
+            f"judge spread: mean standard deviation {figures.score(s.judge_spread)} over "
+            f"{s.judge_repeats} repeats"
+        )
+    if s.unpriced:
+        notes.append(f"{s.unpriced} response(s) from models without a price (* cost)")
+    return notes
 
 
 def _listing(label: str, cases: Sequence[str], limit: int | None) -> list[str]:

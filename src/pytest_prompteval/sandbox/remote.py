@@ -38,6 +38,49 @@ _MISSING = object()
 _END = object()  # ``next`` found nothing more; crosses as {"end": true}
 
 
+def _is_str(body: Any) -> bool:
+    return type(body) is str
+
+
+def _is_pair(body: Any) -> bool:
+    return type(body) is list and len(body) == 2
+
+
+#: Exact types that travel as one tag whose body is text or numbers, and back.
+_PLAIN_ENCODERS: dict[type, Any] = {
+    float: lambda v: {"f": v.hex()},
+    bytes: lambda v: {"b": base64.b64encode(v).decode()},
+    bytearray: lambda v: {"ba": base64.b64encode(v).decode()},
+    complex: lambda v: {"c": [v.real.hex(), v.imag.hex()]},
+    fractions.Fraction: lambda v: {"q": [hex(v.numerator), hex(v.denominator)]},
+    decimal.Decimal: lambda v: {"dec": str(v)},
+    datetime.timedelta: lambda v: {"td": [v.days, v.seconds, v.microseconds]},
+    **{
+        t: lambda v: {"dt": [type(v).__name__, v.isoformat()]}
+        for t in (datetime.datetime, datetime.date, datetime.time)
+    },
+}
+#: tag -> (does the body fit, the value from it)
+_PLAIN_DECODERS: dict[str, tuple[Any, Any]] = {
+    "end": (lambda b: b is True, lambda b: _END),
+    "i": (_is_str, lambda b: int(b, 16)),
+    "f": (_is_str, float.fromhex),
+    "b": (_is_str, lambda b: base64.b64decode(b, validate=True)),
+    "ba": (_is_str, lambda b: bytearray(base64.b64decode(b, validate=True))),
+    "c": (_is_pair, lambda b: complex(float.fromhex(b[0]), float.fromhex(b[1]))),
+    "q": (_is_pair, lambda b: fractions.Fraction(int(b[0], 16), int(b[1], 16))),
+    "dec": (_is_str, decimal.Decimal),
+    "td": (
+        lambda b: type(b) is list and all(type(v) is int for v in b),
+        lambda b: datetime.timedelta(*b),
+    ),
+    "dt": (
+        lambda b: _is_pair(b) and b[0] in _DATES,
+        lambda b: _DATES[b[0]].fromisoformat(b[1]),
+    ),
+}
+
+
 class WireError(Exception):
     """The peer sent something that is not a message of this protocol."""
 
@@ -261,27 +304,19 @@ class Channel:
             return value
         if kind is int:
             return value if -_PLAIN_INT < value < _PLAIN_INT else {"i": hex(value)}
-        if kind is float:
-            return {"f": value.hex()}
-        if kind is list or kind is tuple or kind is set or kind is frozenset:
-            tag = _SEQUENCES[kind]
-            return {tag: [self.encode(v, depth + 1) for v in value]}
+        plain = _PLAIN_ENCODERS.get(kind)
+        if plain is not None:
+            return plain(value)
+        if kind in _SEQUENCES:
+            return {_SEQUENCES[kind]: [self.encode(v, depth + 1) for v in value]}
         if kind is dict:
             inner = depth + 1
             pairs = [[self.encode(k, inner), self.encode(v, inner)] for k, v in value.items()]
             return {"d": pairs}
-        if kind is bytes or kind is bytearray:
-            return {"b" if kind is bytes else "ba": base64.b64encode(value).decode()}
-        if kind is complex:
-            return {"c": [value.real.hex(), value.imag.hex()]}
-        if kind is fractions.Fraction:
-            return {"q": [hex(value.numerator), hex(value.denominator)]}
-        if kind is decimal.Decimal:
-            return {"dec": str(value)}
-        if kind is datetime.timedelta:
-            return {"td": [value.days, value.seconds, value.microseconds]}
-        if kind in (datetime.datetime, datetime.date, datetime.time):
-            return {"dt": [kind.__name__, value.isoformat()]}
+        return self._encode_object(value, depth)
+
+    def _encode_object(self, value: Any, depth: int) -> Any:
+        """A value of no exact built-in type: back to its owner, as its base, or a handle."""
         if isinstance(value, Remote) and value._channel is self:
             return {"r": value._handle}  # back to its owner
         for base in _BASES:
@@ -289,7 +324,7 @@ class Channel:
                 return self.encode(base(value), depth + 1)
         if value is _END:
             return {"end": True}
-        return {"h": self._handle_of(value), "type": kind.__name__[:100]}
+        return {"h": self._handle_of(value), "type": type(value).__name__[:100]}
 
     def _handle_of(self, value: Any) -> int:
         handle = self._handles.get(id(value))
@@ -316,41 +351,28 @@ class Channel:
     def _decode_tagged(self, data: dict[str, Any], depth: int) -> Any:
         tag = next(iter(data))
         body = data[tag]
-        if tag in ("l", "t", "s", "fs"):
-            if type(body) is not list:
-                raise WireError("not a sequence")
-            items = [self.decode(v, depth + 1) for v in body]
-            return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
-        if tag == "d":
-            if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
-                raise WireError("not a mapping")
-            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
+        if tag in ("l", "t", "s", "fs", "d"):
+            return self._decode_container(tag, body, depth)
         if tag == "h" and type(body) is int and type(data.get("type")) is str and len(data) == 2:
             return Remote(self, body, data["type"])
         if len(data) != 1:
             raise WireError("not a value")
         if tag == "r" and type(body) is int:
             return self._objects[body]
-        if tag == "end" and body is True:
-            return _END
-        if tag == "i" and type(body) is str:
-            return int(body, 16)
-        if tag == "f" and type(body) is str:
-            return float.fromhex(body)
-        if tag in ("b", "ba") and type(body) is str:
-            raw = base64.b64decode(body, validate=True)
-            return raw if tag == "b" else bytearray(raw)
-        if tag == "c" and type(body) is list and len(body) == 2:
-            return complex(float.fromhex(body[0]), float.fromhex(body[1]))
-        if tag == "q" and type(body) is list and len(body) == 2:
-            return fractions.Fraction(int(body[0], 16), int(body[1], 16))
-        if tag == "dec" and type(body) is str:
-            return decimal.Decimal(body)
-        if tag == "td" and type(body) is list and all(type(v) is int for v in body):
-            return datetime.timedelta(*body)
-        if tag == "dt" and type(body) is list and len(body) == 2 and body[0] in _DATES:
-            return _DATES[body[0]].fromisoformat(body[1])
+        fits, build = _PLAIN_DECODERS.get(tag, (None, None))
+        if fits is not None and fits(body):
+            return build(body)
         raise WireError(f"an unknown value tag {tag!r}")
+
+    def _decode_container(self, tag: str, body: Any, depth: int) -> Any:
+        if tag == "d":
+            if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
+                raise WireError("not a mapping")
+            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
+        if type(body) is not list:
+            raise WireError("not a sequence")
+        items = [self.decode(v, depth + 1) for v in body]
+        return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
 
     # -- messages -------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:

@@ -373,25 +373,34 @@ def _plugin_names(rel: str) -> list[str]:
 
 def _option_names(rel: str) -> list[str]:
     """The modules a snapshot's settings file loads with ``-p`` in pytest's ``addopts``."""
-    name = rel.rpartition("/")[2]
     try:
         text = (_read(os.path.join(BASE, rel)) or b"").decode()
-        if name.endswith(".toml"):
-            table = _toml(text)
-            tool = (table.get("tool", {}) if name == PYPROJECT else table).get("pytest", {})
-            found = [tool.get("addopts"), tool.get("ini_options", {}).get("addopts")]
-        else:
-            import iniconfig
-
-            parsed = iniconfig.IniConfig(rel, text)
-            found = [parsed[s].get("addopts") for s in ("pytest", "tool:pytest") if s in parsed]
+        found = _addopts(rel, text)
         values = [v for f in found for v in (f if isinstance(f, list) else [f])]
         words = [w for v in values if isinstance(v, str) for w in shlex.split(v)]
     except Exception:  # a file that does not parse loads nothing (and is restored whole)
         return []
+    return _plugin_options(words)
+
+
+def _plugin_options(words: list[str]) -> list[str]:
+    """The modules ``-p NAME`` and ``-pNAME`` load (not ``-p no:NAME``)."""
     names = [b for a, b in itertools.pairwise(words) if a == "-p"]
     names += [w[2:] for w in words if w.startswith("-p") and len(w) > 2]
     return [n for n in names if not n.startswith("no:")]
+
+
+def _addopts(rel: str, text: str) -> list[Any]:
+    """The ``addopts`` values of a settings file's pytest sections, as they stand."""
+    name = rel.rpartition("/")[2]
+    if name.endswith(".toml"):
+        table = _toml(text)
+        tool = (table.get("tool", {}) if name == PYPROJECT else table).get("pytest", {})
+        return [tool.get("addopts"), tool.get("ini_options", {}).get("addopts")]
+    import iniconfig
+
+    parsed = iniconfig.IniConfig(rel, text)
+    return [parsed[s].get("addopts") for s in ("pytest", "tool:pytest") if s in parsed]
 
 
 def _plugins(files: Iterable[str]) -> list[str]:
@@ -456,19 +465,11 @@ def _restore(
     named: list[str], folders: list[str], allowed: list[str], limit: int
 ) -> dict[str, Any]:
     found = [p for top in (BASE, REPO) for p in _walk(top, limit)]  # /repo's opened up
-    infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
-    loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
-    plugins = _plugins([*loading, *named])
-    candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
-    changed = [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
+    changed = _changed(found, named, folders, allowed)
     # moved aside within the copy, never copied: the agent chose their size (the sandbox's
     # /tmp is 64 MiB); a folder before what it holds, which moves with it
     kept = tempfile.mkdtemp(prefix=".agent-may-change-", dir=REPO)
-    moved: list[str] = []
-    for rel in sorted(allowed):
-        if _real_folders(rel) and _kind(os.path.join(REPO, rel)) is not None:
-            os.rename(os.path.join(REPO, rel), os.path.join(kept, str(len(moved))))
-            moved.append(rel)
+    moved = _move_aside(allowed, kept)
     for rel in named:
         if not _same(os.path.join(BASE, rel), os.path.join(REPO, rel)):
             _put(rel)
@@ -478,12 +479,38 @@ def _restore(
     for rel in changed:
         if _differs(rel):  # not restored with a test folder already
             _put(rel)
+    _move_back(moved, kept)
+    return {"restored": named_briefly(changed)}
+
+
+def _changed(
+    found: list[str], named: list[str], folders: list[str], allowed: list[str]
+) -> list[str]:
+    """The test infrastructure, shadowing modules and plugins the agent changed (not those
+    it may change)."""
+    infrastructure = {p for p in found if _cache(p) is None and _infrastructure(p)}
+    loading = [p for p in infrastructure if not p.endswith((*SUFFIXES, "customize.py"))]
+    plugins = _plugins([*loading, *named])
+    candidates = sorted(infrastructure) + _shadowing(["", *folders]) + plugins
+    return [p for p in dict.fromkeys(candidates) if p not in allowed and _differs(p)]
+
+
+def _move_aside(allowed: list[str], kept: str) -> list[str]:
+    """The paths the agent may change that are there, moved into ``kept`` (numbered)."""
+    moved: list[str] = []
+    for rel in sorted(allowed):
+        if _real_folders(rel) and _kind(os.path.join(REPO, rel)) is not None:
+            os.rename(os.path.join(REPO, rel), os.path.join(kept, str(len(moved))))
+            moved.append(rel)
+    return moved
+
+
+def _move_back(moved: list[str], kept: str) -> None:
     for at, rel in enumerate(moved):
         _put(rel)  # its folders as the snapshot has them, then the agent's version
         remove(os.path.join(REPO, rel))
         os.rename(os.path.join(kept, str(at)), os.path.join(REPO, rel))
     os.rmdir(kept)
-    return {"restored": named_briefly(changed)}
 
 
 def named_briefly(paths: list[str]) -> list[str]:

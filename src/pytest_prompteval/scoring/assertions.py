@@ -139,72 +139,104 @@ def parse_assertions(
     if not isinstance(entries, list):
         raise PromptevalError(f"{owner}, field 'assert': expected a list of assertions", path, line)
     known = (*BUILTIN_TYPES, *scorers)
-    result = []
-    for index, entry in enumerate(entries):
-        entry_line = line_of(entry, None) or line
-
-        def fail(
-            message: str, at: int | None = None, _i: int = index, _line: int | None = entry_line
-        ) -> PromptevalError:
-            return PromptevalError(f"{owner}, assert[{_i}]: {message}", path, at or _line)
-
-        if isinstance(entry, Mapping) and "type" not in entry:
-            # shorthand: {contains: "x"}; the one key naming a known type is the type
-            short = [k for k in entry if k not in OPTIONS and k not in ("input", "mode")]
-            named = [k for k in short if k in known] if len(short) > 1 else short
-            if len(named) == 1:
-                entry = {**entry, "type": named[0], "value": entry[named[0]]}
-                del entry[named[0]]
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
-            raise fail("expected a mapping with a 'type' (or {type_name: value})")
-        kind = entry["type"]
-        allowed = (*OPTIONS, *TYPE_OPTIONS.get(kind, ()))
-        extra = [k for k in entry if k not in allowed]
-        if extra:
-            raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(allowed)}")
-        if kind not in known:
-            raise fail(
-                f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
-                f"{', '.join(sorted(known))}"
-            )
-        value = entry.get("value")
-        if kind not in BUILTIN_TYPES and value is not None and value is not True:
-            # a scorer scores the answer alone: a value given it would be silently ignored
-            raise fail(
-                f"scorer {kind!r} takes no value (got {value!r}); write {{{kind}: true}}, or "
-                f"{{type: {kind}, threshold: X}} for the score it needs"
-            )
-        _check_value(kind, value, fail)
-        _check_trajectory(kind, entry, fail)
-        _check_file(kind, value, fail)
-        if kind == "json_field":
-            value = _parse_field(value, fail)
-        votes = entry.get("votes", 1)
-        if isinstance(votes, bool) or votes not in range(1, MAX_VOTES + 1, 2):
-            raise fail(f"votes: expected an odd whole number from 1 to {MAX_VOTES} (a majority)")
-        weight = entry.get("weight", 1.0)
-        threshold = entry.get("threshold")
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
-            raise fail("weight: expected a number >= 0")
-        if threshold is not None and (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not 0 <= threshold <= 1
-        ):
-            raise fail("threshold: expected a number from 0 to 1")
-        result.append(
-            Assertion(
-                kind,
-                value,
-                float(weight),
-                None if threshold is None else float(threshold),
-                bool(entry.get("include_prefill", False)),
-                entry.get("input"),
-                entry.get("mode", "exact"),
-                votes,
-            )
+    return [
+        _parse_entry(
+            entry, known, _failer(f"{owner}, assert[{index}]", path, line_of(entry, None) or line)
         )
-    return result
+        for index, entry in enumerate(entries)
+    ]
+
+
+def _failer(prefix: str, path: Any, entry_line: int | None) -> Callable[..., PromptevalError]:
+    """The error for one entry: its message after ``prefix``, at the entry's line."""
+
+    def fail(message: str, at: int | None = None) -> PromptevalError:
+        return PromptevalError(f"{prefix}: {message}", path, at or entry_line)
+
+    return fail
+
+
+def _expanded(entry: Any, known: tuple[str, ...]) -> Any:
+    """The shorthand {contains: "x"} as {type: contains, value: "x"}: the one key naming a
+    known type is the type."""
+    if not isinstance(entry, Mapping) or "type" in entry:
+        return entry
+    short = [k for k in entry if k not in OPTIONS and k not in ("input", "mode")]
+    named = [k for k in short if k in known] if len(short) > 1 else short
+    if len(named) != 1:
+        return entry
+    entry = {**entry, "type": named[0], "value": entry[named[0]]}
+    del entry[named[0]]
+    return entry
+
+
+def _check_kind(
+    entry: Mapping[str, Any], known: tuple[str, ...], fail: Callable[..., PromptevalError]
+) -> None:
+    """The entry's options are its type's, its type is known, a scorer is given no value."""
+    kind = entry["type"]
+    allowed = (*OPTIONS, *TYPE_OPTIONS.get(kind, ()))
+    extra = [k for k in entry if k not in allowed]
+    if extra:
+        raise fail(f"unknown option(s) {', '.join(extra)}; allowed: {', '.join(allowed)}")
+    if kind not in known:
+        raise fail(
+            f"unknown assertion or scorer {kind!r}{suggestion(kind, known)}; known: "
+            f"{', '.join(sorted(known))}"
+        )
+    value = entry.get("value")
+    if kind not in BUILTIN_TYPES and value is not None and value is not True:
+        # a scorer scores the answer alone: a value given it would be silently ignored
+        raise fail(
+            f"scorer {kind!r} takes no value (got {value!r}); write {{{kind}: true}}, or "
+            f"{{type: {kind}, threshold: X}} for the score it needs"
+        )
+
+
+def _numbers(
+    entry: Mapping[str, Any], fail: Callable[..., PromptevalError]
+) -> tuple[int, float, float | None]:
+    """The entry's votes, weight and threshold, checked."""
+    votes = entry.get("votes", 1)
+    if isinstance(votes, bool) or votes not in range(1, MAX_VOTES + 1, 2):
+        raise fail(f"votes: expected an odd whole number from 1 to {MAX_VOTES} (a majority)")
+    weight = entry.get("weight", 1.0)
+    threshold = entry.get("threshold")
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+        raise fail("weight: expected a number >= 0")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0 <= threshold <= 1
+    ):
+        raise fail("threshold: expected a number from 0 to 1")
+    return votes, float(weight), None if threshold is None else float(threshold)
+
+
+def _parse_entry(
+    entry: Any, known: tuple[str, ...], fail: Callable[..., PromptevalError]
+) -> Assertion:
+    entry = _expanded(entry, known)
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
+        raise fail("expected a mapping with a 'type' (or {type_name: value})")
+    _check_kind(entry, known, fail)
+    kind, value = entry["type"], entry.get("value")
+    _check_value(kind, value, fail)
+    _check_trajectory(kind, entry, fail)
+    _check_file(kind, value, fail)
+    if kind == "json_field":
+        value = _parse_field(value, fail)
+    votes, weight, threshold = _numbers(entry, fail)
+    return Assertion(
+        kind,
+        value,
+        weight,
+        threshold,
+        bool(entry.get("include_prefill", False)),
+        entry.get("input"),
+        entry.get("mode", "exact"),
+        votes,
+    )
 
 
 def _check_trajectory(
@@ -214,25 +246,33 @@ def _check_trajectory(
     if kind in ("tool_called", "tool_not_called") and (not isinstance(value, str) or not value):
         raise fail(f"{kind}: expected a tool's name")
     if kind == "tool_sequence":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise fail("tool_sequence: expected a list of tool names")
-        mode = entry.get("mode", "exact")
-        if mode not in SEQUENCE_MODES:
-            raise fail(
-                f"tool_sequence: mode {mode!r}{suggestion(str(mode), SEQUENCE_MODES)}; known: "
-                + ", ".join(SEQUENCE_MODES)
-            )
+        _check_sequence(value, entry.get("mode", "exact"), fail)
     if kind == "max_steps" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise fail("max_steps: expected a whole number >= 1")
     wanted = entry.get("input")
     if wanted is not None:
-        if not isinstance(wanted, Mapping):
-            raise fail("tool_called: input: expected a mapping of the arguments the call holds")
-        for source in _regexes(wanted):
-            try:
-                pattern(source)
-            except PatternError as exc:
-                raise fail(f"tool_called: input: {exc}") from None
+        _check_input(wanted, fail)
+
+
+def _check_sequence(value: Any, mode: Any, fail: Callable[[str], PromptevalError]) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise fail("tool_sequence: expected a list of tool names")
+    if mode not in SEQUENCE_MODES:
+        raise fail(
+            f"tool_sequence: mode {mode!r}{suggestion(str(mode), SEQUENCE_MODES)}; known: "
+            + ", ".join(SEQUENCE_MODES)
+        )
+
+
+def _check_input(wanted: Any, fail: Callable[[str], PromptevalError]) -> None:
+    """A tool call's expected ``input``: a mapping whose regexes RE2 can run."""
+    if not isinstance(wanted, Mapping):
+        raise fail("tool_called: input: expected a mapping of the arguments the call holds")
+    for source in _regexes(wanted):
+        try:
+            pattern(source)
+        except PatternError as exc:
+            raise fail(f"tool_called: input: {exc}") from None
 
 
 def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
@@ -241,21 +281,7 @@ def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -
     if kind not in FILE_TYPES:
         return
     if kind == "file_matches":
-        if not isinstance(value, Mapping):
-            raise fail("file_matches: expected {path: FILE, regex: PATTERN}")
-        for key in value:
-            if key not in FILE_MATCH_KEYS:
-                raise fail(
-                    f"file_matches: unknown key {key!r}{suggestion(str(key), FILE_MATCH_KEYS)}; "
-                    f"allowed: {', '.join(FILE_MATCH_KEYS)}"
-                )
-        if not isinstance(value.get("regex"), str):
-            raise fail("file_matches: regex: expected a regular expression")
-        try:
-            pattern(value["regex"])
-        except PatternError as exc:
-            raise fail(f"file_matches: regex: {exc}") from None
-        path, what = value.get("path"), "file_matches: path"
+        path, what = _file_matches_path(value, fail), "file_matches: path"
     else:
         path, what = value, kind
     glob = kind in ("file_exists", "file_not_exists")
@@ -271,6 +297,25 @@ def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -
             pattern(glob_pattern(text))
         except PatternError as exc:
             raise fail(f"{kind}: glob {path!r}: {exc}") from None
+
+
+def _file_matches_path(value: Any, fail: Callable[[str], PromptevalError]) -> Any:
+    """``file_matches``' keys and regex checked; its path, to check as the others' are."""
+    if not isinstance(value, Mapping):
+        raise fail("file_matches: expected {path: FILE, regex: PATTERN}")
+    for key in value:
+        if key not in FILE_MATCH_KEYS:
+            raise fail(
+                f"file_matches: unknown key {key!r}{suggestion(str(key), FILE_MATCH_KEYS)}; "
+                f"allowed: {', '.join(FILE_MATCH_KEYS)}"
+            )
+    if not isinstance(value.get("regex"), str):
+        raise fail("file_matches: regex: expected a regular expression")
+    try:
+        pattern(value["regex"])
+    except PatternError as exc:
+        raise fail(f"file_matches: regex: {exc}") from None
+    return value.get("path")
 
 
 def file_job(assertion: Assertion) -> dict[str, str]:
@@ -331,6 +376,16 @@ def _breaking_call(kind: str, mode: str | None, value: Any, names: Sequence[str]
     return None
 
 
+#: tool_sequence's modes: whether the calls made fit the names wanted
+_SEQUENCE_CHECKS: dict[str | None, Callable[[Sequence[str], Sequence[str]], bool]] = {
+    "exact": lambda wanted, made: list(made) == list(wanted),
+    "in_order": _in_order,
+    "any_order": lambda wanted, made: sorted(made) == sorted(wanted),
+    "subset": lambda wanted, made: set(made) <= set(wanted),
+    "superset": lambda wanted, made: set(wanted) <= set(made),
+}
+
+
 def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
     """A trajectory assertion on an agent's conversation: the reason names what was
     expected and the calls made."""
@@ -351,16 +406,7 @@ def check_trajectory(assertion: Assertion, trajectory: Trajectory) -> Checked:
         passed, reason = value not in names, f"no call to {value}"
     elif kind == "tool_sequence":
         mode = assertion.mode
-        if mode == "exact":
-            passed = names == list(value)
-        elif mode == "in_order":
-            passed = _in_order(value, names)
-        elif mode == "any_order":
-            passed = sorted(names) == sorted(value)
-        elif mode == "subset":
-            passed = set(names) <= set(value)
-        else:
-            passed = set(value) <= set(names)
+        passed = _SEQUENCE_CHECKS.get(mode, _SEQUENCE_CHECKS["superset"])(value, names)
         reason = f"calls {', '.join(value)} ({mode})"
     else:
         steps = len(trajectory.steps)
@@ -392,6 +438,21 @@ def base_type(kind: str) -> str:
 
 def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
     named, kind = kind, base_type(kind)
+    _check_text_value(named, kind, value, fail)
+    if kind == "json_schema" or (kind == "contains_json" and value is not None):
+        _check_schema_value(named, value, fail)
+    if (
+        kind == "topics"
+        and value is not None
+        and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    ):
+        raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+
+def _check_text_value(
+    named: str, kind: str, value: Any, fail: Callable[[str], PromptevalError]
+) -> None:
+    """The value of a type that takes a string, strings, a pattern or a limit."""
     if kind in STRING_TYPES and (not isinstance(value, str) or not value):
         raise fail(f"{named}: expected a non-empty string value")
     if kind in LIST_TYPES and (
@@ -399,32 +460,32 @@ def _check_value(kind: str, value: Any, fail: Callable[[str], PromptevalError]) 
     ):
         raise fail(f"{named}: expected a non-empty list of non-empty strings")
     if kind in PATTERN_TYPES:
-        if not isinstance(value, str):
-            raise fail(f"{named}: expected a regular expression")
-        try:
-            pattern(value)
-        except PatternError as exc:
-            raise fail(f"{named}: {exc}") from None
+        _check_pattern(named, value, fail)
     if kind in LIMIT_TYPES and (
         isinstance(value, bool) or not isinstance(value, int | float) or value < 0
     ):
         raise fail(f"{kind}: expected a number >= 0")
-    if kind == "json_schema" or (kind == "contains_json" and value is not None):
-        import jsonschema  # slow to import: only for suites that use it
 
-        if not isinstance(value, Mapping):
-            raise fail(f"{named}: expected a JSON schema (a mapping)")
-        try:
-            jsonschema.Draft202012Validator.check_schema(dict(value))
-        except jsonschema.SchemaError as exc:
-            raise fail(f"{named}: invalid schema: {exc.message}") from None
-        _check_schema(value, fail)
-    if (
-        kind == "topics"
-        and value is not None
-        and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
-    ):
-        raise fail("topics: expected a list of topic names, or nothing for the case's own")
+
+def _check_pattern(named: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    if not isinstance(value, str):
+        raise fail(f"{named}: expected a regular expression")
+    try:
+        pattern(value)
+    except PatternError as exc:
+        raise fail(f"{named}: {exc}") from None
+
+
+def _check_schema_value(named: str, value: Any, fail: Callable[[str], PromptevalError]) -> None:
+    import jsonschema  # slow to import: only for suites that use it
+
+    if not isinstance(value, Mapping):
+        raise fail(f"{named}: expected a JSON schema (a mapping)")
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(value))
+    except jsonschema.SchemaError as exc:
+        raise fail(f"{named}: invalid schema: {exc.message}") from None
+    _check_schema(value, fail)
 
 
 def _is_json_value(value: Any) -> bool:
@@ -460,7 +521,17 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
                 f"json_field: unknown key {key!r}{suggestion(str(key), FIELD_KEYS)}; allowed: "
                 + ", ".join(FIELD_KEYS)
             )
-    where = value.get("path")
+    path = _field_path(value.get("path"), fail)
+    check, expected = _field_check(value, fail)
+    tolerance = value.get("tolerance")
+    if tolerance is not None and (check != "approx" or not _is_number(tolerance) or tolerance < 0):
+        raise fail("json_field: tolerance: expected a number >= 0, beside approx")
+    return FieldCheck(
+        path, field_name(path), check, expected, None if tolerance is None else float(tolerance)
+    )
+
+
+def _field_path(where: Any, fail: Callable[[str], PromptevalError]) -> tuple[str, ...]:
     if not isinstance(where, str) or not where:
         raise fail("json_field: path: expected a JSON Pointer (/a/0/b) or a dotted path (a.0.b)")
     if where.startswith("/"):
@@ -469,6 +540,13 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
         path = tuple(where.split("."))
         if "" in path:
             raise fail(f"json_field: path {where!r}: an empty key; write a JSON Pointer for it")
+    return path
+
+
+def _field_check(
+    value: Mapping[str, Any], fail: Callable[[str], PromptevalError]
+) -> tuple[str, Any]:
+    """The one comparison a field check names, and the value it compares with."""
     checks = [k for k in FIELD_CHECKS if k in value]
     if len(checks) != 1:
         raise fail(f"json_field: give exactly one of {', '.join(FIELD_CHECKS)}")
@@ -489,12 +567,7 @@ def _parse_field(value: Any, fail: Callable[[str], PromptevalError]) -> FieldChe
             raise fail(f"json_field: matches: {exc}") from None
     if check == "approx" and not _is_number(expected):
         raise fail("json_field: approx: expected a number")
-    tolerance = value.get("tolerance")
-    if tolerance is not None and (check != "approx" or not _is_number(tolerance) or tolerance < 0):
-        raise fail("json_field: tolerance: expected a number >= 0, beside approx")
-    return FieldCheck(
-        path, field_name(path), check, expected, None if tolerance is None else float(tolerance)
-    )
+    return check, expected
 
 
 def _shown(value: Any) -> str:
@@ -643,14 +716,7 @@ def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
         if not isinstance(node, Mapping) or id(node) in seen:
             continue  # true and false are schemas too
         seen.add(id(node))
-        for key in node:
-            if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
-                raise fail(
-                    f"json_schema: unknown keyword {key!r}{suggestion(key, SCHEMA_KEYWORDS)} "
-                    "(draft 2020-12; an unknown keyword checks nothing; name your own "
-                    "annotations x-...)",
-                    line_of(node, key),
-                )
+        _check_keywords(node, fail)
         if isinstance(node.get("pattern"), str):
             patterns.append((node["pattern"], line_of(node, "pattern")))
         properties = node.get("patternProperties")
@@ -671,6 +737,17 @@ def _check_schema(schema: Any, fail: Callable[..., PromptevalError]) -> None:
             "(patterns run on RE2; jsonschema would match these on Python's re)",
             unevaluated[0],
         )
+
+
+def _check_keywords(node: Mapping[str, Any], fail: Callable[..., PromptevalError]) -> None:
+    for key in node:
+        if key not in SCHEMA_KEYWORDS and not key.startswith("x-"):
+            raise fail(
+                f"json_schema: unknown keyword {key!r}{suggestion(key, SCHEMA_KEYWORDS)} "
+                "(draft 2020-12; an unknown keyword checks nothing; name your own "
+                "annotations x-...)",
+                line_of(node, key),
+            )
 
 
 @functools.cache

@@ -117,23 +117,16 @@ def _quoted(output: str) -> str:
     return "\n".join(f"  | {line}" for line in shown) or "  | (no output)"
 
 
-def read_report(
-    text: str,
-    tests: Sequence[str],
-    status: int | None,
-    output: str,
-    cut: bool = False,
-    timed_out: bool = False,
-) -> TestRun:
-    """The run from the reporter's ``text`` (``cut``: at the bound), the command's exit
-    ``status`` (``timed_out``: killed at the case's timeout) and the end of its ``output``."""
-    records = _records(text)
-    exits = [r["exit"] for r in records if isinstance(r.get("exit"), int)]
-    started = any(r.get("started") is True for r in records)
+def _outcomes_by_node(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     by_node: dict[str, list[str]] = {}
     for r in records:
         if isinstance(r.get("test"), str) and isinstance(r.get("outcome"), str):
             by_node.setdefault(r["test"], []).append(r["outcome"])
+    return by_node
+
+
+def _matches(records: list[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, None]]:
+    """The node ids each listed test matched, and the listed tests that matched none."""
     matched: dict[str, list[str]] = {}
     unmatched: dict[str, None] = {}
     for r in records:
@@ -141,6 +134,17 @@ def read_report(
             matched[r["matched"]] = [str(n) for n in r["as"]]
         elif isinstance(r.get("unmatched"), str):
             unmatched[r["unmatched"]] = None
+    return matched, unmatched
+
+
+def _uncollected(
+    records: list[dict[str, Any]],
+    by_node: dict[str, list[str]],
+    matched: dict[str, list[str]],
+    unmatched: dict[str, None],
+) -> list[tuple[str, str]]:
+    """The files that failed to collect a listed test; their tests move from ``unmatched``
+    to errors in ``by_node`` and ``matched``."""
     collect = [(str(r["collect"]), str(r.get("error", ""))) for r in records if "collect" in r]
     uncollected = [
         (node, error)
@@ -152,38 +156,77 @@ def read_report(
             del unmatched[test]
             by_node[test] = ["ERROR"]
             matched[test] = [test]
+    return uncollected
+
+
+def _outcomes(
+    tests: Sequence[str],
+    by_node: dict[str, list[str]],
+    matched: dict[str, list[str]],
+    unmatched: dict[str, None],
+) -> dict[str, str]:
+    if not tests:
+        return {node: _combined(found) for node, found in by_node.items()}
     outcomes: dict[str, str] = {}
-    if tests:
-        for test in tests:
-            if test in matched:
-                ran = [_combined(by_node[n]) for n in matched[test] if n in by_node]
-                if len(ran) == len(matched[test]):
-                    outcomes[test] = _combined(ran)
-            elif test in unmatched:
-                outcomes[test] = UNMATCHED
-    else:
-        outcomes = {node: _combined(found) for node, found in by_node.items()}
-    broken: str | None = None
-    fatal = True  # no test ran as asked
+    for test in tests:
+        if test in matched:
+            ran = [_combined(by_node[n]) for n in matched[test] if n in by_node]
+            if len(ran) == len(matched[test]):
+                outcomes[test] = _combined(ran)
+        elif test in unmatched:
+            outcomes[test] = UNMATCHED
+    return outcomes
+
+
+def _fatal(records: list[dict[str, Any]], status: int | None, timed_out: bool) -> str | None:
+    """Why no test ran as asked, or None when they did."""
+    exits = [r["exit"] for r in records if isinstance(r.get("exit"), int)]
+    started = any(r.get("started") is True for r in records)
     if timed_out:
-        broken = "it ran past the case's timeout and was killed; the end of its output:"
-    elif not started and status in (0, 1, 2, 5):
-        broken = f"exit status {status}, and no test was reported ({HINT})"
-    elif not started or not exits:
-        broken = f"exit status {status} before any test ran; the end of its output:"
-    elif exits[-1] in (INTERNAL_ERROR, USAGE_ERROR):
-        broken = f"exit status {exits[-1]}; the end of its output:"
+        return "it ran past the case's timeout and was killed; the end of its output:"
+    if not started and status in (0, 1, 2, 5):
+        return f"exit status {status}, and no test was reported ({HINT})"
+    if not started or not exits:
+        return f"exit status {status} before any test ran; the end of its output:"
+    if exits[-1] in (INTERNAL_ERROR, USAGE_ERROR):
+        return f"exit status {exits[-1]}; the end of its output:"
+    return None
+
+
+def _incomplete(
+    uncollected: list[tuple[str, str]], cut: bool, tests: Sequence[str], outcomes: dict[str, str]
+) -> str | None:
+    """Why some tests of a run that started have no outcome, or None."""
+    if uncollected:
+        node, error = uncollected[0]
+        more = f" (and {len(uncollected) - 1} more)" if len(uncollected) > 1 else ""
+        return f"collecting {node} failed{more}:\n{_quoted(error)}"
+    if cut and any(t not in outcomes for t in tests):
+        return f"its report passed {MAX_REPORT:,} bytes: the tests after it are not read"
+    return None
+
+
+def read_report(
+    text: str,
+    tests: Sequence[str],
+    status: int | None,
+    output: str,
+    cut: bool = False,
+    timed_out: bool = False,
+) -> TestRun:
+    """The run from the reporter's ``text`` (``cut``: at the bound), the command's exit
+    ``status`` (``timed_out``: killed at the case's timeout) and the end of its ``output``."""
+    records = _records(text)
+    by_node = _outcomes_by_node(records)
+    matched, unmatched = _matches(records)
+    uncollected = _uncollected(records, by_node, matched, unmatched)
+    outcomes = _outcomes(tests, by_node, matched, unmatched)
+    fatal = _fatal(records, status, timed_out)
+    if fatal is not None:
+        broken: str | None = f"{fatal}\n{_quoted(output)}"
     else:
-        fatal = False
-        if uncollected:
-            node, error = uncollected[0]
-            more = f" (and {len(uncollected) - 1} more)" if len(uncollected) > 1 else ""
-            broken = f"collecting {node} failed{more}:\n{_quoted(error)}"
-        elif cut and any(t not in outcomes for t in tests):
-            broken = f"its report passed {MAX_REPORT:,} bytes: the tests after it are not read"
-    if fatal:
-        broken = f"{broken}\n{_quoted(output)}"
-    return TestRun(outcomes, tuple(unmatched), broken, fatal, output)
+        broken = _incomplete(uncollected, cut, tests, outcomes)
+    return TestRun(outcomes, tuple(unmatched), broken, fatal is not None, output)
 
 
 def run_tests(

@@ -156,6 +156,38 @@ def _script_tests(script: str, entry_point: str) -> _Script | None:
     ``assertion(entry_point(*inp), exp, atol)``) as one test per input: io tests when the
     values are what JSON holds exactly, else the script's own call with each input's
     literals (tuples stay tuples); None when it is not such a script."""
+    parts = _script_parts(script)
+    if parts is None:
+        return None
+    inputs, results, atol = parts
+    if (
+        len(inputs.elts) != len(results.elts)
+        or not all(isinstance(args, ast.List) for args in inputs.elts)
+        or isinstance(atol.value, bool)
+        or not isinstance(atol.value, int | float)
+        or not 0 <= atol.value < math.inf
+        or f"{entry_point}(*inp)" not in script
+    ):
+        return None
+    try:
+        pairs = [
+            (_plain(_literal(args), exact=True), _plain(_literal(result), exact=False))
+            for args, result in zip(inputs.elts, results.elts, strict=True)
+        ]
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        calls_text = [
+            f"assertion({entry_point}(*{ast.get_source_segment(script, args)}), "
+            f"{ast.get_source_segment(script, result)}, {atol.value!r})"
+            for args, result in zip(inputs.elts, results.elts, strict=True)
+        ]
+        tests = [{"check": text, "tag": "edge"} for text in calls_text]
+        return _Script(tests, float(atol.value), ASSERTION)
+    tests = [{"args": args, "expected": result, "tag": "edge"} for args, result in pairs]
+    return _Script(tests, float(atol.value))
+
+
+def _script_parts(script: str) -> tuple[ast.List, ast.List, ast.Constant] | None:
+    """The script's ``inputs`` and ``results`` lists and its one assertion's tolerance."""
     try:
         tree = ast.parse(script)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -179,30 +211,10 @@ def _script_tests(script: str, entry_point: str) -> _Script | None:
     if (
         not isinstance(inputs, ast.List)
         or not isinstance(results, ast.List)
-        or len(inputs.elts) != len(results.elts)
-        or not all(isinstance(args, ast.List) for args in inputs.elts)
         or not isinstance(atol, ast.Constant)
-        or isinstance(atol.value, bool)
-        or not isinstance(atol.value, int | float)
-        or not 0 <= atol.value < math.inf
-        or f"{entry_point}(*inp)" not in script
     ):
         return None
-    try:
-        pairs = [
-            (_plain(_literal(args), exact=True), _plain(_literal(result), exact=False))
-            for args, result in zip(inputs.elts, results.elts, strict=True)
-        ]
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        calls_text = [
-            f"assertion({entry_point}(*{ast.get_source_segment(script, args)}), "
-            f"{ast.get_source_segment(script, result)}, {atol.value!r})"
-            for args, result in zip(inputs.elts, results.elts, strict=True)
-        ]
-        tests = [{"check": text, "tag": "edge"} for text in calls_text]
-        return _Script(tests, float(atol.value), ASSERTION)
-    tests = [{"args": args, "expected": result, "tag": "edge"} for args, result in pairs]
-    return _Script(tests, float(atol.value))
+    return inputs, results, atol
 
 
 def mbpp_case(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,23 +325,29 @@ def apps_case(record: Mapping[str, Any]) -> dict[str, Any]:
     case["input"] = {"question": block(question)}
     if isinstance(starter, str) and starter.strip():
         case["input"]["starter_code"] = block(starter)
-    fn_name = io.get("fn_name")
-    if fn_name is None:
-        case["kind"] = "code"  # a program: no entry point
-        case["tests"] = [
-            {"stdin": block(_joined(i)), "stdout": block(_joined(o))}
-            for i, o in zip(inputs, outputs, strict=True)
-        ]
-    elif isinstance(fn_name, str) and fn_name.isidentifier():
-        case["entry_point"], case["tests"] = _apps_call_tests(
-            fn_name, str(starter), inputs, outputs
-        )
-    else:
-        raise Unusable("field 'input_output': fn_name is no function name")
+    case.update(_apps_tests(io.get("fn_name"), str(starter), inputs, outputs))
     solutions = _json_field(record, "solutions")
     if isinstance(solutions, list) and solutions and isinstance(solutions[0], str):
         case["reference"] = block(solutions[0])
     return case
+
+
+def _apps_tests(
+    fn_name: Any, starter: str, inputs: list[Any], outputs: list[Any]
+) -> dict[str, Any]:
+    """An APPS problem's tests: a program's stdin tests, or calls of ``fn_name``."""
+    if fn_name is None:
+        return {
+            "kind": "code",  # a program: no entry point
+            "tests": [
+                {"stdin": block(_joined(i)), "stdout": block(_joined(o))}
+                for i, o in zip(inputs, outputs, strict=True)
+            ],
+        }
+    if isinstance(fn_name, str) and fn_name.isidentifier():
+        entry_point, tests = _apps_call_tests(fn_name, starter, inputs, outputs)
+        return {"entry_point": entry_point, "tests": tests}
+    raise Unusable("field 'input_output': fn_name is no function name")
 
 
 def _joined(value: Any) -> str:

@@ -36,11 +36,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pytest_prompteval.core.errors import PromptevalError
 from pytest_prompteval.core.history import is_run_file, load_run, write_json_atomically
 from pytest_prompteval.core.paths import MAX_FILE_BYTES, create_new, output_inside, read_bounded
+from pytest_prompteval.core.result import JudgeResult
 from pytest_prompteval.core.stats import spearman
 from pytest_prompteval.workflows.review import load_reviews, review_path
 
@@ -242,14 +243,7 @@ def calibrate(directory: Path) -> dict[str, Calibration]:
             if result is None or result.judge is None or not isinstance(ratings, dict):
                 continue
             judge = result.judge
-            rated = [
-                (str(dimension), rating, judge.dimensions[dimension])
-                for dimension, rating in sorted(ratings.items(), key=lambda item: str(item[0]))
-                if dimension in judge.dimensions and _rating(rating)
-            ]
-            if _unit(review.get("human_score")):
-                rated.append((OVERALL, _human_overall(review["human_score"]), judge.score))
-            for dimension, human, judged in rated:
+            for dimension, human, judged in _rated(review, ratings, judge):
                 if not _unit(judged):
                     continue
                 answer = (name, *key[:3])
@@ -257,6 +251,28 @@ def calibrate(directory: Path) -> dict[str, Calibration]:
                     (judge.model, dimension, answer), (judge_rating(judged), {})
                 )
                 entry[1][str(key[3])] = human
+    return _by_model(answers)
+
+
+def _rated(
+    review: dict[str, Any], ratings: dict[Any, Any], judge: JudgeResult
+) -> list[tuple[str, Any, Any]]:
+    """(dimension, the reviewer's rating, the judge's) for each dimension both rated, and
+    overall when the reviewer gave a score."""
+    rated = [
+        (str(dimension), rating, judge.dimensions[dimension])
+        for dimension, rating in sorted(ratings.items(), key=lambda item: str(item[0]))
+        if dimension in judge.dimensions and _rating(rating)
+    ]
+    if _unit(review.get("human_score")):
+        rated.append((OVERALL, _human_overall(review["human_score"]), judge.score))
+    return rated
+
+
+def _by_model(
+    answers: dict[tuple[str, str, tuple[str, str, str, int]], tuple[int, dict[str, int]]],
+) -> dict[str, Calibration]:
+    """Each answer's reviewers' ratings combined, per judge model and dimension."""
     by_model: dict[str, Calibration] = {}
     for (model, dimension, answer), (judged, humans) in sorted(answers.items()):
         calibration = by_model.setdefault(model, Calibration(model))
@@ -344,6 +360,18 @@ def latest(directory: Path, model: str) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
+def _is_confusion(table: Any) -> TypeGuard[list[list[int]]]:
+    """Whether ``table`` is a 5x5 table of counts."""
+    return (
+        isinstance(table, list)
+        and len(table) == len(SCALE)
+        and all(isinstance(row, list) and len(row) == len(SCALE) for row in table)
+        and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for row in table for x in row
+        )
+    )
+
+
 def saved_figures(
     data: dict[str, Any],
 ) -> dict[str, tuple[int, float | None, tuple[float, float] | None]]:
@@ -356,16 +384,7 @@ def saved_figures(
     figures = {}
     for name, dim in dims.items():
         table = dim.get("confusion") if isinstance(dim, dict) else None
-        if not (
-            isinstance(table, list)
-            and len(table) == len(SCALE)
-            and all(isinstance(row, list) and len(row) == len(SCALE) for row in table)
-            and all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                for row in table
-                for x in row
-            )
-        ):
+        if not _is_confusion(table):
             raise ValueError(f"dimension {name!r}: 'confusion' is not a 5x5 table of counts")
         n = sum(map(sum, table))
         if n > MAX_ANSWERS:

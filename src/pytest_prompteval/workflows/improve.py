@@ -13,6 +13,7 @@ import json
 import os
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,21 +86,12 @@ def latest_run(results: Path, version: str) -> StoredRun:
 def failure_patterns(run: StoredRun) -> dict[str, Any]:
     results = run.results
     scores = [r.score for r in results if r.score is not None]
-    missing = Counter(t for r in results for t in r.missing_topics)
-    claims = Counter(c for r in results for c in r.incorrect_claims)
-    assertions = Counter(a.type for r in results for a in r.assertions if not a.passed)
-    classes = Counter(
-        r.error_class or r.error_type for r in results if r.error_class or r.error_type
-    )
     worst = sorted((r for r in results if r.score is not None), key=lambda r: r.score or 0.0)
     return {
         "items": len(results),
         "passed": sum(bool(r.passed) for r in results),
         "mean_score": statistics.fmean(scores) if scores else None,
-        "missing_topics": dict(missing.most_common(15)),
-        "incorrect_claims": dict(claims.most_common(10)),
-        "failed_assertions": dict(assertions.most_common()),
-        "error_classes": dict(classes.most_common()),
+        **_most_common(results),
         "judge_notes": [r.judge_notes for r in results if r.judge_notes][:10],
         "worst_cases": [
             {
@@ -110,6 +102,23 @@ def failure_patterns(run: StoredRun) -> dict[str, Any]:
             }
             for r in worst[:5]
         ],
+    }
+
+
+def _most_common(results: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """The topics missed, claims judged incorrect, assertions failed and error classes,
+    most common first."""
+    missing = Counter(t for r in results for t in r.missing_topics)
+    claims = Counter(c for r in results for c in r.incorrect_claims)
+    assertions = Counter(a.type for r in results for a in r.assertions if not a.passed)
+    classes = Counter(
+        r.error_class or r.error_type for r in results if r.error_class or r.error_type
+    )
+    return {
+        "missing_topics": dict(missing.most_common(15)),
+        "incorrect_claims": dict(claims.most_common(10)),
+        "failed_assertions": dict(assertions.most_common()),
+        "error_classes": dict(classes.most_common()),
     }
 
 

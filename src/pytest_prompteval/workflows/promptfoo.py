@@ -319,17 +319,7 @@ class _Importer:
         if not path.is_file():
             raise PromptevalError(f"{at}: prompt {ref!r}: no such file {display(path)}")
         if suffix in (".json", ".yaml", ".yml"):
-            text = self.read_text(path)
-            try:
-                data = parse_yaml(text, path)
-            except PromptevalError as exc:
-                why = ": a Nunjucks chat template cannot be mapped" if "{%" in text else ""
-                self.note(
-                    str(_Place(path, exc.line)),
-                    f"prompt {ref!r} is no JSON or YAML ({exc.message}){why}: not imported",
-                )
-                return []
-            prompt = self.chat(data, _Place(path, line_of(data) or 1), label or path.name)
+            prompt = self.chat_file(path, ref, label)
             return [prompt] if prompt is not None else []
         if suffix == ".jsonl":
             lines = enumerate(self.read_text(path).splitlines(), 1)
@@ -343,6 +333,20 @@ class _Importer:
             self.plain(text, _Place(path, line), label or f"{path.name} {n}")
             for n, (line, text) in enumerate(parts, 1)
         ]
+
+    def chat_file(self, path: Path, ref: str, label: str | None) -> _Prompt | None:
+        """A JSON or YAML prompt file: a chat."""
+        text = self.read_text(path)
+        try:
+            data = parse_yaml(text, path)
+        except PromptevalError as exc:
+            why = ": a Nunjucks chat template cannot be mapped" if "{%" in text else ""
+            self.note(
+                str(_Place(path, exc.line)),
+                f"prompt {ref!r} is no JSON or YAML ({exc.message}){why}: not imported",
+            )
+            return None
+        return self.chat(data, _Place(path, line_of(data) or 1), label or path.name)
 
     def text_or_chat(self, text: str, at: _Place, label: str | None) -> _Prompt | None:
         stripped = text.strip()
@@ -364,15 +368,8 @@ class _Importer:
         if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
             self.note(str(at), "chat prompt: expected a list of {role, content}: not imported")
             return None
-        places = [_Place(at.path, line_of(m) or at.line) for m in messages]
-        texts = [
-            self.content(m.get("content"), place) for m, place in zip(messages, places, strict=True)
-        ]
-        turns = [
-            (m.get("role"), text, place)
-            for m, text, place in zip(messages, texts, places, strict=True)
-        ]
-        if None in texts:
+        turns = self.turns(messages, at)
+        if turns is None:
             return None
         system = turns.pop(0) if turns and turns[0][0] == "system" else None
         prefill = turns.pop() if len(turns) > 1 and turns[-1][0] == "assistant" else None
@@ -389,6 +386,21 @@ class _Importer:
             return None if turn is None else self.template(turn[1], turn[2])
 
         return _Prompt(label, str(at), convert(turns[0]) or "", convert(system), convert(prefill))
+
+    def turns(
+        self, messages: list[Mapping[str, Any]], at: _Place
+    ) -> list[tuple[Any, Any, _Place]] | None:
+        """Each message's role, text and place; None when one's content is not imported."""
+        places = [_Place(at.path, line_of(m) or at.line) for m in messages]
+        texts = [
+            self.content(m.get("content"), place) for m, place in zip(messages, places, strict=True)
+        ]
+        if None in texts:
+            return None
+        return [
+            (m.get("role"), text, place)
+            for m, text, place in zip(messages, texts, places, strict=True)
+        ]
 
     def content(self, content: Any, at: _Place) -> str | None:
         if isinstance(content, str):
@@ -439,29 +451,9 @@ class _Importer:
         found: list[tuple[str, str, dict[str, Any]]] = []
         for n, entry in enumerate(entries):
             at = display(self.config, self.line(key, n, line_of(data, key)))
-            options: Any = {}
-            if isinstance(entry, Mapping) and "id" not in entry and len(entry) == 1:
-                ((entry, options),) = entry.items()  # {"anthropic:messages:x": {config: ...}}
-            elif isinstance(entry, Mapping):
-                entry, options = entry.get("id"), entry
-            options = options if isinstance(options, Mapping) else {}
-            model = _claude_model(entry)
-            if model is None:
-                self.note(
-                    at, f"provider {entry!r} is not a Claude model: no prompt version made for it"
-                )
-                continue
-            for key_ in options:
-                if key_ not in ("id", "label", "config"):
-                    self.note(at, f"provider option {key_!r}: not imported")
-            config = options.get("config") or {}
-            model_config: dict[str, Any] = {"model": model}
-            for name, value in config.items() if isinstance(config, Mapping) else ():
-                if name in model_config_keys() and name != "model":
-                    model_config[name] = value
-                else:
-                    self.note(at, f"provider config {name!r}: not imported")
-            found.append((str(options.get("label") or model), model, model_config))
+            provider = self.provider(entry, at)
+            if provider is not None:
+                found.append(provider)
         if not found:
             self.note(
                 where, "no Claude provider: the prompt versions use the project's default model"
@@ -474,6 +466,32 @@ class _Importer:
             suffix = "_" + _slug(label)
             suffixes.append(suffix if suffix not in suffixes else f"{suffix}_{len(suffixes) + 1}")
         return [(suffix, config) for suffix, (_, _, config) in zip(suffixes, found, strict=True)]
+
+    def provider(self, entry: Any, at: str) -> tuple[str, str, dict[str, Any]] | None:
+        """A Claude provider's label, model and model config; None (noted) for another."""
+        options: Any = {}
+        if isinstance(entry, Mapping) and "id" not in entry and len(entry) == 1:
+            ((entry, options),) = entry.items()  # {"anthropic:messages:x": {config: ...}}
+        elif isinstance(entry, Mapping):
+            entry, options = entry.get("id"), entry
+        options = options if isinstance(options, Mapping) else {}
+        model = _claude_model(entry)
+        if model is None:
+            self.note(
+                at, f"provider {entry!r} is not a Claude model: no prompt version made for it"
+            )
+            return None
+        for key_ in options:
+            if key_ not in ("id", "label", "config"):
+                self.note(at, f"provider option {key_!r}: not imported")
+        config = options.get("config") or {}
+        model_config: dict[str, Any] = {"model": model}
+        for name, value in config.items() if isinstance(config, Mapping) else ():
+            if name in model_config_keys() and name != "model":
+                model_config[name] = value
+            else:
+                self.note(at, f"provider config {name!r}: not imported")
+        return str(options.get("label") or model), model, model_config
 
     # -- tests
     def tests(self, node: Any, path: Path, parent: Any, key: str) -> Iterator[tuple[Any, Path]]:
@@ -571,33 +589,41 @@ class _Importer:
                     f"scenario {str(scenario)[:80]!r}: not imported (inline it)",
                 )
                 continue
-            for key in scenario:
-                if key not in ("description", "config", "tests"):
-                    self.note(
-                        self.where(self.config, scenario, key),
-                        f"scenario option {key!r}: not imported",
-                    )
-            configs = scenario.get("config") or [{}]
-            configs = configs if isinstance(configs, list) else [configs]
+            yield from self.scenario(scenario, default)
+
+    def scenario(
+        self, scenario: Mapping[str, Any], default: Any
+    ) -> Iterator[tuple[MarkedDict, Path]]:
+        """A scenario's tests, each under each of its configs and then defaultTest."""
+        for key in scenario:
+            if key not in ("description", "config", "tests"):
+                self.note(
+                    self.where(self.config, scenario, key),
+                    f"scenario option {key!r}: not imported",
+                )
+        configs = self.scenario_configs(scenario)
+        for test, path in list(self.tests(scenario.get("tests"), self.config, scenario, "tests")):
             for config in configs:
-                if not isinstance(config, Mapping):
-                    where = self.where(self.config, scenario, "config")
-                    self.note(where, f"scenario config {str(config)[:80]!r}: not imported")
-            configs = [c for c in configs if isinstance(c, Mapping)]
-            for config in configs:
-                self.defaults(config, "scenario config")
-            for test, path in list(
-                self.tests(scenario.get("tests"), self.config, scenario, "tests")
-            ):
-                for config in configs:
-                    merged = self.merged(config, self.config, test, path)
-                    merged = self.merged(default, self.config, merged, path)
-                    description = " ".join(
-                        str(d) for d in (scenario.get("description"), test.get("description")) if d
-                    )
-                    if description:
-                        merged["description"] = description
-                    yield merged, path
+                merged = self.merged(config, self.config, test, path)
+                merged = self.merged(default, self.config, merged, path)
+                description = " ".join(
+                    str(d) for d in (scenario.get("description"), test.get("description")) if d
+                )
+                if description:
+                    merged["description"] = description
+                yield merged, path
+
+    def scenario_configs(self, scenario: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        configs = scenario.get("config") or [{}]
+        configs = configs if isinstance(configs, list) else [configs]
+        for config in configs:
+            if not isinstance(config, Mapping):
+                where = self.where(self.config, scenario, "config")
+                self.note(where, f"scenario config {str(config)[:80]!r}: not imported")
+        configs = [c for c in configs if isinstance(c, Mapping)]
+        for config in configs:
+            self.defaults(config, "scenario config")
+        return configs
 
     def defaults(self, node: Mapping[str, Any], what: str) -> None:
         """Name what of a defaultTest (or a scenario's config) its tests do not take."""
@@ -644,18 +670,7 @@ class _Importer:
             case: dict[str, Any] = {"id": f"{self.stem}_{n:03d}"}
             if test.get("description"):
                 case["description"] = str(test["description"])
-            threshold = test.get("threshold")
-            if threshold is not None and not _is_share(threshold):
-                self.note(
-                    at, f"test threshold {threshold!r}: expected a number from 0 to 1: not imported"
-                )
-            elif threshold is not None:
-                self.note(
-                    at,
-                    "test threshold: promptfoo passes a test whose weighted score reaches it; "
-                    "here every assertion must pass too",
-                )
-            case["threshold"] = threshold if _is_share(threshold) else 0
+            case["threshold"] = self.threshold(test.get("threshold"), at)
             case["input"] = {k: block(v) if isinstance(v, str) else v for k, v in values.items()}
             found = (self.assertion(entry, values, file, at) for entry, file in test["assert"])
             checks = [a for a in found if a is not None]
@@ -663,6 +678,20 @@ class _Importer:
                 case["assert"] = checks
             cases.append(case)
         return cases
+
+    def threshold(self, threshold: Any, at: str) -> Any:
+        """A test's threshold as ours (0 when none is imported); how it differs, noted."""
+        if threshold is not None and not _is_share(threshold):
+            self.note(
+                at, f"test threshold {threshold!r}: expected a number from 0 to 1: not imported"
+            )
+        elif threshold is not None:
+            self.note(
+                at,
+                "test threshold: promptfoo passes a test whose weighted score reaches it; "
+                "here every assertion must pass too",
+            )
+        return threshold if _is_share(threshold) else 0
 
     def variables(self, node: Any, path: Path, at: str) -> dict[str, Any]:
         if not isinstance(node, Mapping):
@@ -729,43 +758,23 @@ class _Importer:
         base = kind[4:] if negated else kind
         value = _rendered(entry.get("value"), values)
         threshold = entry.get("threshold")
-        texts = value if isinstance(value, list) else [value]
-        left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
-        unfilled = next((m.group(0) for m in left if m is not None), None)
-        if base in ("javascript", "python"):
-            unfilled = None  # code: named below unless it is one of the simple forms
-        if unfilled is not None:
-            self.note(
-                where,
-                f"assertion {kind!r}: Nunjucks {unfilled!r} in its value, which the test's vars "
-                "do not fill: not imported",
-            )
+        if self.unfilled(kind, base, value, where):
             return None
         if base in ("javascript", "python") and not negated and isinstance(value, str):
-            found = _code(value)
-            if found is not None:
-                return found
-            self.note(
-                where,
-                f"assertion {kind!r} ({value.strip()[:60]!r}): code is not translated: not "
-                "imported",
-            )
-            return None
+            return self.mapped_code(kind, value, where)
         if base in LIMITS and not negated:
             if not isinstance(threshold, int | float) or isinstance(threshold, bool):
                 self.note(where, f"assertion {kind!r} without a threshold: not imported")
                 return None
             return {"type": LIMITS[base], "value": threshold}
         if base == "llm-rubric" and not negated:
-            judged: dict[str, Any] = {"type": "judge", "value": value}
-            judged["threshold"] = threshold if _is_share(threshold) else JUDGE_THRESHOLD
-            if threshold is not None and not _is_share(threshold):
-                self.note(
-                    where,
-                    f"assertion {kind!r}: threshold {threshold!r}: expected a number from 0 to "
-                    f"1; the judge's passes at {JUDGE_THRESHOLD}",
-                )
-            return judged
+            return self.mapped_judge(kind, value, threshold, where)
+        return self.mapped_same(kind, base, negated, value, where)
+
+    def mapped_same(
+        self, kind: str, base: str, negated: bool, value: Any, where: str
+    ) -> dict[str, Any] | None:
+        """An assertion one of ours does as promptfoo's does, or None (noted)."""
         if base not in SAME or (
             negated and base in ("is-json", "contains-json") and value is not None
         ):
@@ -773,12 +782,57 @@ class _Importer:
             return None
         ours = ("not_" if negated else "") + SAME[base]
         if base in ("is-json", "contains-json"):
-            if isinstance(value, str) and value.startswith("file://"):
-                files = self.referenced(value, self.base)
-                value = self.load(files[0]) if len(files) == 1 and files[0].is_file() else value
-            if base == "is-json" and value is not None:
-                ours = "json_schema"
-            return {"type": ours} if value is None else {"type": ours, "value": value}
+            return self.mapped_json(base, ours, value)
+        return self.mapped_value(kind, base, ours, value, where)
+
+    def unfilled(self, kind: str, base: str, value: Any, where: str) -> bool:
+        """Whether the value holds Nunjucks the test's vars do not fill (noted)."""
+        if base in ("javascript", "python"):
+            return False  # code: named by mapped_code unless it is one of the simple forms
+        texts = value if isinstance(value, list) else [value]
+        left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
+        unfilled = next((m.group(0) for m in left if m is not None), None)
+        if unfilled is None:
+            return False
+        self.note(
+            where,
+            f"assertion {kind!r}: Nunjucks {unfilled!r} in its value, which the test's vars "
+            "do not fill: not imported",
+        )
+        return True
+
+    def mapped_code(self, kind: str, value: str, where: str) -> dict[str, Any] | None:
+        found = _code(value)
+        if found is None:
+            self.note(
+                where,
+                f"assertion {kind!r} ({value.strip()[:60]!r}): code is not translated: not "
+                "imported",
+            )
+        return found
+
+    def mapped_judge(self, kind: str, value: Any, threshold: Any, where: str) -> dict[str, Any]:
+        judged: dict[str, Any] = {"type": "judge", "value": value}
+        judged["threshold"] = threshold if _is_share(threshold) else JUDGE_THRESHOLD
+        if threshold is not None and not _is_share(threshold):
+            self.note(
+                where,
+                f"assertion {kind!r}: threshold {threshold!r}: expected a number from 0 to "
+                f"1; the judge's passes at {JUDGE_THRESHOLD}",
+            )
+        return judged
+
+    def mapped_json(self, base: str, ours: str, value: Any) -> dict[str, Any]:
+        if isinstance(value, str) and value.startswith("file://"):
+            files = self.referenced(value, self.base)
+            value = self.load(files[0]) if len(files) == 1 and files[0].is_file() else value
+        if base == "is-json" and value is not None:
+            ours = "json_schema"
+        return {"type": ours} if value is None else {"type": ours, "value": value}
+
+    def mapped_value(
+        self, kind: str, base: str, ours: str, value: Any, where: str
+    ) -> dict[str, Any] | None:
         if base in LISTS and isinstance(value, str):
             value = [v.strip() for v in value.split(",")]
         elif isinstance(value, int | float) and not isinstance(value, bool):

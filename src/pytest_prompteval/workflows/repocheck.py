@@ -136,6 +136,21 @@ def check_repo_case(
     except _NotRun as exc:
         check.problems.append(exc.problem)
         return check
+    _derive(check, derive, before, after)
+    if not check.fail_to_pass:
+        check.problems.append(
+            Problem("fail_to_pass", "the reference patch makes no failing test pass")
+            if derive
+            else _EMPTY
+        )
+    check.problems += _listed_problems(case, before, after)
+    return check
+
+
+def _derive(
+    check: RepoCheck, derive: Sequence[str], before: dict[str, str], after: dict[str, str]
+) -> None:
+    """The lists the case leaves out, from the outcomes without and with the patch."""
     names = sorted(before.keys() | after.keys())
     if "fail_to_pass" in derive:
         check.fail_to_pass = tuple(
@@ -145,44 +160,46 @@ def check_repo_case(
         check.pass_to_pass = tuple(
             t for t in names if before.get(t) in PASSING and after.get(t) in PASSING
         )
-    if not check.fail_to_pass:
-        check.problems.append(
-            Problem("fail_to_pass", "the reference patch makes no failing test pass")
-            if derive
-            else _EMPTY
-        )
 
-    def shown(test: str, run: dict[str, str]) -> str:
-        return f"{test} ({run.get(test, 'missing').lower()})"
 
-    for test in case.fail_to_pass:  # a derived list is empty here
+def _shown(test: str, run: dict[str, str]) -> str:
+    return f"{test} ({run.get(test, 'missing').lower()})"
+
+
+def _listed_problems(
+    case: RepoCase, before: dict[str, str], after: dict[str, str]
+) -> list[Problem]:
+    """The listed tests that do not fail without the patch and pass with it (fail_to_pass),
+    or pass both times (pass_to_pass); a derived list is empty here."""
+    problems = []
+    for test in case.fail_to_pass:
         if before.get(test) in PASSING:
-            check.problems.append(
+            problems.append(
                 Problem(
                     "fail_to_pass",
-                    f"fail_to_pass {shown(test, before)} already passes without the patch",
+                    f"fail_to_pass {_shown(test, before)} already passes without the patch",
                 )
             )
         if after.get(test) not in PASSING:
-            check.problems.append(
+            problems.append(
                 Problem(
                     "fail_to_pass",
-                    f"fail_to_pass {shown(test, after)} does not pass with the patch",
+                    f"fail_to_pass {_shown(test, after)} does not pass with the patch",
                 )
             )
-    for test in case.pass_to_pass:  # a derived list is empty here
+    for test in case.pass_to_pass:
         if before.get(test) not in PASSING:
-            check.problems.append(
+            problems.append(
                 Problem(
                     "pass_to_pass",
-                    f"pass_to_pass {shown(test, before)} does not pass without the patch",
+                    f"pass_to_pass {_shown(test, before)} does not pass without the patch",
                 )
             )
         elif after.get(test) not in PASSING:
-            check.problems.append(
-                Problem("pass_to_pass", f"pass_to_pass {shown(test, after)} fails with the patch")
+            problems.append(
+                Problem("pass_to_pass", f"pass_to_pass {_shown(test, after)} fails with the patch")
             )
-    return check
+    return problems
 
 
 def check_repo_cases(

@@ -160,6 +160,33 @@ def _ask(prompt: str, stdin: IO[str], out: IO[str]) -> str | None:
     return None if line == "" else line.strip()
 
 
+def _shown(result: ItemResult, counter: str) -> str:
+    """A result as the reviewer sees it: the answer indented, so no line of it passes for
+    the markers or the questions."""
+    dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
+    missing = ", ".join(result.missing_topics)
+    return (
+        f"\n{counter} {safe_line(result.case_id)} [{safe_line(result.prompt)}] "
+        f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {safe_line(dims)}\n"
+        + (f"  missing topics: {safe_line(missing)}\n" if missing else "")
+        + f"--- answer ---\n  {safe_text(result.response or '')}\n--------------\n"
+    )
+
+
+def _rating(name: str, stdin: IO[str], out: IO[str]) -> int | str:
+    """The reviewer's rating from 1 to 5 of one dimension; "s" to skip the result, "q" to
+    quit (or the input ended)."""
+    while True:
+        answer = _ask(f"{safe_line(name)} (1-5): ", stdin, out)
+        if answer is None or answer == "q":
+            return "q"
+        if answer == "s":
+            return "s"
+        if answer.isdigit() and 1 <= int(answer) <= 5:
+            return int(answer)
+        out.write("  a whole number from 1 to 5, s to skip, q to quit\n")
+
+
 def run_review(
     results: Path,
     stdin: IO[str],
@@ -180,30 +207,16 @@ def run_review(
     )
     done = 0
     for number, result in enumerate(todo, start=1):
-        dims = "  ".join(f"{k} {v:.2f}" for k, v in result.dimensions.items())
-        missing = ", ".join(result.missing_topics)
-        # the answer indented: no line of it passes for the markers or the questions
-        out.write(
-            f"\n[{number}/{len(todo)}] {safe_line(result.case_id)} [{safe_line(result.prompt)}] "
-            f"score {result.score}  {'PASS' if result.passed else 'FAIL'}\n  {safe_line(dims)}\n"
-            + (f"  missing topics: {safe_line(missing)}\n" if missing else "")
-            + f"--- answer ---\n  {safe_text(result.response or '')}\n--------------\n"
-        )
+        out.write(_shown(result, f"[{number}/{len(todo)}]"))
         ratings: dict[str, int] = {}
         for name, _ in dimensions:
-            while True:
-                answer = _ask(f"{safe_line(name)} (1-5): ", stdin, out)
-                if answer is None or answer == "q":
-                    out.write(f"stopped; {done} reviewed now, saved.\n")
-                    return done
-                if answer == "s":
-                    break
-                if answer.isdigit() and 1 <= int(answer) <= 5:
-                    ratings[name] = int(answer)
-                    break
-                out.write("  a whole number from 1 to 5, s to skip, q to quit\n")
-            if answer == "s":
+            rating = _rating(name, stdin, out)
+            if rating == "q":
+                out.write(f"stopped; {done} reviewed now, saved.\n")
+                return done
+            if rating == "s":
                 break
+            ratings[name] = int(rating)
         if len(ratings) < len(dimensions):
             save_review(
                 results,

@@ -233,6 +233,67 @@ def reference_outputs(spec: CodeSpec, run: SampleReport) -> dict[str, str]:
     return found
 
 
+@dataclass
+class _Tally:
+    """Tests passed and run by tag, and each tag's first failure (its kind, its line)."""
+
+    counts: dict[str, list[int]] = field(default_factory=lambda: {"basic": [0, 0], "edge": [0, 0]})
+    first: dict[str, tuple[Any, str]] = field(default_factory=dict)
+
+    def add(self, tag: str, passed: bool, failure: tuple[Any, str] | None) -> None:
+        self.counts[tag][0] += passed
+        self.counts[tag][1] += 1
+        if failure is not None and not passed:
+            self.first.setdefault(tag, failure)
+
+    def pair(self, tag: str) -> tuple[int, int]:
+        return self.counts[tag][0], self.counts[tag][1]
+
+
+def _event(
+    spec: CodeSpec,
+    index: int,
+    event: Any,
+    reference: Mapping[str, str] | None,
+    compared: list[bool],
+) -> Any:
+    """Test ``index``'s outcome as a test event; an args test's match with the reference's
+    output goes in ``compared``."""
+    test = spec.tests[index]
+    if test.kind == "args":
+        known = None if reference is None else reference.get(args_key(test))
+        if known is not None:
+            compared.append(event is not None and _output_matches(event, known, spec.atol))
+        return _io_event(spec, index, event, reference)
+    if test.kind == "stdin":
+        return _stdout_event(test, event)
+    return event
+
+
+def _tally(
+    spec: CodeSpec, run: SampleReport, reference: Mapping[str, str] | None, compared: list[bool]
+) -> _Tally:
+    tally = _Tally()
+    for i, test in enumerate(spec.tests):
+        event = _event(spec, i, run.tests.get(i), reference, compared)
+        passed = bool(event and event.get("passed") is True)
+        message = f"test {i} ({test.tag}): {event.get('message')}" if event else ""
+        tally.add(test.tag, passed, (event.get("kind"), message) if event else None)
+    prop = run.property_check
+    if spec.properties is not None:
+        passed = bool(prop and prop.get("passed") is True)
+        failure = None if prop is None else (prop.get("kind"), f"property: {prop.get('message')}")
+        tally.add("edge", passed, failure)
+    return tally
+
+
+def _exact_match(spec: CodeSpec, code: str) -> bool:
+    shape = _reference_shape(spec.reference) if spec.reference is not None else None
+    if code == spec.reference:  # identical samples: the one compile is the reference's
+        return shape is not None
+    return shape is not None and _normalised(code) == shape
+
+
 def measure(
     spec: CodeSpec, code: str, run: SampleReport, reference: Mapping[str, str] | None = None
 ) -> Metrics:
@@ -242,47 +303,16 @@ def measure(
     syntax, load = run.phase("syntax"), run.phase("load")
     m.syntax_ok = bool(syntax and syntax.get("ok") is True)
     m.compiles = bool(load and load.get("ok") is True)
-    results = run.tests
-    tally = {"basic": [0, 0], "edge": [0, 0]}
-    first_basic = first_edge = None
-    compared = []
-    for i, test in enumerate(spec.tests):
-        event = results.get(i)
-        if test.kind == "args":
-            known = None if reference is None else reference.get(args_key(test))
-            if known is not None:
-                compared.append(event is not None and _output_matches(event, known, spec.atol))
-            event = _io_event(spec, i, event, reference)
-        elif test.kind == "stdin":
-            event = _stdout_event(test, event)
-        passed = bool(event and event.get("passed") is True)
-        tally[test.tag][0] += passed
-        tally[test.tag][1] += 1
-        m.tests_passed += passed
-        if event and not passed:
-            failure = (event.get("kind"), f"test {i} ({test.tag}): {event.get('message')}")
-            if test.tag == "basic" and first_basic is None:
-                first_basic = failure
-            elif test.tag == "edge" and first_edge is None:
-                first_edge = failure
-    prop = run.property_check
-    if spec.properties is not None:
-        passed = bool(prop and prop.get("passed") is True)
-        tally["edge"][0] += passed
-        tally["edge"][1] += 1
-        m.tests_passed += passed
-        if prop is not None and not passed and first_edge is None:
-            first_edge = (prop.get("kind"), f"property: {prop.get('message')}")
-    m.basic, m.edge = (tally["basic"][0], tally["basic"][1]), (tally["edge"][0], tally["edge"][1])
+    compared: list[bool] = []
+    tally = _tally(spec, run, reference, compared)
+    m.basic, m.edge = tally.pair("basic"), tally.pair("edge")
+    m.tests_passed = m.basic[0] + m.edge[0]
     if spec.reference is not None:
-        shape = _reference_shape(spec.reference)
-        if code == spec.reference:  # identical samples: the one compile is the reference's
-            m.exact_match = shape is not None
-        else:
-            m.exact_match = shape is not None and _normalised(code) == shape
-        if prop is not None:
-            compared.append(prop.get("passed") is True)
+        m.exact_match = _exact_match(spec, code)
+        if run.property_check is not None:
+            compared.append(run.property_check.get("passed") is True)
         m.semantic_equivalence = all(compared) if compared else None
+    first_basic, first_edge = tally.first.get("basic"), tally.first.get("edge")
     m.error_class, m.first_failure = _classify(run, syntax, load, first_basic, first_edge)
     if m.error_class is None and m.tests_passed < m.tests_total:
         m.error_class, m.first_failure = "runtime", "the sample ended before all tests ran"
@@ -292,6 +322,18 @@ def measure(
 def _classify(
     run: SampleReport, syntax: Any, load: Any, basic: Any, edge: Any
 ) -> tuple[str | None, str | None]:
+    died = _died(run, syntax, load)
+    if died is not None:
+        return died
+    if basic is not None:
+        return _failed_test(basic, "logic")
+    if edge is not None:
+        return _failed_test(edge, "edge_case")
+    return None, None
+
+
+def _died(run: SampleReport, syntax: Any, load: Any) -> tuple[str, str] | None:
+    """Why the sample stopped before its tests could tell, or None."""
     if run.crashed:
         return "runtime", run.crashed
     if syntax is not None and syntax.get("ok") is not True:
@@ -304,12 +346,12 @@ def _classify(
     if syntax is None or load is None or run.signal is not None:
         why = f"killed by signal {run.signal}" if run.signal else "no result"
         return "resource_limit" if run.signal else "runtime", f"the sample died: {why}"
-    for failure in (basic, edge):
-        if failure is not None:
-            kind, message = failure
-            if kind == "resource":
-                return "resource_limit", message
-            if kind == "error":
-                return "runtime", message
-            return ("logic" if failure is basic else "edge_case"), message
-    return None, None
+    return None
+
+
+def _failed_test(failure: tuple[Any, str], wrong: str) -> tuple[str, str]:
+    """A failed test's error class: a limit, an error, else the answer was ``wrong``."""
+    kind, message = failure
+    if kind == "resource":
+        return "resource_limit", message
+    return ("runtime" if kind == "error" else wrong), message

@@ -158,7 +158,24 @@ def parse_code_spec(case: Case) -> CodeSpec:
     entry = raw.get("entry_point", "")
     if "entry_point" in raw and (not isinstance(entry, str) or not entry.isidentifier()):
         raise fail("entry_point", "the name of the function under test")
-    tests = raw.get("tests")
+    parsed = _parse_tests(case, entry, fail)
+    setup, atol, reference, properties, timeout = _options(case, fail)
+    prompt = case.input.get("prompt", "")
+    return CodeSpec(
+        entry_point=entry,
+        tests=tuple(parsed),
+        prompt=prompt if isinstance(prompt, str) else "",
+        reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
+        properties=properties,
+        timeout=timeout,
+        setup=setup,
+        atol=float(atol),
+    )
+
+
+def _parse_tests(case: Case, entry: str, fail: Any) -> list[CodeTest]:
+    """The case's tests: a function's, or stdin tests only (a program's)."""
+    tests = case.raw.get("tests")
     if not isinstance(tests, list) or not tests:
         raise fail("tests", f"a list of test entries, each one of {KINDS_TEXT}")
     parsed: list[CodeTest] = []
@@ -169,6 +186,13 @@ def parse_code_spec(case: Case) -> CodeSpec:
         raise fail("tests", "stdin tests only (a program), or none (a function's tests)")
     if not entry and not all(program):
         raise fail("entry_point", "the name of the function under test (a program: stdin tests)")
+    return parsed
+
+
+def _options(case: Case, fail: Any) -> tuple[str, Any, str | None, Any, Any]:
+    """The case's test_setup, atol, reference, properties and timeout, checked in that order
+    (after its language)."""
+    raw = case.raw
     language = raw.get("language", "python")
     if language != "python":
         raise fail("language", "python (the only language the sandbox runs yet)")
@@ -191,17 +215,7 @@ def parse_code_spec(case: Case) -> CodeSpec:
         or not 0 < timeout <= MAX_CASE_TIMEOUT
     ):
         raise fail("timeout", f"seconds of CPU time, a number > 0 and at most {MAX_CASE_TIMEOUT}")
-    prompt = case.input.get("prompt", "")
-    return CodeSpec(
-        entry_point=entry,
-        tests=tuple(parsed),
-        prompt=prompt if isinstance(prompt, str) else "",
-        reference=_full(reference, prompt if isinstance(prompt, str) else "", entry),
-        properties=properties,
-        timeout=timeout,
-        setup=setup,
-        atol=float(atol),
-    )
+    return setup, atol, reference, properties, timeout
 
 
 def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
@@ -217,36 +231,52 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
         raise fail(f"tests[{i}].tag", "basic or edge", line)
     body = test[kind]
     if kind == "args":
-        if not isinstance(body, list):
-            raise fail(f"tests[{i}]", "args: a list of arguments", line)
-        if "expected" in test and "expected_any" in test:
-            raise fail(f"tests[{i}]", "expected or expected_any, not both", line)
-        if "expected_any" in test:
-            accepted = test["expected_any"]
-            if not isinstance(accepted, list) or not accepted:
-                raise fail(f"tests[{i}].expected_any", "a list of accepted values", line)
-            return [CodeTest(kind, body, tag, accepted, "any")]
-        if "expected" in test:
-            return [CodeTest(kind, body, tag, test["expected"])]
-        if "reference" not in case.raw:
-            raise fail(
-                f"tests[{i}]",
-                "args: a list of arguments, and expected (or a reference solution, whose "
-                "output it must then equal)",
-                line,
-            )
-        return [CodeTest(kind, body, tag, compare="reference")]
+        return [_args_test(case, f"tests[{i}]", test, tag, fail)]
     if not isinstance(body, str):
         raise fail(
             f"tests[{i}]", f"{kind}: Python source text" if kind != "stdin" else "stdin: text", line
         )
+    return _source_tests(kind, f"tests[{i}]", test, tag, fail)
+
+
+def _args_test(case: Case, at: str, test: Mapping[str, Any], tag: str, fail: Any) -> CodeTest:
+    """A call with ``args``, compared with ``expected``, any of ``expected_any`` or the
+    reference solution's output."""
+    body, line = test["args"], line_of(test)
+    if not isinstance(body, list):
+        raise fail(at, "args: a list of arguments", line)
+    if "expected" in test and "expected_any" in test:
+        raise fail(at, "expected or expected_any, not both", line)
+    if "expected_any" in test:
+        accepted = test["expected_any"]
+        if not isinstance(accepted, list) or not accepted:
+            raise fail(f"{at}.expected_any", "a list of accepted values", line)
+        return CodeTest("args", body, tag, accepted, "any")
+    if "expected" in test:
+        return CodeTest("args", body, tag, test["expected"])
+    if "reference" not in case.raw:
+        raise fail(
+            at,
+            "args: a list of arguments, and expected (or a reference solution, whose "
+            "output it must then equal)",
+            line,
+        )
+    return CodeTest("args", body, tag, compare="reference")
+
+
+def _source_tests(
+    kind: str, at: str, test: Mapping[str, Any], tag: str, fail: Any
+) -> list[CodeTest]:
+    """A stdin, check, unittest or other source test; a unittest module gives one test per
+    test method."""
+    body, line = test[kind], line_of(test)
     if kind == "stdin":
         if not isinstance(test.get("stdout"), str):
-            raise fail(f"tests[{i}]", "stdout: the text the program must print", line)
+            raise fail(at, "stdout: the text the program must print", line)
         return [CodeTest(kind, body, tag, test["stdout"])]
     if kind == "check" and not _tests_something(body):
         raise fail(
-            f"tests[{i}]",
+            at,
             "check: a def check(candidate), or statements that test (this source defines neither)",
             line,
         )
@@ -254,7 +284,7 @@ def _parse_test(case: Case, i: int, test: Any, fail: Any) -> list[CodeTest]:
         methods = test_methods(body)
         if isinstance(methods, str):
             raise fail(
-                f"tests[{i}]",
+                at,
                 f"unittest: a module defining unittest.TestCase classes ({methods})",
                 line,
             )
