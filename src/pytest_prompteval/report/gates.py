@@ -174,7 +174,7 @@ class GateRules:
 
 
 @dataclass(frozen=True)
-class Decision:
+class GateDecision:
     failures: list[str]
     #: which gate decided each failure, a few words each: the Markdown's headline
     decided: list[str]
@@ -190,7 +190,7 @@ def decide(
     pytest_status: int,
     other_failures: int,
     where: Callable[[str], str] = lambda case: case,
-) -> Decision:
+) -> GateDecision:
     """The gates of the run in their order (scores, min_pass, comparisons), and the exit
     status: in gates mode the gates' alone, else the tests' failed by any gate."""
     judged = rules.judged
@@ -204,9 +204,9 @@ def decide(
     decided += [f"{len(below)} cases below their min_pass"] if below else []
     if not gates_only:
         failed = bool(failures) and pytest_status == PASSED
-        return Decision(failures, decided, GATE_FAILED if failed else pytest_status)
+        return GateDecision(failures, decided, GATE_FAILED if failed else pytest_status)
     gates = comparison_gate_failures(comparisons, judged, rules.max_new_failures, where)
     failures += [g.message for g in gates]
     decided += [g.short for g in gates]
     status = gates_exit_code(pytest_status, len(failures), unscored(results), other_failures)
-    return Decision(failures, decided, status)
+    return GateDecision(failures, decided, status)

@@ -15,7 +15,7 @@ from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY, ItemRes
 from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.report.analysis import Analysis, CompareRules, analyse, failure_reasons
 from pytest_prompteval.report.flaky import sample_lines
-from pytest_prompteval.report.gates import Decision, GateRules, decide
+from pytest_prompteval.report.gates import GateDecision, GateRules, decide
 from pytest_prompteval.report.journal import Journal
 from pytest_prompteval.report.junit import suite_properties
 from pytest_prompteval.report.markdown import MarkdownRun
@@ -106,7 +106,7 @@ class ReportSession:
         directory = None if options.estimate else options.results_dir
         self.journal = Journal(directory, sources.versions, run_meta, self.outputs)
         self.analysis = Analysis()
-        self.decision = Decision([], [], 0)
+        self.decision = GateDecision([], [], 0)
 
     # -- collecting ---------------------------------------------------------------------
 

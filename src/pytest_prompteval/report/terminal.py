@@ -175,7 +175,7 @@ def notes_block(
     return lines
 
 
-def _outcome_notes(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> list[str]:
+def _outcome_notes(s: Figures, pass_hat: Mapping[int, float | None]) -> list[str]:
     """What the version's figures leave out: errors, attempts, steps, a repository's
     verdicts, what no denominator holds, the failed assertions."""
     notes = []
@@ -203,7 +203,7 @@ def _outcome_notes(s: VersionSummary, pass_hat: Mapping[int, float | None]) -> l
     return notes
 
 
-def _repo_note(s: VersionSummary) -> str:
+def _repo_note(s: Figures) -> str:
     changed = s.infrastructure_changed
     return f"repository: {s.resolved}/{s.repo_items} resolved" + (
         f"; the agent changed the test infrastructure in {changed} (restored "
@@ -213,7 +213,7 @@ def _repo_note(s: VersionSummary) -> str:
     )
 
 
-def _judge_notes(s: VersionSummary) -> list[str]:
+def _judge_notes(s: Figures) -> list[str]:
     """The judge's calls, its agreement with the automatic scores, its spread; responses
     without a price."""
     notes = []

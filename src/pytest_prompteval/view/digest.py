@@ -562,39 +562,57 @@ def _kept_cells(rows: Any) -> list[CaseCell]:
         return []
     if not _only(rows, list) or {len(row) for row in rows} != {len(dataclass_fields(CaseCell))}:
         raise ValueError("not a kept case")
-    (keys, files, ids, outcomes, kns, scores, flaky, min_pass, categories, difficulties,
-     markers, kinds, items, shown, reasons, marks) = zip(*rows, strict=True)  # fmt: skip
-    texts = (keys, files, ids, kns, min_pass, categories, difficulties, reasons)
-    if not all(_only(column, str) for column in texts) or not _only(flaky, bool):
-        raise ValueError("not a kept case")
-    if not set(outcomes) <= ORDER.keys() or not set(kinds) <= set(KINDS):
-        raise ValueError("not a kept case")
-    if not _only(markers, list) or not _only((m for ms in markers for m in ms), str):
-        raise ValueError("not a kept case")
-    pairs = [tuple(map(tuple, pair)) for pair in items]
-    shown_marks = [tuple(map(tuple, mark)) for mark in marks]
-    flat = [item for cell_items in pairs for item in cell_items]
-    if {len(item) for item in flat} != {2} or not _only((x for i in flat for x in i), int):
-        raise ValueError("not a kept case")
-    if not _only(shown, int):
-        raise ValueError("not a kept case")
-    marked = [x for mark in shown_marks for x in mark]
-    if {len(x) for x in marked} != {2} or not {o for o, _ in marked} <= ORDER.keys():
-        raise ValueError("not a kept case")
-    values = [*scores, *(s for _, s in marked)]
-    if not _only(values, float, int, NoneType) or not all(
-        0 <= v <= 1 for v in values if v is not None
-    ):
-        raise ValueError("not a kept case")
-    if any(
-        len(p) != len(m) or (n not in {x for _, x in p})
-        for p, m, n in zip(pairs, shown_marks, shown, strict=True)
-    ):
+    columns = list(zip(*rows, strict=True))
+    pairs = [tuple(map(tuple, pair)) for pair in columns[12]]
+    shown_marks = [tuple(map(tuple, mark)) for mark in columns[15]]
+    if not _labels_hold(columns) or not _samples_hold(columns, pairs, shown_marks):
         raise ValueError("not a kept case")
     return [
         CaseCell(*row[:10], frozenset(row[10]), row[11], pair, row[13], row[14], mark)  # type: ignore[call-arg]
         for row, pair, mark in zip(rows, pairs, shown_marks, strict=True)
     ]
+
+
+def _labels_hold(columns: list[tuple[Any, ...]]) -> bool:
+    """The kept cases' texts, flags, outcomes, kinds and markers are of their types."""
+    (keys, files, ids, outcomes, kns, _, flaky, min_pass, categories, difficulties,
+     markers, kinds, _, _, reasons, _) = columns  # fmt: skip
+    texts = (keys, files, ids, kns, min_pass, categories, difficulties, reasons)
+    return (
+        all(_only(column, str) for column in texts)
+        and _only(flaky, bool)
+        and set(outcomes) <= ORDER.keys()
+        and set(kinds) <= set(KINDS)
+        and _only(markers, list)
+        and _only((m for ms in markers for m in ms), str)
+    )
+
+
+def _samples_hold(
+    columns: list[tuple[Any, ...]],
+    pairs: list[tuple[tuple[Any, ...], ...]],
+    shown_marks: list[tuple[tuple[Any, ...], ...]],
+) -> bool:
+    """Each case's (item, sample) pairs, the one it shows, and its samples' outcomes and
+    scores hold together."""
+    shown = columns[13]
+    flat = [item for cell_items in pairs for item in cell_items]
+    if {len(item) for item in flat} != {2} or not _only((x for i in flat for x in i), int):
+        return False
+    marked = [x for mark in shown_marks for x in mark]
+    if not _only(shown, int) or {len(x) for x in marked} != {2}:
+        return False
+    if not {o for o, _ in marked} <= ORDER.keys():
+        return False
+    values = [*columns[5], *(s for _, s in marked)]
+    if not _only(values, float, int, NoneType):
+        return False
+    if not all(0 <= v <= 1 for v in values if v is not None):
+        return False
+    return not any(
+        len(p) != len(m) or (n not in {x for _, x in p})
+        for p, m, n in zip(pairs, shown_marks, shown, strict=True)
+    )
 
 
 def _prune(folder: Path) -> None:

@@ -28,37 +28,60 @@ from pytest_prompteval.view.index import Index
 def _decode(value: Any, hint: Any) -> Any:
     """``value`` (JSON) as the type ``hint`` declares, as ``VersionSummary.to_json`` writes
     it (int keys as "pass@k", pairs as two-key objects); ValueError when it is not."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _decode(value, inner)
+        return _decode_optional(value, hint)
     if hint in (int, bool, str, float):
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if hint is float and number and math.isfinite(value):
-            return value
-        if (hint is int and number and isinstance(value, int)) or type(value) is hint:
-            return value
-        raise ValueError(f"expected {hint.__name__}")
+        return _decode_scalar(value, hint)
     if origin is tuple:
-        items = [value[k] for k in sorted(value)] if isinstance(value, dict) else value
-        if not isinstance(items, list) or len(items) != len(args):
-            raise ValueError("expected a pair")
-        return tuple(_decode(v, a) for v, a in zip(items, args, strict=True))
+        return _decode_pair(value, hint)
     if origin in (dict, Counter):
-        key_hint, value_hint = (args[0], int) if origin is Counter else args
-        if not isinstance(value, dict):
-            raise ValueError("expected an object")
-        decoded = {_key(k, key_hint): _decode(v, value_hint) for k, v in value.items()}
-        return Counter(decoded) if origin is Counter else decoded
+        return _decode_mapping(value, hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        if not isinstance(value, dict):
-            raise ValueError("expected an object")
-        hints = typing.get_type_hints(hint)
-        fields = [f for f in dataclasses.fields(hint) if f.init]
-        return hint(**{f.name: _decode(value[f.name], hints[f.name]) for f in fields})
+        return _decode_dataclass(value, hint)
     raise ValueError(f"cannot read {hint}")
+
+
+def _decode_optional(value: Any, hint: Any) -> Any:
+    args = typing.get_args(hint)
+    if value is None and type(None) in args:
+        return None
+    (inner,) = [a for a in args if a is not type(None)]
+    return _decode(value, inner)
+
+
+def _decode_scalar(value: Any, hint: type) -> Any:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is float and number and math.isfinite(value):
+        return value
+    if (hint is int and number and isinstance(value, int)) or type(value) is hint:
+        return value
+    raise ValueError(f"expected {hint.__name__}")
+
+
+def _decode_pair(value: Any, hint: Any) -> tuple[Any, ...]:
+    args = typing.get_args(hint)
+    items = [value[k] for k in sorted(value)] if isinstance(value, dict) else value
+    if not isinstance(items, list) or len(items) != len(args):
+        raise ValueError("expected a pair")
+    return tuple(_decode(v, a) for v, a in zip(items, args, strict=True))
+
+
+def _decode_mapping(value: Any, hint: Any) -> dict[Any, Any]:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    key_hint, value_hint = (args[0], int) if origin is Counter else args
+    if not isinstance(value, dict):
+        raise ValueError("expected an object")
+    decoded = {_key(k, key_hint): _decode(v, value_hint) for k, v in value.items()}
+    return Counter(decoded) if origin is Counter else decoded
+
+
+def _decode_dataclass(value: Any, hint: type) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("expected an object")
+    hints = typing.get_type_hints(hint)
+    fields = [f for f in dataclasses.fields(hint) if f.init]
+    return hint(**{f.name: _decode(value[f.name], hints[f.name]) for f in fields})
 
 
 def _key(key: str, hint: Any) -> Any:
