@@ -325,12 +325,15 @@ def test_the_sandboxs_memory_is_bounded_in_total(tmp_path: Path, cgroup: bool) -
         # memory no address space counts: a memfd's pages, SysV segments kept detached
         outside = run("bash", {"command": "python3 -c 'import os; os.memfd_create(\"m\")'"})
         files = run("bash", {"command": "ulimit -n"})  # each socket's buffers count in none
-    assert "held 4 of 4" not in done.content and "held" in done.content
+    assert "held" in done.content
     if cgroup:
+        # the kernel kills one when they would pass the bound: before its block was counted
+        # as held, or after it (under load, reclaim can let a block through for a moment)
         assert done.content.endswith(
             "[out of memory: the sandbox's 256 MiB, shared by its processes; one was killed]"
         )
     else:
+        assert "held 4 of 4" not in done.content
         assert made == "split" and "MemoryError" in done.content
         assert done.content.endswith(
             "[out of memory? the sandbox's 256 MiB are split between at most 8 processes: "
