@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_prompteval.core.result import MAX_DIFF, RepoResult
+from pytest_prompteval.core.bounds import MAX_DIFF
+from pytest_prompteval.core.result import RepoResult
 from pytest_prompteval.sandbox.client import LineReader, LineTooLong
 from pytest_prompteval.sandbox.treediff import DIFF_BUDGET, FILE_BUDGET, LISTED, diff, walk
 

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_prompteval.core.bounds import MAX_DIFF
 from pytest_prompteval.core.usage import Usage
 
 #: The ``user_properties`` key of an item's result.
@@ -67,8 +68,6 @@ class ExecutionResult:
     run_seconds: float | None = None
 
 
-#: The most of an agent's diff a result keeps, in bytes (the verdict builds it within this).
-MAX_DIFF = 1 << 20
 #: The most of the verdict's test output a result keeps, in characters (its end: the
 #: failures and pytest's summary are there).
 MAX_OUTPUT = 64 << 10

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.filelock import lock_exclusive
-from pytest_prompteval.sandbox.isolation import within
+from pytest_prompteval.sandbox.isolation import SITE_VARIABLE, within
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
@@ -48,10 +48,6 @@ FORMAT = 2
 MANIFEST = "prompteval-environment.json"
 #: The cache's folder of the repositories' collected test ids (scoring/repoids.py).
 COLLECTED = "collected"
-#: The variable naming a writable site folder the environment's python also reads, set in
-#: the sandbox only: what an ``install`` step installs goes there (the environment itself
-#: is read-only).
-SITE_VARIABLE = "PROMPTEVAL_SITE"
 #: How long pip may take for one environment.
 BUILD_TIMEOUT = 1800.0
 _PROBE = (

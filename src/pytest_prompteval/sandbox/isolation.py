@@ -67,6 +67,11 @@ LOCKED_FLAGS = {
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
+#: The variable naming a writable site folder the environment's python also reads, set in
+#: the sandbox only: what an ``install`` step installs goes there (the environment itself
+#: is read-only).
+SITE_VARIABLE = "PROMPTEVAL_SITE"
+
 
 @dataclass
 class Isolation:

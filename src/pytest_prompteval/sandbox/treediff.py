@@ -23,7 +23,7 @@ import signal
 import stat
 from collections.abc import Callable, Iterator
 
-from pytest_prompteval.core.result import MAX_DIFF
+from pytest_prompteval.core.bounds import MAX_DIFF
 from pytest_prompteval.sandbox.restore import MAX_ENTRIES, read_only, same_bytes, writable
 
 DIFF_BUDGET = MAX_DIFF

@@ -42,8 +42,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_prompteval.sandbox import editor, filestate, restore, treediff
-from pytest_prompteval.sandbox.environments import SITE_VARIABLE
-from pytest_prompteval.sandbox.isolation import NOBODY, drop_privileges, isolate, set_dumpable
+from pytest_prompteval.sandbox.isolation import (
+    NOBODY,
+    SITE_VARIABLE,
+    drop_privileges,
+    isolate,
+    set_dumpable,
+)
 from pytest_prompteval.sandbox.memory import Bound, hold
 from pytest_prompteval.sandbox.server import view, watch_parent
 
