@@ -163,14 +163,14 @@ class Cgroup:
                 for pid in _members(folder):
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
-            for _ in range(attempts):
+            for attempt in range(attempts):
                 try:
                     os.rmdir(folder)
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
-                    time.sleep(0.01)
+                except OSError:  # most are gone within a few ms: look again soon at first
+                    time.sleep(min(0.01, 0.001 * 2**attempt))
 
 
 def _members(folder: str) -> list[int]:
