@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from typing import Any
 
@@ -75,17 +75,68 @@ def sort_results(results: Iterable[Result]) -> list[Result]:
     return sorted(results, key=lambda r: (r.prompt, r.file, r.case_id, r.sample))
 
 
+@dataclass(frozen=True)
+class StoredSummary:
+    """A version's figures as a run's file keeps them (``VersionSummary.to_json``), read
+    back where the results themselves are not: the view's run page of a big run. The names
+    and types of ``VersionSummary``'s figures, in the order its JSON has always had."""
+
+    version: str
+    items: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    mean_score: float | None
+    dimensions: dict[str, float]
+    pass_at_k: dict[int, float | None]
+    pass_at_k_cases: dict[int, tuple[int, int]]
+    group_pass_at_k: dict[str, dict[str, dict[int, float | None]]]
+    case_pass_at_k: dict[str, dict[int, float | None]]
+    max_samples: int
+    groups: dict[str, dict[str, tuple[int, int]]]
+    json_fields: dict[str, tuple[int, int]]
+    errors: Counter[str]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    unpriced: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    replayed: int
+    live: int
+    judged: int
+    judge_input_tokens: int
+    judge_output_tokens: int
+    judge_cost_usd: float
+    agreement: Agreement | None
+    judge_spread: float | None
+    judge_repeats: int
+    failed_assertions: Counter[str]
+    code_failures: Counter[str]
+    answer_calls: int
+    code_items: int
+    agent_items: int
+    agent_steps: int
+    tool_calls: int
+    tool_errors: int
+    hit_max_steps: int
+    repo_items: int
+    resolved: int
+    infrastructure_changed: int
+    user_calls: int
+    user_cost_usd: float
+    ran: int
+    mean_steps: float | None
+    pass_rate: float | None
+
+    @property
+    def spent_usd(self) -> float:
+        return self.cost_usd + self.judge_cost_usd + self.user_cost_usd
+
+
 #: The summary's JSON, in this order (the history files' and json-report's).
-JSON_FIELDS = (
-    "version", "items", "passed", "failed", "errored", "skipped", "mean_score", "dimensions",
-    "pass_at_k", "pass_at_k_cases", "group_pass_at_k", "case_pass_at_k", "max_samples",
-    "groups", "json_fields", "errors", "input_tokens", "output_tokens", "cost_usd", "unpriced",
-    "latency_p50_ms", "latency_p95_ms", "replayed", "live", "judged", "judge_input_tokens",
-    "judge_output_tokens", "judge_cost_usd", "agreement", "judge_spread", "judge_repeats",
-    "failed_assertions", "code_failures", "answer_calls", "code_items", "agent_items",
-    "agent_steps", "tool_calls", "tool_errors", "hit_max_steps", "repo_items", "resolved",
-    "infrastructure_changed", "user_calls", "user_cost_usd", "ran", "mean_steps", "pass_rate",
-)  # fmt: skip
+JSON_FIELDS = tuple(f.name for f in fields(StoredSummary))
 
 
 @dataclass(frozen=True)
@@ -442,11 +493,11 @@ def _tallies(pairs: Iterable[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
 
 def _checked_fields(result: Result) -> dict[str, bool]:
     """Per json_field path an item checks: whether every check of it passed."""
-    fields: dict[str, bool] = {}
+    checked: dict[str, bool] = {}
     for check in result.assertions:
         if check.field is not None:
-            fields[check.field] = fields.get(check.field, True) and check.passed
-    return fields
+            checked[check.field] = checked.get(check.field, True) and check.passed
+    return checked
 
 
 def group_labels(summaries: Sequence[Figures], group: str) -> list[str]:
@@ -490,66 +541,6 @@ def mean_pass_at_k(counts: Mapping[Any, tuple[int, int]], k: int) -> float | Non
 
 def summarize_version(version: str, results: Sequence[Result], ks: Sequence[int]) -> VersionSummary:
     return VersionSummary(version, results, tuple(ks))
-
-
-@dataclass(frozen=True)
-class StoredSummary:
-    """A version's figures as a run's file keeps them (``VersionSummary.to_json``, in
-    ``JSON_FIELDS``), read back where the results themselves are not: the view's run page
-    of a big run. The names and types of ``VersionSummary``'s figures."""
-
-    version: str
-    items: int
-    passed: int
-    failed: int
-    errored: int
-    skipped: int
-    mean_score: float | None
-    dimensions: dict[str, float]
-    pass_at_k: dict[int, float | None]
-    pass_at_k_cases: dict[int, tuple[int, int]]
-    group_pass_at_k: dict[str, dict[str, dict[int, float | None]]]
-    case_pass_at_k: dict[str, dict[int, float | None]]
-    max_samples: int
-    groups: dict[str, dict[str, tuple[int, int]]]
-    json_fields: dict[str, tuple[int, int]]
-    errors: Counter[str]
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    unpriced: int
-    latency_p50_ms: float | None
-    latency_p95_ms: float | None
-    replayed: int
-    live: int
-    judged: int
-    judge_input_tokens: int
-    judge_output_tokens: int
-    judge_cost_usd: float
-    agreement: Agreement | None
-    judge_spread: float | None
-    judge_repeats: int
-    failed_assertions: Counter[str]
-    code_failures: Counter[str]
-    answer_calls: int
-    code_items: int
-    agent_items: int
-    agent_steps: int
-    tool_calls: int
-    tool_errors: int
-    hit_max_steps: int
-    repo_items: int
-    resolved: int
-    infrastructure_changed: int
-    user_calls: int
-    user_cost_usd: float
-    ran: int
-    mean_steps: float | None
-    pass_rate: float | None
-
-    @property
-    def spent_usd(self) -> float:
-        return self.cost_usd + self.judge_cost_usd + self.user_cost_usd
 
 
 #: What the summary tables read: a version's figures, derived or stored.
