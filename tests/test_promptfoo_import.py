@@ -635,3 +635,14 @@ def test_a_reference_out_of_the_configs_folder_is_refused(
     assert line.startswith(f"prompteval: error: promptfooconfig.yaml: {reference!r}: "), line
     assert why in line and line.endswith("only files in the config's folder are read"), line
     assert "the secret" not in "".join(p.read_text() for p in project.rglob("*.yaml"))
+
+
+def test_a_misspelt_assertion_type_is_named_with_a_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "prompts: [x]\ntests:\n  - vars: {x: 1}\n    assert: [{type: contians, value: a}]\n"
+    )
+    done = prompteval(tmp_path, "import", "promptfoo", "promptfooconfig.yaml")
+    assert (
+        "prompteval: not imported: promptfooconfig.yaml:4: assertion 'contians' is no "
+        "promptfoo type: not imported; did you mean 'contains'?"
+    ) in done.stderr.splitlines()

@@ -26,6 +26,7 @@ from pytest_prompteval.core.errors import PromptevalError, display
 from pytest_prompteval.core.paths import NAME, check_inside, read_bounded, resolve_inside
 from pytest_prompteval.core.patterns import pattern
 from pytest_prompteval.core.prompts import model_config_keys
+from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.templates import literal
 from pytest_prompteval.core.yamldump import block
 from pytest_prompteval.core.yamlload import MarkedDict, line_of, parse_yaml
@@ -59,6 +60,8 @@ NAMED_ONLY = (
     "levenshtein", "meteor", "model-graded-closedqa", "model-graded-factuality", "moderation",
     "perplexity", "perplexity-score", "rouge-n", "similar", "webhook", "word-count",
 )  # fmt: skip
+#: promptfoo's assertions written as code (the one-line forms are translated)
+CODE_TYPES = ("javascript", "python")
 #: what a judge question passes with when promptfoo's test gives no threshold
 JUDGE_THRESHOLD = 0.5
 #: cases one config may make (list vars multiply): more is a mistake, not a suite
@@ -760,7 +763,7 @@ class _Importer:
         threshold = entry.get("threshold")
         if self.unfilled(kind, base, value, where):
             return None
-        if base in ("javascript", "python") and not negated and isinstance(value, str):
+        if base in CODE_TYPES and not negated and isinstance(value, str):
             return self.mapped_code(kind, value, where)
         if base in LIMITS and not negated:
             if not isinstance(threshold, int | float) or isinstance(threshold, bool):
@@ -778,7 +781,10 @@ class _Importer:
         if base not in SAME or (
             negated and base in ("is-json", "contains-json") and value is not None
         ):
-            self.note(where, f"assertion {kind!r} has no counterpart here: not imported")
+            known = (*SAME, *LIMITS, *NAMED_ONLY, *CODE_TYPES, "llm-rubric")
+            why = "has no counterpart here" if base in known else "is no promptfoo type"
+            hint = "" if base in known else suggestion(base, known)
+            self.note(where, f"assertion {kind!r} {why}: not imported{hint}")
             return None
         ours = ("not_" if negated else "") + SAME[base]
         if base in ("is-json", "contains-json"):
@@ -787,7 +793,7 @@ class _Importer:
 
     def unfilled(self, kind: str, base: str, value: Any, where: str) -> bool:
         """Whether the value holds Nunjucks the test's vars do not fill (noted)."""
-        if base in ("javascript", "python"):
+        if base in CODE_TYPES:
             return False  # code: named by mapped_code unless it is one of the simple forms
         texts = value if isinstance(value, list) else [value]
         left = [pattern(_NUNJUCKS).search(v) for v in texts if isinstance(v, str)]
