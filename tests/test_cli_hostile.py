@@ -202,3 +202,30 @@ def test_a_crash_prints_its_traceback_escaped(
     captured = capsys.readouterr()
     assert "RuntimeError: \\x1b[2J" in captured.err
     assert forged(captured.out + captured.err) == []
+
+
+def test_ctrl_c_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_prompteval import cli
+
+    def interrupted(args: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err == "prompteval: interrupted\n"
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path: Path) -> None:
+    """``prompteval schema case | head -1``: the pipe closes while the command writes."""
+    command = [sys.executable, "-m", "pytest_prompteval.cli", "schema", "case"]
+    with subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.read(10)
+        process.stdout.close()
+        error = process.stderr.read().decode()
+    assert process.returncode in (0, 1) and "Traceback" not in error, error

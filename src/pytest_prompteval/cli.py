@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
 import sys
 import traceback
 from collections.abc import Collection, Sequence
@@ -959,11 +961,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:
         return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C: what each command writes, it writes whole or not
+        print("prompteval: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader stopped reading (`| head`): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), streams[0].fileno())
+        return 1
     except Exception:  # a bug's traceback quotes what it read: through the safe stream too
         traceback.print_exc()
         return 1
     finally:
-        sys.stdout.flush()
+        with contextlib.suppress(BrokenPipeError):
+            sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = streams
 
