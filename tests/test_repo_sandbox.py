@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -401,3 +402,48 @@ if __name__ == "__main__":
     except SandboxUnavailable as exc:
         print(exc)
         sys.exit(3)
+
+
+#: What the repository sandbox's server must not import: it starts twice per item (the
+#: agent's sandbox, the verdict's), and these are its start-up's cost, not its jobs' needs.
+HEAVY = (
+    "ast",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "inspect",
+    "platform",
+    "pytest_prompteval.sandbox.harness",
+    "pytest_prompteval.sandbox.restore",
+    "pytest_prompteval.sandbox.server",
+    "pytest_prompteval.sandbox.zygote",
+    "secrets",
+    "shutil",
+    "socket",
+    "tempfile",
+    "typing",
+)
+
+
+def test_the_agents_sandbox_server_imports_nothing_heavy() -> None:
+    from pytest_prompteval.sandbox.client import server_command
+
+    command = server_command("pytest_prompteval.sandbox.workspace_server")
+    assert command[3].rstrip().endswith("\nmain()")  # imported, not run
+    command[3] = (
+        command[3].rstrip().removesuffix("main()") + "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    imported = set(json.loads(done.stdout))
+    assert "pytest_prompteval.sandbox.workspace_server" in imported
+    assert sorted(imported & set(HEAVY)) == []
+
+
+def test_a_verdicts_job_in_the_agents_sandbox_is_an_answer_not_a_crash(tmp_path: Path) -> None:
+    from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
+
+    with Copy(Snapshot(folder=make_project(tmp_path))) as copy, Workspace(copy.path) as workspace:
+        answer = workspace.job({"op": "diff"}, 10.0)
+        assert "needs a snapshot" in answer["error"]
+        assert workspace.bash("echo on", 10.0)["output"].strip() == "on"

@@ -23,7 +23,7 @@ import pytest
 
 from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.sandbox import client, server
+from pytest_prompteval.sandbox import client, startup
 from pytest_prompteval.sandbox.client import Limits, Sandbox, SandboxUnavailable
 from pytest_prompteval.sandbox.isolation import Isolation
 from pytest_prompteval.sandbox.pool import AHEAD, SandboxPool
@@ -567,5 +567,5 @@ def test_the_interpreters_folder_is_not_hidden_with_the_project_holding_it(
     # path; hidden with the project, a repository task's shell found no `python`
     programs = os.path.dirname(sys.executable)
     monkeypatch.setattr(sys, "path", [programs, *sys.path])
-    shown, _ = server.view([os.path.dirname(os.path.dirname(programs))])
+    shown, _ = startup.view([os.path.dirname(os.path.dirname(programs))])
     assert programs not in shown.hidden

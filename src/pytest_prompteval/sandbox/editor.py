@@ -14,7 +14,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing for the checker only: the repository sandbox imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Where the copy is shown in the sandbox.
 REPO = "/repo"

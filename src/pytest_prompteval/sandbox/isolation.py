@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import signal
 import stat
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+
+#: ``typing`` only for the checker: the repository sandbox's server, which imports this
+#: module, starts twice per item and imports as little as it can (so no dataclasses).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -73,25 +76,38 @@ _libc = ctypes.CDLL(None, use_errno=True)
 SITE_VARIABLE = "PROMPTEVAL_SITE"
 
 
-@dataclass
 class Isolation:
     """What the server got; ``missing`` names what it did not, and why."""
 
-    mode: str = "none"  # "root", "user namespace" or "none"
-    network_isolated: bool = False
-    own_pids: bool = False
-    fs_readonly: bool = False
-    fs_private: bool = False
-    fresh_proc: bool = False
-    uid: int = NOBODY  # the user a sample runs as, under root
-    missing: list[str] = field(default_factory=list)
+    FIELDS = (
+        "mode",
+        "network_isolated",
+        "own_pids",
+        "fs_readonly",
+        "fs_private",
+        "fresh_proc",
+        "uid",
+        "missing",
+    )
+
+    def __init__(
+        self, *, mode: str = "none", uid: int = NOBODY, missing: list[str] | None = None
+    ) -> None:
+        self.mode = mode  # "root", "user namespace" or "none"
+        self.network_isolated = False
+        self.own_pids = False
+        self.fs_readonly = False
+        self.fs_private = False
+        self.fresh_proc = False
+        self.uid = uid  # the user a sample runs as, under root
+        self.missing: list[str] = [] if missing is None else missing
 
     @property
     def complete(self) -> bool:
         return not self.missing
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in self.FIELDS}
 
 
 def _call(result: int, what: str) -> None:
@@ -205,18 +221,24 @@ def within(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
-@dataclass(frozen=True)
 class View:
     """What a sample sees of the host's files: ``shown`` bound in read-only (real paths),
     ``hidden`` covered with an empty tmpfs where a shown path holds them, ``links`` the
-    paths whose symlinks are made again (``/lib64 -> usr/lib64``, a venv's interpreter)."""
+    paths whose symlinks are made again (``/lib64 -> usr/lib64``, a venv's interpreter);
+    ``placed``: (host folder, path in the sandbox, writable), folders shown under another
+    name (a repository task's copy at /repo), only the writable ones left writable."""
 
-    shown: tuple[str, ...]
-    hidden: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()
-    #: (host folder, path in the sandbox, writable): folders shown under another name
-    #: (a repository task's copy at /repo); only the writable ones stay writable.
-    placed: tuple[tuple[str, str, bool], ...] = ()
+    def __init__(
+        self,
+        shown: tuple[str, ...],
+        hidden: tuple[str, ...] = (),
+        links: tuple[str, ...] = (),
+        placed: tuple[tuple[str, str, bool], ...] = (),
+    ) -> None:
+        self.shown = shown
+        self.hidden = hidden
+        self.links = links
+        self.placed = placed
 
     def plan(self) -> list[tuple[str, str]]:
         """(kind, path) mounts, parents first: "tmpfs" (writable), "hide" or "bind"; a
@@ -374,6 +396,7 @@ def drop_privileges(root: bool, uid: int = NOBODY) -> None:
     _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
+_MACHINE = os.uname().machine
 #: Calls that hold memory no address-space limit counts (a memfd's pages, a secret
 #: memfd's, mapped a window at a time, SysV segments kept after detaching), by
 #: architecture: its audit number and the calls' numbers.
@@ -403,7 +426,7 @@ def forbid_unbounded_memory() -> None:
     """Where a process's memory is bounded by its address space alone (no cgroup), refuse
     the calls that hold memory outside it (``EPERM``), and every call of another ABI (x32,
     32-bit), whose numbers differ. Nothing where this module does not know the numbers."""
-    known = _UNBOUNDED_MEMORY.get(platform.machine())
+    known = _UNBOUNDED_MEMORY.get(_MACHINE)
     if known is None:
         return
     arch, calls = known
@@ -425,8 +448,8 @@ def forbid_unbounded_memory() -> None:
 
 
 #: clone(2)'s and pivot_root(2)'s numbers, where this module knows them.
-_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
-_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+_CLONE = {"x86_64": 56, "aarch64": 220}.get(_MACHINE)
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(_MACHINE)
 
 
 def fork_own_pids() -> int:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import secrets
 import signal
 import time
-from dataclasses import dataclass
-from typing import Any
 
 from pytest_prompteval.sandbox.isolation import forbid_unbounded_memory
+
+TYPE_CHECKING = False  # typing for the checker only: the repository sandbox's server imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 ROOT = "/sys/fs/cgroup"
 PREFIX = "prompteval-"
@@ -113,19 +114,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@dataclass(frozen=True)
 class Cgroup:
     """One sandbox's cgroup: its folders (one per hierarchy; the first holds the memory
     controller) and its bound in bytes."""
 
-    folders: tuple[str, ...]
-    memory: int
+    def __init__(self, folders: tuple[str, ...], memory: int) -> None:
+        self.folders = folders
+        self.memory = memory
 
     @classmethod
     def make(cls, memory: int, pids: int) -> Cgroup | None:
         """A new cgroup bounding ``memory`` bytes and ``pids`` processes; None where this
         process may not make one."""
-        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        name = f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
         try:
             layout = _layout(name, memory, pids)
         except OSError:
@@ -230,7 +231,6 @@ def oom_kills(folder: int) -> int:
 _OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "bad_alloc", "out of memory")
 
 
-@dataclass(frozen=True)
 class Bound:
     """The sandbox's memory, shared by all its processes: in its cgroup (``cgroup``, its
     folders' descriptors, the memory one first) up to ``PROCESSES``; without one, split
@@ -238,8 +238,9 @@ class Bound:
     a code sample's memory is split). Its private tmpfs folders count in the cgroup, and
     are bounded in size either way (``isolation``)."""
 
-    memory: int = MEMORY_MB << 20
-    cgroup: tuple[int, ...] | None = None
+    def __init__(self, memory: int = MEMORY_MB << 20, cgroup: tuple[int, ...] | None = None):
+        self.memory = memory
+        self.cgroup = cgroup
 
     @property
     def processes(self) -> int:

@@ -27,30 +27,36 @@ and ends with it; every process of the sandbox ends with the server, PID 1 of it
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
 import os
 import resource
-import secrets
 import select
 import shlex
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from typing import Any
 
-from pytest_prompteval.sandbox import editor, filestate, restore, treediff
+from pytest_prompteval.sandbox import editor
 from pytest_prompteval.sandbox.isolation import (
     NOBODY,
     SITE_VARIABLE,
+    View,
     drop_privileges,
     isolate,
     set_dumpable,
 )
 from pytest_prompteval.sandbox.memory import Bound, hold
-from pytest_prompteval.sandbox.server import view, watch_parent
+from pytest_prompteval.sandbox.startup import view, watch_parent
+
+#: This server starts twice per item: it imports only what its jobs need (tested), and
+#: ``typing`` for the checker alone.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: A job's answer from the job and its timeout.
+    Job = Callable[[dict[str, Any], float], Any]
 
 ROOT = os.geteuid() == 0
 #: What a command's result holds of its output (the rest is dropped and counted).
@@ -174,12 +180,12 @@ def _reap() -> None:
         pass
 
 
-@dataclasses.dataclass
 class Output:
     """What a command wrote, bounded."""
 
-    kept: bytearray = dataclasses.field(default_factory=bytearray)
-    total: int = 0
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.total = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -231,7 +237,7 @@ class Shell:
         _reap()
 
     def run(self, command: str, timeout: float) -> dict[str, Any]:
-        marker = secrets.token_hex(16).encode()
+        marker = os.urandom(16).hex().encode()
         end = f"printf '\\n%s %s\\n' {marker.decode()} $?"
         script = f"eval {shlex.quote(command)} </dev/null 2>&1\n{end}\n"
         output = Output()
@@ -364,10 +370,11 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
     """A script in a fresh shell: the verdict's own, away from the agent's shell. The
     script is a file of the sandbox's /tmp, not an argument: one argument holds at most
     128 KiB (a test patch, 2,500 test ids)."""
-    fd, path = tempfile.mkstemp(prefix=".script-", suffix=".sh", dir="/tmp")
+    path = f"/tmp/.script-{os.urandom(8).hex()}.sh"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with open(fd, "w") as file:
         file.write(script)
-    os.chmod(path, 0o644)
+        os.fchmod(fd, 0o644)
     read, write = os.pipe()
     null = os.open("/dev/null", os.O_RDONLY)
     pid = _spawn(["/bin/bash", "--noprofile", "--norc", path], null, write)
@@ -411,6 +418,27 @@ def _jobs() -> Iterator[dict[str, Any]]:
 _parent: int | None = None
 
 
+def verdict_jobs() -> dict[str, Job]:
+    """The jobs that read the snapshot at ``/base``: only the verdict's sandbox shows one,
+    and only its server imports their modules, before isolation hides the plugin's folder
+    (no import ever runs later: what a command wrote could be on the import path)."""
+    from pytest_prompteval.sandbox import filestate, restore, treediff
+
+    def diff(job: dict[str, Any], timeout: float) -> Any:
+        # a fresh sandbox: nothing of the agent's runs while it reads the copy
+        exclude = frozenset(map(str, job.get("exclude", ())))
+        return {"diff": treediff.diff("/base", editor.REPO, exclude=exclude)}
+
+    def files(job: dict[str, Any], timeout: float) -> Any:
+        return in_child(functools.partial(filestate.check, job["checks"]), timeout)
+
+    def restored(job: dict[str, Any], timeout: float) -> Any:
+        paths = job["named"], job["folders"], job["allowed"]
+        return in_child(functools.partial(restore.restore, *paths, int(job["limit"])), timeout)
+
+    return {"diff": diff, "files": files, "restore": restored}
+
+
 def main() -> None:
     global _parent, _uid, _bound, _environment, _plugins
     _parent = watch_parent()
@@ -420,17 +448,17 @@ def main() -> None:
     _bound = Bound(int(setup["memory"]), held)
     shown, _ = view(setup["hidden"])
     placed = [(setup["repo"], editor.REPO, True)]
+    jobs: dict[str, Job] = {}
     if setup.get("base"):
         placed.append((setup["base"], "/base", False))
+        jobs = verdict_jobs()
     if setup.get("environment"):  # read-only at its own path: its scripts name it
         _environment = str(setup["environment"]["path"])
         _plugins = bool(setup["environment"]["plugins"])
         placed.append((_environment, _environment, False))
         extra = tuple(setup["environment"]["shown"])
-        shown = dataclasses.replace(
-            shown, shown=(*shown.shown, *extra), links=(*shown.links, *extra)
-        )
-    isolation = isolate(ROOT, dataclasses.replace(shown, placed=tuple(placed)))
+        shown = View((*shown.shown, *extra), shown.hidden, (*shown.links, *extra))
+    isolation = isolate(ROOT, View(shown.shown, shown.hidden, shown.links, tuple(placed)))
     _uid = isolation.uid  # the host gives it the copy once it says it is ready
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_dumpable(False)
@@ -456,23 +484,15 @@ def main() -> None:
         elif op == "edit":
             limit = job.get("max_characters")
             answer = in_child(functools.partial(edit, job["input"], limit), timeout)
-        elif op == "diff":
-            # a fresh sandbox: nothing of the agent's runs while it reads the copy
-            exclude = frozenset(map(str, job.get("exclude", ())))
-            answer = {"diff": treediff.diff("/base", editor.REPO, exclude=exclude)}
+        elif op in jobs:
+            answer = jobs[str(op)](job, timeout)
         elif op == "run":
             answer = run_script(str(job["script"]), timeout)
         elif op == "read":
             work = functools.partial(read_file, str(job["path"]), int(job["limit"]))
             answer = in_child(work, timeout)
-        elif op == "files":
-            answer = in_child(functools.partial(filestate.check, job["checks"]), timeout)
-        elif op == "restore":
-            paths = job["named"], job["folders"], job["allowed"]
-            work = functools.partial(restore.restore, *paths, int(job["limit"]))
-            answer = in_child(work, timeout)
         else:
-            answer = {"error": f"unknown job {op!r}"}
+            answer = {"error": f"unknown job {op!r} (a verdict's job needs a snapshot)"}
         if "output" in answer:
             answer["output"] += _bound.note(kills, answer["output"])
         print(json.dumps(answer), flush=True)
