@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
+import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ from pytest_prompteval.core.repocases import RepoCase
 from pytest_prompteval.interaction.repository import AS_REPOSITORY
 from pytest_prompteval.sandbox.workspace import Copy, Workspace
 from pytest_prompteval.scoring.repo import RepoVerdict, snapshot_of, verdict
-from pytest_prompteval.scoring.testrun import read_report
+from pytest_prompteval.scoring.testrun import _PLUGIN, TAIL, _show_tail, read_report, script
 from pytest_prompteval.workflows.repocheck import check_repo_case
 
 from .test_repo_verdict import CODE, FIX, FIXED, after, case_of, write
@@ -173,3 +177,33 @@ def test_check_cases_says_a_failing_test_command_once(project: Path) -> None:
     assert problem.key == "test_command"
     assert problem.message.startswith("the test command failed without the patch: exit status 4")
     assert "unrecognized arguments: --cov=slug" in problem.message
+
+
+def test_the_run_starts_no_process_but_mkdir_and_the_command(tmp_path: Path) -> None:
+    # each process is a fork and an exec in the sandbox: the reporter, its ids and the
+    # output's end are written and read by bash itself
+    log, programs = tmp_path / "started", tmp_path / "bin"
+    programs.mkdir()
+    for name in ("cat", "tail", "mkdir", "head", "tee", "dd"):
+        real = shutil.which(name)
+        assert real is not None
+        (programs / name).write_text(f'#!/bin/sh\necho {name} >> {log}\nexec {real} "$@"\n')
+        (programs / name).chmod(0o755)
+    folder, ids = tmp_path / "verdict-x", ["tests/t.py::it's", "a b.py::t[1]"]
+    text = script("echo ran", ids, str(folder), "_reporter")
+    path = f"{programs}:{os.environ['PATH']}"
+    done = subprocess.run(["bash", "-c", text], env={"PATH": path}, capture_output=True)
+    assert log.read_text().split() == ["mkdir"]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert (folder / "_reporter.py").read_text() == _PLUGIN + "\n"
+    assert json.loads((folder / "ids.json").read_text()) == ids
+    assert done.returncode != 0  # no /repo here: the command never ran
+
+
+def test_the_outputs_end_is_read_whatever_its_size(tmp_path: Path) -> None:
+    output = tmp_path / "output"
+    for size in (0, 1, TAIL, TAIL + 1, 3 * TAIL + 7, 40 * TAIL):
+        data = bytes(range(1, 256)) * (size // 255) + b"\xff" * (size % 255)
+        output.write_bytes(data)
+        shown = subprocess.run(["bash", "-c", _show_tail(str(output))], capture_output=True)
+        assert shown.stdout == data[-TAIL:] if data else shown.stdout == b""

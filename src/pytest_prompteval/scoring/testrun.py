@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,30 +63,47 @@ class TestRun:
     output: str = field(repr=False, default="")
 
 
-def _heredoc(path: str, text: str) -> str:
-    end = f"END_{secrets.token_hex(8)}"
-    return f"cat > {path} <<'{end}'\n{text}\n{end}\n"
+def _written(path: str, text: str) -> str:
+    """``text`` and a newline into ``path`` by bash's own ``printf``: no process, and no
+    bound on its size (a builtin's arguments are not an exec's)."""
+    return f"printf '%s\\n' {shlex.quote(text)} > {path}"
+
+
+#: Chunks of ``TAIL`` bytes bash reads before it leaves a longer output to ``tail``.
+_CHUNKS = 25
+
+
+def _show_tail(path: str) -> str:
+    """The last ``TAIL`` bytes of ``path``: by bash alone (no process) when the file is
+    short, as pytest's output usually is; by ``tail`` past ``_CHUNKS`` chunks."""
+    return (
+        "LC_ALL=C end= n=0\n"
+        f"while (( n++ < {_CHUNKS} )) && IFS= read -r -N {TAIL} chunk; do "
+        f"end=${{end: -{TAIL}}}$chunk chunk=; done < {path}\n"
+        f"if (( n > {_CHUNKS} )); then tail -c {TAIL} {path}; else end=$end$chunk; "
+        f"(( ${{#end}} > {TAIL} )) && end=${{end: -{TAIL}}}; printf '%s' \"$end\"; fi"
+    )
 
 
 def script(command: str, tests: Sequence[str], folder: str, name: str) -> str:
     """The shell script of the run: the reporter and the ids written to ``folder``, the
     command with the files of the listed tests that exist, its output to a file whose end
-    is shown."""
+    is shown. One process beside the command: ``mkdir`` (the reporter's folder, fresh, mode
+    700); the rest is bash's own."""
     files = sorted({t.split("::", 1)[0] for t in tests if "\n" not in t and t[:1] != "-"})
     return "\n".join(
         [
-            f"mkdir -m 700 {folder}",
-            _heredoc(f"{folder}/{name}.py", _PLUGIN),
-            _heredoc(f"{folder}/ids.json", json.dumps(list(tests))) if tests else "",
-            _heredoc(f"{folder}/files", "\n".join(files)),
+            f"mkdir -m 700 {folder} || exit 125",
+            _written(f"{folder}/{name}.py", _PLUGIN),
+            _written(f"{folder}/ids.json", json.dumps(list(tests))) if tests else "",
             "files=()",
-            f'while IFS= read -r f; do [ -n "$f" ] && [ -e "/repo/$f" ] && files+=("$f"); '
-            f"done < {folder}/files",
+            f"for f in {' '.join(map(shlex.quote, files))}; do "
+            '[ -e "/repo/$f" ] && files+=("$f"); done',
             f'export PYTHONPATH="{folder}${{PYTHONPATH:+:$PYTHONPATH}}"',
             f"cd /repo && {command} -p {name} --continue-on-collection-errors "
             f'"${{files[@]}}" > {folder}/output 2>&1',
             "status=$?",
-            f"tail -c {TAIL} {folder}/output",
+            _show_tail(f"{folder}/output"),
             "exit $status",
         ]
     )
