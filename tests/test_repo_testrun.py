@@ -207,3 +207,27 @@ def test_the_outputs_end_is_read_whatever_its_size(tmp_path: Path) -> None:
         output.write_bytes(data)
         shown = subprocess.run(["bash", "-c", _show_tail(str(output))], capture_output=True)
         assert shown.stdout == data[-TAIL:] if data else shown.stdout == b""
+
+
+@pytest.mark.parametrize("own", ["", "folder", "link"])
+def test_the_repository_is_made_by_git_alone_unless_a_git_folder_goes(
+    tmp_path: Path, own: str
+) -> None:
+    log, programs, repo = tmp_path / "started", tmp_path / "bin", tmp_path / "repo"
+    programs.mkdir()
+    for name in ("git", "rm"):
+        real = shutil.which(name)
+        assert real is not None
+        (programs / name).write_text(f'#!/bin/sh\necho {name} >> {log}\nexec {real} "$@"\n')
+        (programs / name).chmod(0o755)
+    write(repo / "m.py", "x = 1\n")
+    if own == "folder":
+        write(repo / ".git" / "HEAD", "forged\n")
+    elif own == "link":
+        (repo / ".git").symlink_to(tmp_path / "elsewhere")
+    text = AS_REPOSITORY.replace("cd /repo ", f"cd {repo} ", 1)
+    path = f"{programs}:{os.environ['PATH']}"
+    subprocess.run(["bash", "-c", text], env={"PATH": path}, check=True)
+    assert log.read_text().split() == ["rm"] * bool(own) + ["git"] * 3
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True)
+    assert listed.stdout == "m.py\n"

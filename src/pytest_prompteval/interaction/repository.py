@@ -50,9 +50,11 @@ from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, v
 #: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
 #: sandbox before its first call (no config but its own, no hook; the same commit every
 #: time, dates fixed; no background maintenance left running after it). The verdict never
-#: reads it: its diff is against the snapshot.
+#: reads it: its diff is against the snapshot. Three processes, git's: ``rm`` only runs
+#: when the snapshot holds a ``.git`` of its own.
 AS_REPOSITORY = """\
-cd /repo && rm -rf .git && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
+cd /repo && if [ -e .git ] || [ -L .git ]; then rm -rf .git; fi \\
+  && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
   GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \\
   && git init -q --template= . \\
   && printf '[user]\\n\\tname = agent\\n\\temail = agent@sandbox\\n' >> .git/config \\
