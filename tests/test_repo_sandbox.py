@@ -447,3 +447,24 @@ def test_a_verdicts_job_in_the_agents_sandbox_is_an_answer_not_a_crash(tmp_path:
         answer = workspace.job({"op": "diff"}, 10.0)
         assert "needs a snapshot" in answer["error"]
         assert workspace.bash("echo on", 10.0)["output"].strip() == "on"
+
+
+def test_a_command_joins_a_v1_cgroup_by_its_one_thread(tmp_path: Path) -> None:
+    # v1's cgroup.procs takes a lock on every process of the system for an RCU grace
+    # period (5-20 ms a command); a fresh fork has one thread, which `tasks` moves alone.
+    # v2 has no `tasks`: there the process joins through cgroup.procs
+    from pytest_prompteval.sandbox import memory
+
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    for folder in (v1, v2):
+        folder.mkdir()
+        (folder / "cgroup.procs").write_text("")
+    (v1 / "tasks").write_text("")
+    held = tuple(os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in (v1, v2))
+    try:
+        memory.enter(held)
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert [(v1 / "tasks").read_text(), (v1 / "cgroup.procs").read_text()] == ["0", ""]
+    assert (v2 / "cgroup.procs").read_text() == "0"

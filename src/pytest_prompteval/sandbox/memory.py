@@ -200,13 +200,23 @@ def hold(folders: list[str]) -> tuple[int, ...] | None:
 
 
 def enter(folders: tuple[int, ...]) -> None:
-    """In a command's process, before it drops privileges: join the cgroup."""
+    """In a command's process (a fresh fork: one thread), before it drops privileges: join
+    the cgroup. In v1 through ``tasks``: this thread, so the whole process, without the
+    lock on every process of the system that ``cgroup.procs`` takes for an RCU grace
+    period (5 to 20 ms of a command's start, of a sandbox's first command at least)."""
     for folder in folders:
-        fd = os.open("cgroup.procs", os.O_WRONLY, dir_fd=folder)
         try:
-            os.write(fd, b"0")
-        finally:
-            os.close(fd)
+            _join(folder, "tasks")
+        except OSError:  # v2 (no ``tasks``: a process joins whole), or not delegated
+            _join(folder, "cgroup.procs")
+
+
+def _join(folder: int, name: str) -> None:
+    fd = os.open(name, os.O_WRONLY, dir_fd=folder)
+    try:
+        os.write(fd, b"0")
+    finally:
+        os.close(fd)
 
 
 def oom_kills(folder: int) -> int:
