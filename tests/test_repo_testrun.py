@@ -179,7 +179,7 @@ def test_check_cases_says_a_failing_test_command_once(project: Path) -> None:
     assert "unrecognized arguments: --cov=slug" in problem.message
 
 
-def test_the_run_starts_no_process_but_mkdir_and_the_command(tmp_path: Path) -> None:
+def test_the_runs_own_steps_start_no_process_but_mkdir(tmp_path: Path) -> None:
     # each process is a fork and an exec in the sandbox: the reporter, its ids and the
     # output's end are written and read by bash itself
     log, programs = tmp_path / "started", tmp_path / "bin"
@@ -192,12 +192,11 @@ def test_the_run_starts_no_process_but_mkdir_and_the_command(tmp_path: Path) -> 
     folder, ids = tmp_path / "verdict-x", ["tests/t.py::it's", "a b.py::t[1]"]
     text = script("echo ran", ids, str(folder), "_reporter")
     path = f"{programs}:{os.environ['PATH']}"
-    done = subprocess.run(["bash", "-c", text], env={"PATH": path}, capture_output=True)
+    subprocess.run(["bash", "-c", text], env={"PATH": path}, capture_output=True)
     assert log.read_text().split() == ["mkdir"]
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert (folder / "_reporter.py").read_text() == _PLUGIN + "\n"
     assert json.loads((folder / "ids.json").read_text()) == ids
-    assert done.returncode != 0  # no /repo here: the command never ran
 
 
 def test_the_outputs_end_is_read_whatever_its_size(tmp_path: Path) -> None:
