@@ -15,6 +15,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -278,6 +279,45 @@ def test_a_repository_item_runs_in_the_sandboxes_of_the_engines_provider(
     reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly", plugins=[Swap()])
     reprec.assertoutcome(passed=1)
     assert made == ["copy in", "the agent's sandbox", "the verdict's sandbox"]
+
+
+def test_the_verdicts_sandbox_starts_while_the_agent_works_and_takes_the_copy_it_left(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer
+) -> None:
+    """The verdict's sandbox is made before the agent's first turn is answered (its start
+    costs the item no time), yet its diff and tests see the copy as the agent left it."""
+    from pytest_prompteval.pytest.run import RUN_KEY
+    from pytest_prompteval.sandbox.provider import NamespaceSandboxes, RepoSandbox
+
+    verdicts = threading.Event()
+    answered_after: list[bool] = []
+
+    class Watched(NamespaceSandboxes):
+        def repo_sandbox(
+            self, copy: Path, base: Path | None = None, *args: Any, **kwargs: Any
+        ) -> RepoSandbox:
+            made = super().repo_sandbox(copy, base, *args, **kwargs)
+            if base:
+                verdicts.set()
+            return made
+
+    class Swap:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            session.config.stash[RUN_KEY].engine.sandboxes = Watched()
+
+    def responder(request: dict[str, Any]) -> Any:
+        if not answered_after:  # a verdict made after the conversation never comes: 30 s
+            answered_after.append(verdicts.wait(30))
+        return AGENT(request)
+
+    anthropic_server.responder = responder
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly", plugins=[Swap()])
+    reprec.assertoutcome(passed=1)
+    assert answered_after == [True]
+    (result,) = item_results(reprec)
+    assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
 
 
 def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import cast
 
-from pytest_prompteval.sandbox.client import Limits
+import pytest
+
+from pytest_prompteval.sandbox.client import Limits, SandboxUnavailable
 from pytest_prompteval.sandbox.pool import SandboxPool
-from pytest_prompteval.sandbox.provider import CodeSandbox, NamespaceSandboxes, Pacing
+from pytest_prompteval.sandbox.provider import (
+    CodeSandbox,
+    Early,
+    NamespaceSandboxes,
+    Pacing,
+    RepoSandbox,
+)
 from pytest_prompteval.scoring.code.spec import CodeSpec, CodeTest
 
 RETURNS_ONE = CodeSpec(entry_point="f", tests=(CodeTest("args", []),)).job(
@@ -75,3 +84,32 @@ def test_the_pool_paces_by_the_providers_own_rate() -> None:
     pool = SandboxPool(CountedSandboxes(concurrency=1))
     assert pool._pacing.gap == 0.5
     assert SandboxPool(NamespaceSandboxes(concurrency=1))._pacing.gap == 0.0
+
+
+class Made:
+    """A sandbox that only knows whether it was closed."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_early_sandbox_is_closed_when_never_taken_and_its_making_error_is_the_takers() -> None:
+    made = Made()
+    early = Early(lambda: cast(RepoSandbox, made))
+    early.discard()  # the agent's part failed: the verdict's sandbox is not left running
+    assert made.closed
+    taken = Made()
+    early = Early(lambda: cast(RepoSandbox, taken))
+    assert early.take() is cast(RepoSandbox, taken)
+    early.discard()  # taken: the verdict closes it, not this
+    assert not taken.closed
+
+    def refused() -> RepoSandbox:
+        raise SandboxUnavailable("no namespaces here")
+
+    early = Early(refused)
+    with pytest.raises(SandboxUnavailable, match="no namespaces here"):
+        early.take()
+    early.discard()

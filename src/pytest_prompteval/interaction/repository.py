@@ -42,10 +42,16 @@ from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Fetched, Store
 from pytest_prompteval.sandbox.environments import Environment
 from pytest_prompteval.sandbox.install import install
-from pytest_prompteval.sandbox.provider import SandboxProvider
+from pytest_prompteval.sandbox.provider import Early, SandboxProvider
 from pytest_prompteval.sandbox.workspace import TEXT_EDITOR, TOOL_TYPES, Executor
 from pytest_prompteval.scoring.assertions import FILE_TYPES, Assertion, file_job
-from pytest_prompteval.scoring.repo import RepoVerdict, file_key, snapshot_of, verdict
+from pytest_prompteval.scoring.repo import (
+    RepoVerdict,
+    file_key,
+    snapshot_of,
+    verdict,
+    verdict_sandbox,
+)
 
 #: /repo becomes a git repository whose one commit is the snapshot, made in the agent's
 #: sandbox before its first call (no config but its own, no hook; the same commit every
@@ -171,10 +177,13 @@ def run_task(
     deadline: Deadline | None = None,
 ) -> tuple[Fetched, Trajectory, RepoVerdict]:
     """The conversation in the item's copy, then the verdict on what it left, in sandboxes
-    of ``sandboxes``. ``deadline``: the item's (else one of ``item_timeout``)."""
+    of ``sandboxes`` (the verdict's started during the conversation: it takes the copy
+    at its first job, once the agent's sandbox and every process of it are gone).
+    ``deadline``: the item's (else one of ``item_timeout``)."""
     deadline = deadline or Deadline(task.agent.item_timeout)
     with _sandbox(f"copying {task.case.id!r}'s repository"):
         copy = sandboxes.copy_in(snapshot_of(task.case))
+    early: Early | None = None
     try:
         with _sandbox("the repository sandbox"):
             workspace = sandboxes.repo_sandbox(
@@ -183,6 +192,9 @@ def run_task(
                 memory_mb=task.case.memory_mb,
                 environment=task.environment,
             )
+        early = Early(
+            lambda: verdict_sandbox(sandboxes, task.case, copy, task.hidden, task.environment)
+        )
         products: frozenset[str] = frozenset()
         try:
             with _sandbox("the repository sandbox"):
@@ -209,7 +221,10 @@ def run_task(
                 products,
                 task.files,
                 sandboxes=sandboxes,
+                started=early.take(),
             )
     finally:
+        if early is not None:
+            early.discard()
         copy.remove()
     return fetched, trajectory, found

@@ -129,7 +129,9 @@ class SandboxProvider(Protocol):
         environment: Environment | None = None,
     ) -> RepoSandbox:
         """A repository sandbox over ``copy``, started: ``base`` shown read-only for the
-        diff, ``hidden`` never shown, ``environment`` what its commands run with."""
+        diff, ``hidden`` never shown, ``environment`` what its commands run with. It may be
+        started while another sandbox still works in ``copy`` (the verdict's, during the
+        agent's turns): its first job sees the copy as that one left it."""
 
 
 class NamespaceSandboxes:
@@ -193,3 +195,36 @@ class Pacing:
             self._next = slot + self.gap
         if slot > now:
             self.sleep(slot - now)
+
+
+class Early:
+    """A repository sandbox made on a thread of its own while the caller goes on (the
+    verdict's, during the agent's turns, so that its start costs no time of the item's):
+    ``take`` waits for it and raises what making it raised; ``discard`` closes one never
+    taken."""
+
+    def __init__(self, make: Callable[[], RepoSandbox]) -> None:
+        self._made: RepoSandbox | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._make, args=(make,), daemon=True)
+        self._thread.start()
+
+    def _make(self, make: Callable[[], RepoSandbox]) -> None:
+        try:
+            self._made = make()
+        except BaseException as exc:  # raised where it is taken, as if made there
+            self._error = exc
+
+    def take(self) -> RepoSandbox:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        made, self._made = self._made, None
+        assert made is not None
+        return made
+
+    def discard(self) -> None:
+        self._thread.join()
+        if self._made is not None:
+            self._made.close()
+            self._made = None

@@ -150,9 +150,10 @@ class Workspace:
             raise SandboxUnavailable(
                 f"the repository sandbox cannot isolate its commands here: {missing}"
             )
-        if ready["root"]:  # no job has run yet: the copy becomes its user's first (the
-            # verdict's copy is as the agent left it: any depth, links)
-            give_tree(str(copy), int(ready["uid"]), NOBODY)
+        #: the copy becomes its user's before the first job, not now: a sandbox started
+        #: while another still works in the copy (the verdict's, during the agent's turns)
+        #: takes it as that one left it (any depth, links)
+        self._owner: int | None = int(ready["uid"]) if ready["root"] else None
         self.info = ready
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
@@ -165,6 +166,9 @@ class Workspace:
     def job(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any]:
         """One job and its answer; a sandbox that does not answer is an error."""
         with self._lock:
+            if self._owner is not None:
+                give_tree(str(self.copy), self._owner, NOBODY)
+                self._owner = None
             stdin = self._process.stdin
             assert stdin is not None
             try:

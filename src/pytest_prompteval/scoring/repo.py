@@ -211,6 +211,17 @@ def sandbox_for(
     return sandboxes.repo_sandbox(path, base, hidden, case.memory_mb, environment)
 
 
+def verdict_sandbox(
+    sandboxes: SandboxProvider,
+    case: RepoCase,
+    copy: Copy,
+    hidden: Sequence[str | Path] = (),
+    environment: Environment | None = None,
+) -> RepoSandbox:
+    """The verdict's fresh sandbox over ``copy``, the snapshot shown for the diff."""
+    return sandbox_for(sandboxes, case, copy.path, hidden, environment, copy.base())
+
+
 def _control(
     sandboxes: SandboxProvider,
     case: RepoCase,
@@ -254,6 +265,7 @@ def verdict(
     files: Sequence[Mapping[str, str]] = (),
     limit: int = MAX_ENTRIES,
     sandboxes: SandboxProvider | None = None,
+    started: RepoSandbox | None = None,
 ) -> RepoVerdict:
     """The item's verdict on ``copy`` as the agent left it, in a fresh sandbox: the diff (the
     install's ``products`` are not the agent's) and the file-state checks (``files``:
@@ -262,12 +274,15 @@ def verdict(
     unmatched, is run again on the snapshot with the case's own fix to tell the case's fault
     from the agent's. A copy of more than ``limit`` entries, or with a path too long to
     reach, fails, its tests not run (restoring them would walk it). ``sandboxes``: where
-    it runs (this machine's namespaces by default)."""
+    it runs (this machine's namespaces by default); ``started``: its sandbox, made early
+    (``verdict_sandbox``), else one is made now."""
     sandboxes = sandboxes or NamespaceSandboxes()
-    tests = (*case.fail_to_pass, *case.pass_to_pass)
-    listed, folders = files_of_tests(tests)
-    named = list(dict.fromkeys([*case.test_files, *listed]))
-    with sandbox_for(sandboxes, case, copy.path, hidden, environment, copy.base()) as workspace:
+    if started is None:
+        started = verdict_sandbox(sandboxes, case, copy, hidden, environment)
+    with started as workspace:
+        tests = (*case.fail_to_pass, *case.pass_to_pass)
+        listed, folders = files_of_tests(tests)
+        named = list(dict.fromkeys([*case.test_files, *listed]))
         diff = workspace.diff(exclude=products)
         checked = workspace.check_files(files, case.timeout) if files else []
         states = {
