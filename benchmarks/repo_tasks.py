@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from pytest_prompteval.core.cases import load_case_file
 from pytest_prompteval.core.repocases import parse_repo_case
 from pytest_prompteval.interaction import repository
 from pytest_prompteval.sandbox.environments import default_cache, ensure
+from pytest_prompteval.sandbox.provider import NamespaceSandboxes
 from pytest_prompteval.sandbox.workspace import Copy, Executor, Workspace
 from pytest_prompteval.scoring.repo import apply_patch, snapshot_of, verdict
 from pytest_prompteval.testing import AnthropicServer, ScriptedAgent
@@ -75,19 +77,24 @@ class Phases:
 
 class ItemTimes:
     """A plugin: each item's setup (where its work is done) and, within it, the time spent
-    in the glue's steps (repository.Copy, Workspace, converse, verdict), by wrapping them."""
+    in the glue's steps (the provider's copy and the agent's sandbox start, converse,
+    verdict), by wrapping them. The verdict's sandbox starts on a thread of its own during
+    the conversation: in none of them."""
 
-    STEPS = ("Copy", "Workspace", "converse", "verdict")
+    STEPS = ("copy_in", "repo_sandbox", "converse", "verdict")
 
     def __init__(self) -> None:
         self.items: list[float] = []
         self.steps: dict[str, list[float]] = defaultdict(list)
         self.current: dict[str, float] = defaultdict(float)
         for name in self.STEPS:
-            setattr(repository, name, self._timed(name, getattr(repository, name)))
+            owner = repository if hasattr(repository, name) else NamespaceSandboxes
+            setattr(owner, name, self._timed(name, getattr(owner, name)))
 
     def _timed(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                return function(*args, **kwargs)
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
@@ -126,7 +133,7 @@ def whole_run(samples: int) -> None:
         f"\nwhole pytest run, {len(items)} items replayed offline (exit {code}): {wall:.1f} s, "
         f"{wall * 1000 / len(items):.0f} ms per item; per item, median (max) in ms:"
     )
-    spent = {"copy": "Copy", "sandbox start": "Workspace", "conversation": "converse"}
+    spent = {"copy": "copy_in", "sandbox start": "repo_sandbox", "conversation": "converse"}
     spent["verdict"] = "verdict"
     rest = [
         item - sum(times.steps[name][i] for name in ItemTimes.STEPS) for i, item in enumerate(items)
