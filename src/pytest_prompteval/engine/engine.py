@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.envspec import EnvironmentSpec
@@ -36,16 +36,18 @@ from pytest_prompteval.providers.platforms import BedrockProvider, VertexProvide
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.sandbox.environments import Environment, default_cache, ensure
 from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
 from pytest_prompteval.scoring.repoids import Collected, is_pytest, unknown_ids
 from pytest_prompteval.scoring.testrun import DEFAULT_TEST_COMMAND
+
+if TYPE_CHECKING:  # each built only for a run that uses it (a code case, trusted recordings)
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+    from pytest_prompteval.scoring.code.runner import CodeRunner
 
 ScorerFunction = Callable[..., Any]
 
@@ -100,6 +102,8 @@ def resolve_versions(
 
 
 def _trusted(root: Path, folder: Path, ref: str) -> TrustedRecordings:
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+
     try:
         return TrustedRecordings(repository(root), folder, ref)
     except PromptevalError as exc:
@@ -312,6 +316,8 @@ class Engine:
 
     def code_runner(self) -> CodeRunner:
         if self._code is None:
+            from pytest_prompteval.scoring.code.runner import CodeRunner
+
             s = self.settings
             # no sample sees the project, its cases, recordings or results
             hidden = [s.rootpath, *s.case_dirs, s.prompt_dir, s.recordings_dir]

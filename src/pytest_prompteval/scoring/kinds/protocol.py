@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.prompts import PromptVersion
@@ -20,11 +20,13 @@ from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.sandbox.provider import SandboxProvider
 from pytest_prompteval.scoring.assertions import Assertion
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.judge import Judge, Verdict
 from pytest_prompteval.scoring.repo import RepoVerdict
 from pytest_prompteval.scoring.score import Score
+
+if TYPE_CHECKING:  # built on first use, by the engine, for a code case
+    from pytest_prompteval.scoring.code.runner import CodeRunner
 
 
 @dataclass(frozen=True)
