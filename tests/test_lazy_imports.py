@@ -33,6 +33,19 @@ NOT_LOADED = (
     "pytest_prompteval.workflows.envs",
 )
 
+#: what only a repository case (or a code case's sandbox) needs, not loaded by a prompt run
+#: without one
+REPOSITORY = (
+    "pytest_prompteval.interaction.repository",
+    "pytest_prompteval.sandbox",
+    "pytest_prompteval.sandbox.environments",
+    "pytest_prompteval.sandbox.provider",
+    "pytest_prompteval.sandbox.workspace",
+    "pytest_prompteval.scoring.repo",
+    "pytest_prompteval.scoring.repoids",
+    "pytest_prompteval.scoring.testrun",
+)
+
 LOADED = """
 import sys
 
@@ -60,7 +73,7 @@ def test_a_prompt_run_loads_none_of_what_it_does_not_ask_for(structured: pytest.
         "--prompt=v2", "--prompteval-results=none", "-s", "-p", "no:randomly"
     )
     result.assert_outcomes(passed=13, failed=1)
-    assert sorted(loaded(result) & set(NOT_LOADED)) == []
+    assert sorted(loaded(result) & {*NOT_LOADED, *REPOSITORY}) == []
 
 
 def test_what_a_run_asks_for_is_loaded_when_it_is_used(structured: pytest.Pytester) -> None:

@@ -30,10 +30,10 @@ from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import Call, CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.sandbox.client import Limits, SampleReport
 from pytest_prompteval.scoring.code.spec import CodeSpec
 
 if TYPE_CHECKING:  # a strategy's code runs load them (a run without one has no code to run)
+    from pytest_prompteval.sandbox.client import SampleReport
     from pytest_prompteval.scoring.code.measure import Metrics
     from pytest_prompteval.scoring.code.runner import CodeRunner
 
@@ -78,6 +78,7 @@ def _submit(
 ) -> tuple[str, Future[SampleReport]]:
     """The answer's code, and its run on the visible tests handed to the sandbox pool (the
     case's calibration made with all of them)."""
+    from pytest_prompteval.sandbox.client import Limits
     from pytest_prompteval.scoring.code.extract import extract_code
 
     visible = _visible(spec)
