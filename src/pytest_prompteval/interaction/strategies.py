@@ -138,6 +138,8 @@ def course(
     batches (``pending``)."""
     visible = _visible(spec)
     if strategy.name == "best_of_n":
+        from pytest_prompteval.scoring.code.measure import measure
+
         draws = [
             dataclasses.replace(context, sample=EXTRA_SAMPLES + context.sample * strategy.count + j)
             for j in range(1, strategy.count)
@@ -146,8 +148,6 @@ def course(
         # every candidate handed to the pool at once: its servers run them side by side
         runs = [_submit(scorer, case, spec, r.text, request.prefill) for r in responses]
         outputs = scorer.calibration(case, spec).outputs
-        from pytest_prompteval.scoring.code.measure import measure
-
         tallies = [measure(visible, code, run.result(), outputs).tests_passed for code, run in runs]
         best = responses[tallies.index(max(tallies))]
         return best.text, request.prefill
