@@ -26,9 +26,11 @@ from pytest_prompteval.testing import AnthropicServer, ScriptedAgent, call
 
 if TYPE_CHECKING or __package__:  # imported as tests.test_repo_items (mypy reads it so)
     from .conftest import ROOT, item_results
+    from .test_lazy_imports import NOT_LOADED
     from .test_repo_sandbox import digest
 else:  # run as a script: the hostile loop, as another user
     from conftest import ROOT, item_results
+    from test_lazy_imports import NOT_LOADED
     from test_repo_sandbox import digest
 
 EDIT = "str_replace_based_edit_tool"
@@ -593,15 +595,19 @@ def test_a_replayed_repository_run_imports_no_client_server_or_templates(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A repository item whose turns all replay needs neither the SDK nor the view's server
-    nor Jinja2: each process of a one-item run would pay for importing them."""
+    nor Jinja2, nor the plugin's modules for what the run does not ask for: each process of
+    a one-item run would pay for importing them."""
     shutil.copytree(ROOT / "examples" / "repo-tasks", pytester.path, dirs_exist_ok=True)
+    heavy = ("anthropic", "httpx", "jinja2", "starlette", "uvicorn", *NOT_LOADED)
     with open(pytester.path / "conftest.py", "a") as conftest:
         conftest.write(
             "\n\ndef pytest_unconfigure(config):\n    import sys\n\n"
-            '    heavy = ("anthropic", "httpx", "jinja2", "starlette", "uvicorn")\n'
+            f"    heavy = {heavy!r}\n"
             '    print("IMPORTED", sorted(n for n in heavy if n in sys.modules))\n'
         )
     no_network(monkeypatch)
-    result = pytester.runpytest_subprocess("--prompt=fixer", "-k", "slug_double_space", "-s")
+    result = pytester.runpytest_subprocess(
+        "--prompt=fixer", "-k", "slug_double_space", "-s", "--prompteval-results=none"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["IMPORTED []"])

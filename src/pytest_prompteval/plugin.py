@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_prompteval.core.result import RESULT_KEY
 from pytest_prompteval.engine.settings import SETTINGS
 from pytest_prompteval.pytest import hookspecs
-from pytest_prompteval.pytest.fixture import Prompteval
 from pytest_prompteval.pytest.idle_plugins import IdleHypothesis
 from pytest_prompteval.pytest.items import CaseItem
 from pytest_prompteval.pytest.reporting import RunReport
 from pytest_prompteval.pytest.run import RUN_KEY, RunPlugin, build_settings, include_case_dirs
+
+if TYPE_CHECKING:
+    from pytest_prompteval.pytest.fixture import Prompteval
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -102,6 +104,8 @@ def prompteval(request: pytest.FixtureRequest) -> Prompteval:
     """Run prompt versions on inline cases and score them, from a Python test:
     ``r = prompteval.run("current", input={...}); prompteval.check(r, "claude", min_score=0.8)``.
     """
+    from pytest_prompteval.pytest.fixture import Prompteval  # for the tests that use it only
+
     assert isinstance(request.node, pytest.Item)
     return Prompteval(request.node, request.config.stash[RUN_KEY].engine)
 

@@ -7,7 +7,7 @@ else, and the call figures come from the item's ledger (``Spent``) here and nowh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import ApiError, PromptevalError, display, is_infrastructure
@@ -26,8 +26,10 @@ from pytest_prompteval.providers.budget import BudgetSpent
 from pytest_prompteval.providers.store import Fetched
 from pytest_prompteval.scoring.assertions import Checked
 from pytest_prompteval.scoring.judge import Verdict
-from pytest_prompteval.scoring.repo import RepoVerdict
 from pytest_prompteval.scoring.score import Score
+
+if TYPE_CHECKING:  # loaded by the repository case that made one
+    from pytest_prompteval.scoring.repo import RepoVerdict
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.envspec import EnvironmentSpec
@@ -36,16 +36,17 @@ from pytest_prompteval.providers.platforms import BedrockProvider, VertexProvide
 from pytest_prompteval.providers.python_callable import PREFIX, CallableProvider
 from pytest_prompteval.providers.ratelimit import RateGate
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.providers.trusted import TrustedRecordings
-from pytest_prompteval.sandbox.environments import Environment, default_cache, ensure
-from pytest_prompteval.sandbox.provider import NamespaceSandboxes, SandboxProvider
 from pytest_prompteval.scoring.assertions import Assertion, parse_assertions
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.judge import Judge, load_review_templates
 from pytest_prompteval.scoring.registry import entry_point_scorers
-from pytest_prompteval.scoring.repoids import Collected, is_pytest, unknown_ids
-from pytest_prompteval.scoring.testrun import DEFAULT_TEST_COMMAND
+
+if TYPE_CHECKING:  # each built only for a run that uses it (a code or repository case,
+    # trusted recordings)
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+    from pytest_prompteval.sandbox.environments import Environment
+    from pytest_prompteval.sandbox.provider import SandboxProvider
+    from pytest_prompteval.scoring.code.runner import CodeRunner
 
 ScorerFunction = Callable[..., Any]
 
@@ -100,6 +101,8 @@ def resolve_versions(
 
 
 def _trusted(root: Path, folder: Path, ref: str) -> TrustedRecordings:
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+
     try:
         return TrustedRecordings(repository(root), folder, ref)
     except PromptevalError as exc:
@@ -179,10 +182,7 @@ class Engine:
             self.judge_store = self._store(settings.judge_provider, "--prompteval-judge-provider")
         self._judge: Judge | None = None
         self._code: CodeRunner | None = None
-        #: where generated code and repositories' commands run
-        self.sandboxes: SandboxProvider = NamespaceSandboxes(
-            settings.unsafe_sandbox, settings.code_workers
-        )
+        self._sandboxes: SandboxProvider | None = None
         self._prompts = {v.version: v for v in self.versions}
         self._models_warned: set[str] = set()  # deprecated models reported so far
         self._warn_deprecated(self.versions, settings.model_override)
@@ -282,8 +282,25 @@ class Engine:
             )
         return self._judge
 
+    @property
+    def sandboxes(self) -> SandboxProvider:
+        """Where generated code and repositories' commands run: made on first use, so that a
+        run with neither loads none of the sandbox's modules."""
+        if self._sandboxes is None:
+            from pytest_prompteval.sandbox.provider import NamespaceSandboxes
+
+            s = self.settings
+            self._sandboxes = NamespaceSandboxes(s.unsafe_sandbox, s.code_workers)
+        return self._sandboxes
+
+    @sandboxes.setter
+    def sandboxes(self, sandboxes: SandboxProvider) -> None:
+        self._sandboxes = sandboxes
+
     def environment(self, spec: EnvironmentSpec | None) -> Environment:
         """A repository case's environment, built now unless cached (before any call)."""
+        from pytest_prompteval.sandbox.environments import default_cache, ensure
+
         found = self._environments.get(spec)
         if found is None:
             cache = self.settings.environments_cache or default_cache()
@@ -296,6 +313,10 @@ class Engine:
         """Every test the case lists exists in its repository (test patch applied), or one
         line per missing one naming its entry; the ids are collected once per snapshot,
         environment and test patch."""
+        from pytest_prompteval.sandbox.environments import default_cache
+        from pytest_prompteval.scoring.repoids import Collected, is_pytest, unknown_ids
+        from pytest_prompteval.scoring.testrun import DEFAULT_TEST_COMMAND
+
         command = repo.test_command or DEFAULT_TEST_COMMAND
         if not is_pytest(command) or not (repo.fail_to_pass or repo.pass_to_pass):
             return
@@ -312,6 +333,8 @@ class Engine:
 
     def code_runner(self) -> CodeRunner:
         if self._code is None:
+            from pytest_prompteval.scoring.code.runner import CodeRunner
+
             s = self.settings
             # no sample sees the project, its cases, recordings or results
             hidden = [s.rootpath, *s.case_dirs, s.prompt_dir, s.recordings_dir]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -26,7 +27,6 @@ from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.interaction.agent import AgentSpec, converse, executor, with_tools
 from pytest_prompteval.interaction.agent import shown as agent_shown
 from pytest_prompteval.interaction.deadline import Deadline
-from pytest_prompteval.interaction.repository import RepoTask, run_task
 from pytest_prompteval.interaction.strategies import Strategy, apply
 from pytest_prompteval.providers.base import CallContext
 from pytest_prompteval.providers.ledger import ANSWER, Ledger
@@ -50,8 +50,11 @@ from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.kinds.builtin import ASSERTIONS_ONLY
 from pytest_prompteval.scoring.kinds.protocol import Answer, Context, Options, Scored, Shape
 from pytest_prompteval.scoring.kinds.registry import checked, choose, kind, running
-from pytest_prompteval.scoring.repo import RepoVerdict, file_key
 from pytest_prompteval.scoring.score import Score
+
+if TYPE_CHECKING:  # a repository case's machinery loads with the first such case
+    from pytest_prompteval.interaction.repository import RepoTask
+    from pytest_prompteval.scoring.repo import RepoVerdict
 
 
 class CaseFailed(AssertionError):
@@ -175,6 +178,8 @@ def run_check(
         return check_trajectory(assertion, given.trajectory)
     if assertion.type in FILE_TYPES:
         assert repo is not None  # the spec admits them on repository cases only
+        from pytest_prompteval.scoring.repo import file_key
+
         passed, reason = repo.files[file_key(file_job(assertion))]
         return Checked(assertion.type, passed, float(passed), assertion.weight, reason)
     simple = check_simple(assertion, seen)
@@ -310,7 +315,7 @@ def _main(
         engine.scorer,
         engine.judge,
         engine.code_runner,
-        engine.sandboxes,
+        lambda: engine.sandboxes,
         samples,
         keep,
     )
@@ -356,6 +361,8 @@ def _answer(
     """The item's final answer: one call, an agent's conversation, or a repository task's
     conversation and verdict."""
     if spec.repo is not None:
+        from pytest_prompteval.interaction.repository import run_task
+
         found.fetched, found.trajectory, found.repo = run_task(
             spec.repo, engine.store, ledger, request, ctx, engine.sandboxes, deadline
         )
@@ -432,6 +439,8 @@ def _failure_reason(result: ItemResult) -> tuple[str, bool]:
     if trajectory is not None and trajectory.failure is not None:
         return trajectory.failure, False
     if repo is not None and not repo.resolved:
+        from pytest_prompteval.scoring.repo import RepoVerdict
+
         return "not resolved: " + RepoVerdict.of(repo).message().replace("\n", "\n    "), False
     if run is not None and run.error_class is not None:
         return (

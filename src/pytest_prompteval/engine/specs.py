@@ -5,6 +5,7 @@ that decides the item."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
@@ -15,7 +16,6 @@ from pytest_prompteval.core.yamlload import line_of
 from pytest_prompteval.engine.engine import Engine
 from pytest_prompteval.engine.evaluate import ItemSpec, scorer_for
 from pytest_prompteval.interaction.agent import AgentSpec, parse_agent
-from pytest_prompteval.interaction.repository import RepoTask, repo_task
 from pytest_prompteval.interaction.strategies import Strategy
 from pytest_prompteval.scoring.assertions import (
     FILE_TYPES,
@@ -24,6 +24,9 @@ from pytest_prompteval.scoring.assertions import (
     parse_assertions,
 )
 from pytest_prompteval.scoring.code.spec import is_code_case, parse_code_spec
+
+if TYPE_CHECKING:  # a repository case's machinery loads with the first such case
+    from pytest_prompteval.interaction.repository import RepoTask
 
 #: (prompt version, sample, samples) -> the item's spec
 SpecMaker = Callable[[PromptVersion, int, int], ItemSpec]
@@ -75,11 +78,11 @@ def item_specs(engine: Engine, case: Case) -> SpecMaker:
                 engine.settings.max_tool_calls,
             )
             _check_tool_names(case, prompt, assertions, agent)
-            task = (
-                None
-                if repo is None
-                else repo_task(case, repo, prompt, agent, environment, assertions)
-            )
+            task: RepoTask | None = None
+            if repo is not None:
+                from pytest_prompteval.interaction.repository import repo_task
+
+                task = repo_task(case, repo, prompt, agent, environment, assertions)
             scorer = scorer_for(engine, case, assertions, code, task is not None)
             if task is not None:  # its tools are the sandbox's kind
                 agent = task.agent

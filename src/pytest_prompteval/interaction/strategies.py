@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.errors import PromptevalError
@@ -29,11 +30,12 @@ from pytest_prompteval.core.schema import check_keys
 from pytest_prompteval.providers.base import Call, CallContext
 from pytest_prompteval.providers.ledger import Ledger
 from pytest_prompteval.providers.store import Store
-from pytest_prompteval.sandbox.client import Limits, SampleReport
-from pytest_prompteval.scoring.code.extract import extract_code
-from pytest_prompteval.scoring.code.measure import Metrics, measure
-from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec
+
+if TYPE_CHECKING:  # a strategy's code runs load them (a run without one has no code to run)
+    from pytest_prompteval.sandbox.client import SampleReport
+    from pytest_prompteval.scoring.code.measure import Metrics
+    from pytest_prompteval.scoring.code.runner import CodeRunner
 
 NAMES = ("self_verify", "refine", "best_of_n")
 EXTRA_SAMPLES = 10_000  # best_of_n's extra draws use sample keys far from the items' own
@@ -76,6 +78,9 @@ def _submit(
 ) -> tuple[str, Future[SampleReport]]:
     """The answer's code, and its run on the visible tests handed to the sandbox pool (the
     case's calibration made with all of them)."""
+    from pytest_prompteval.sandbox.client import Limits
+    from pytest_prompteval.scoring.code.extract import extract_code
+
     visible = _visible(spec)
     code, _ = extract_code(text, prefill, visible)
     limits = Limits(scorer.timeout_for(case, spec), scorer.memory_mb)
@@ -85,6 +90,8 @@ def _submit(
 def _check(
     scorer: CodeRunner, case: Case, spec: CodeSpec, text: str, prefill: str
 ) -> tuple[str, Metrics]:
+    from pytest_prompteval.scoring.code.measure import measure
+
     code, run = _submit(scorer, case, spec, text, prefill)
     outputs = scorer.calibration(case, spec).outputs  # what reference-compared tests need
     return code, measure(_visible(spec), code, run.result(), outputs)
@@ -131,6 +138,8 @@ def course(
     batches (``pending``)."""
     visible = _visible(spec)
     if strategy.name == "best_of_n":
+        from pytest_prompteval.scoring.code.measure import measure
+
         draws = [
             dataclasses.replace(context, sample=EXTRA_SAMPLES + context.sample * strategy.count + j)
             for j in range(1, strategy.count)

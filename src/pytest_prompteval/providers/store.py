@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.errors import ApiError, PromptevalError, display
 from pytest_prompteval.core.paths import (
@@ -36,7 +37,9 @@ from pytest_prompteval.providers.recording_file import (
     read_all,
     recording_text,
 )
-from pytest_prompteval.providers.trusted import TrustedRecordings, UnverifiedRecording
+
+if TYPE_CHECKING:  # only with --prompteval-trusted-recordings
+    from pytest_prompteval.providers.trusted import TrustedRecordings
 
 MODES = ("none", "new", "all")
 #: Conversations walked ahead at once, per call the concurrency allows: more walks than
@@ -296,6 +299,8 @@ class Store:
         if self.trusted is None or self.trusted.at_ref(path) or not path.exists():
             return None
         if self.mode == "none" and self.strict:
+            from pytest_prompteval.providers.trusted import UnverifiedRecording  # loaded: trusted
+
             raise UnverifiedRecording(
                 f"recording for case {context.case.id!r} with prompt {context.prompt.version!r} "
                 f"is not at {self.trusted.ref} (added or renamed by this change): not replayed "

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_prompteval.core.errors import PromptevalError
-from pytest_prompteval.core.history import load_run
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.engine.evaluate import failure_reason
 from pytest_prompteval.engine.settings import ALL_VERSIONS, Settings
@@ -19,10 +18,16 @@ from pytest_prompteval.pytest.adapters import junit_global_property
 from pytest_prompteval.pytest.items import CASE_DOMAIN, CASE_SUFFIXES
 from pytest_prompteval.report.junit import item_properties
 from pytest_prompteval.report.session import MIN_PASS_KEY, ReportOptions, ReportSession, Sources
-from pytest_prompteval.workflows.calibrate import kappa_warning
 
 if TYPE_CHECKING:
     from pytest_prompteval.pytest.run import RunPlugin
+
+
+def _kappa_warning(results_dir: Path | None, models: list[str], min_kappa: float) -> list[str]:
+    # the calibration's module only when prompteval_min_kappa is set and a judge ran
+    from pytest_prompteval.workflows.calibrate import kappa_warning
+
+    return kappa_warning(results_dir, models, min_kappa)
 
 
 class RunReport:
@@ -31,6 +36,8 @@ class RunReport:
         self.settings = settings = run.settings
         baseline = None
         if settings.baseline is not None:
+            from pytest_prompteval.core.history import load_run  # only with a baseline
+
             try:
                 baseline = load_run(settings.baseline)
             except PromptevalError as exc:
@@ -39,7 +46,7 @@ class RunReport:
             lambda: run.engine.versions,
             lambda: run.engine.trusted,
             failure_reason,
-            kappa_warning,
+            _kappa_warning,
             run.unrun_line,
         )
         self.report = ReportSession(_options(settings), sources, config.rootpath, baseline)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,16 +27,15 @@ from pytest_prompteval.engine.engine import Engine, owned_directories
 from pytest_prompteval.engine.settings import SETTINGS, SettingError, Settings, typed_names
 from pytest_prompteval.interaction.tools import marked_tools
 from pytest_prompteval.pytest.adapters import rootdir_moved_by, unknown_ini_keys
-from pytest_prompteval.pytest.batch import send_session_batch
-from pytest_prompteval.pytest.estimating import run_estimate
 from pytest_prompteval.pytest.items import CaseFile, CaseItem
 from pytest_prompteval.pytest.lookahead import Lookahead
 from pytest_prompteval.pytest.snapshots import snapshot_folders
 from pytest_prompteval.pytest.work import Work, WorkList, work_list
 from pytest_prompteval.report.flaky import SampleTally
 from pytest_prompteval.scoring.registry import marked_scorers
-from pytest_prompteval.workflows.affected import Affected, affected_since
-from pytest_prompteval.workflows.envs import build_all, project_environments
+
+if TYPE_CHECKING:
+    from pytest_prompteval.workflows.affected import Affected
 
 RUN_DIR_KEY = "prompteval_run_dir"
 RUN_KEY = pytest.StashKey["RunPlugin"]()
@@ -183,6 +182,8 @@ class RunPlugin:
             self._engine.progress = self._progress
             ref = self.settings.affected
             if self.collecting and ref is not None:
+                from pytest_prompteval.workflows.affected import affected_since  # when asked
+
                 try:  # before anything is written: a bad ref is a usage error
                     self.affected = affected_since(
                         self.settings.rootpath, ref, self.settings.case_dirs, self._engine.versions
@@ -417,9 +418,13 @@ class RunPlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         if self.settings.estimate and self.collecting:
             if not session.config.option.collectonly:
+                from pytest_prompteval.pytest.estimating import run_estimate  # when asked
+
                 run_estimate(session, self.work, self.engine)
             return True  # no item runs
         if self.settings.batch and not session.config.option.collectonly and session.items:
+            from pytest_prompteval.pytest.batch import send_session_batch  # when asked
+
             send_session_batch(session, self.work, self.engine, self.settings.batch_poll)
         return None
 
@@ -441,6 +446,8 @@ class RunPlugin:
         """Under xdist the controller collects nothing: it builds the repository cases'
         environments first, saying so on the terminal, and the workers find them built. A
         problem is left to the workers' collection, which names it."""
+        from pytest_prompteval.workflows.envs import build_all, project_environments  # xdist
+
         found = project_environments(self.settings, list(self.settings.case_dirs))
         build_all(self.settings, found.specs, self._progress)
 

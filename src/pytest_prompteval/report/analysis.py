@@ -6,16 +6,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.gitversions import SEPARATOR
-from pytest_prompteval.core.history import StoredRun
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import ItemResult
-from pytest_prompteval.providers.trusted import TrustedRecordings
-from pytest_prompteval.report.compare import Comparison, compare, correct
 from pytest_prompteval.report.flaky import CaseSamples, case_samples, mean_pass_hat_k
-from pytest_prompteval.report.promptdiff import prompt_changes
 from pytest_prompteval.report.summary import VersionSummary, case_key, summarize
+
+if TYPE_CHECKING:
+    from pytest_prompteval.core.history import StoredRun
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+    from pytest_prompteval.report.compare import Comparison
 
 
 @dataclass(frozen=True)
@@ -63,18 +65,22 @@ def analyse(
     references = [(v, by_version.get(v, []), judged) for v, judged in pairs]
     if baseline is not None:
         references.append((f"baseline {baseline.path.name}", baseline.results, first))
-    comparisons = [
-        compare(
-            reference_results,
-            by_version.get(judged, []),
-            (reference, judged),
-            rules.ks,
-            rules.min_effect,
-            rules.gate_metric,
-        )
-        for reference, reference_results, judged in references
-    ]
-    correct(comparisons)  # Holm over every test of the run
+    comparisons: list[Comparison] = []
+    if references:  # the comparisons' statistics load only for a run that compares
+        from pytest_prompteval.report.compare import compare, correct
+
+        comparisons = [
+            compare(
+                reference_results,
+                by_version.get(judged, []),
+                (reference, judged),
+                rules.ks,
+                rules.min_effect,
+                rules.gate_metric,
+            )
+            for reference, reference_results, judged in references
+        ]
+        correct(comparisons)  # Holm over every test of the run
     return Analysis(
         summarize(list(results), order, rules.ks),
         comparisons,
@@ -115,6 +121,8 @@ def _git_version_changes(versions: Sequence[PromptVersion]) -> list[str]:
     lines: list[str] = []
     for other in others:
         if first is not None and SEPARATOR in other.version + first.version:
+            from pytest_prompteval.report.promptdiff import prompt_changes  # a git version
+
             old, new = (other, first) if SEPARATOR in other.version else (first, other)
             lines += prompt_changes(old, new)
     return lines

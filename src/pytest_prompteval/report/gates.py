@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report import figures
-from pytest_prompteval.report.compare import Comparison
 from pytest_prompteval.report.flaky import CaseSamples
 from pytest_prompteval.report.summary import VersionSummary
+
+if TYPE_CHECKING:
+    from pytest_prompteval.report.compare import Comparison
 
 EXIT_MODES = ("tests", "gates")
 #: the primary endpoint a comparison is decided on, and the gate with it

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_prompteval.report.markdown import Linker, github_linker, relative_link
+if TYPE_CHECKING:
+    from pytest_prompteval.report.markdown import Linker
 
 
 def step_summary(environ: Mapping[str, str] = os.environ) -> Path | None:
@@ -18,6 +20,9 @@ def step_summary(environ: Mapping[str, str] = os.environ) -> Path | None:
 
 def linker(environ: Mapping[str, str] = os.environ) -> Linker:
     """Links to the case files at the run's commit on GitHub, else relative links."""
+    # the Markdown's module only for a run that writes Markdown
+    from pytest_prompteval.report.markdown import github_linker, relative_link
+
     repository, sha = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_SHA")
     if not repository or not sha:
         return relative_link

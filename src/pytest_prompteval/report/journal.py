@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import display
-from pytest_prompteval.core.history import RunHistory, command_line
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.version import __version__
 from pytest_prompteval.report.outputs import Outputs
 from pytest_prompteval.report.summary import VersionSummary
+
+if TYPE_CHECKING:
+    from pytest_prompteval.core.history import RunHistory
 
 OPTION = "--prompteval-results"
 
@@ -40,12 +42,16 @@ class Journal:
             return
         try:
             if self.history is None:
+                from pytest_prompteval.core.history import RunHistory  # a run that writes one
+
                 self.history = RunHistory(self.directory, self._meta())
             self.history.add(result, data)
         except OSError as exc:
             self.outputs.failed(OPTION, self.directory, exc)
 
     def _meta(self) -> dict[str, dict[str, Any]]:
+        from pytest_prompteval.core.history import command_line
+
         return {
             v.version: {
                 "prompt_file": display(v.path),

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.errors import display
 from pytest_prompteval.core.paths import write_atomically
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.report import github
-from pytest_prompteval.report.compare import Comparison
-from pytest_prompteval.report.markdown import MarkdownRun, render_markdown
 from pytest_prompteval.report.summary import VersionSummary
+
+if TYPE_CHECKING:
+    from pytest_prompteval.report.compare import Comparison
+    from pytest_prompteval.report.markdown import MarkdownRun
 
 
 def internal(exc: Exception) -> str:
@@ -65,6 +68,8 @@ class Outputs:
         targets = list(dict.fromkeys(p for p in (path, step_summary) if p is not None))
         if not targets:
             return
+        from pytest_prompteval.report.markdown import render_markdown  # only when written
+
         text = render_markdown(run(), github.linker())
         for target in targets:
             # the step summary collects every step's output: appended, never replaced

@@ -6,22 +6,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_prompteval.core.errors import PromptevalError, display
-from pytest_prompteval.core.history import StoredRun
 from pytest_prompteval.core.prompts import PromptVersion
 from pytest_prompteval.core.result import RESULT_KEY, STOPPED_EARLY_KEY, ItemResult
-from pytest_prompteval.providers.trusted import TrustedRecordings
 from pytest_prompteval.report.analysis import Analysis, CompareRules, analyse, failure_reasons
 from pytest_prompteval.report.flaky import sample_lines
 from pytest_prompteval.report.gates import GateDecision, GateRules, decide
 from pytest_prompteval.report.journal import Journal
 from pytest_prompteval.report.junit import suite_properties
-from pytest_prompteval.report.markdown import MarkdownRun
 from pytest_prompteval.report.outputs import Outputs, internal
 from pytest_prompteval.report.progress import Progress
 from pytest_prompteval.report.terminal import inline_lines, render
+
+if TYPE_CHECKING:
+    from pytest_prompteval.core.history import StoredRun
+    from pytest_prompteval.providers.trusted import TrustedRecordings
+    from pytest_prompteval.report.markdown import MarkdownRun
 
 #: on the report of a case's min_pass verdict (no item: the case's samples are the items)
 MIN_PASS_KEY = "prompteval_min_pass"
@@ -179,6 +181,8 @@ class ReportSession:
         outputs.guard("--prompteval-results", lambda: self.journal.finish(a.summaries, partial))
 
     def _markdown_run(self) -> MarkdownRun:
+        from pytest_prompteval.report.markdown import MarkdownRun  # only when written
+
         a = self.analysis
         return MarkdownRun(
             a.summaries,

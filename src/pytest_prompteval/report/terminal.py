@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pytest_prompteval.core.result import ItemResult
 from pytest_prompteval.core.safetext import safe_line
 from pytest_prompteval.report import figures
-from pytest_prompteval.report.compare import TIE_RULE, Comparison
 from pytest_prompteval.report.summary import GROUPS, Figures, VersionSummary, group_labels
+
+if TYPE_CHECKING:
+    from pytest_prompteval.report.compare import Comparison
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -272,6 +275,8 @@ def comparison_block(
             f"cases with n >= {k} samples in both"
         )
     if c.paired:
+        from pytest_prompteval.report.compare import TIE_RULE  # loaded: c is a Comparison
+
         lines.append(f"  per case: {TIE_RULE}")
     return lines
 

@@ -157,6 +157,7 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s\[(<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
+@functools.cache  # a walk through every installed distribution's metadata: once a process
 def _host_pytest() -> tuple[Distribution, ...]:
     """The plugin's pytest and every distribution it needs here, by name."""
     import importlib.metadata  # only where environments are built
@@ -181,6 +182,11 @@ def _host_pytest() -> tuple[Distribution, ...]:
     return tuple(found[k] for k in sorted(found))
 
 
+@functools.cache  # each name and version is a read and parse of the distribution's metadata
+def _host_pytest_versions() -> tuple[str, ...]:
+    return tuple(f"{d.metadata['Name']}=={d.version}" for d in _host_pytest())
+
+
 def _copies_pytest(spec: EnvironmentSpec | None) -> bool:
     return spec is None or "pytest" not in map(_requirement_name, spec.requirements)
 
@@ -200,11 +206,7 @@ def key_of(spec: EnvironmentSpec | None, project: Path | None = None) -> tuple[s
         python = interpreter(spec.python if spec is not None else None, project)
     except EnvironmentBuildError as exc:
         raise _fail(spec, exc.message) from None
-    copied = (
-        [f"{d.metadata['Name']}=={d.version}" for d in _host_pytest()]
-        if _copies_pytest(spec)
-        else []
-    )
+    copied = list(_host_pytest_versions()) if _copies_pytest(spec) else []
     data = {
         "format": FORMAT,
         **_fields(spec),

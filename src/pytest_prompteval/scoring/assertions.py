@@ -18,7 +18,6 @@ from pytest_prompteval.core.patterns import SPACE, PatternError, pattern
 from pytest_prompteval.core.result import CheckResult, Trajectory
 from pytest_prompteval.core.schema import suggestion
 from pytest_prompteval.core.yamlload import line_of
-from pytest_prompteval.sandbox.filestate import glob_pattern
 from pytest_prompteval.scoring.score import Score
 
 _FENCE = pattern(rf"(?s)```(?:json)?{SPACE}*\n(.*?)```")
@@ -293,6 +292,8 @@ def _check_file(kind: str, value: Any, fail: Callable[[str], PromptevalError]) -
             f"(relative, no '..'{'' if glob else ', no wildcard'}), got {path!r:.80}"
         )
     if glob:
+        from pytest_prompteval.sandbox.filestate import glob_pattern  # a repository's files
+
         try:
             pattern(glob_pattern(text))
         except PatternError as exc:

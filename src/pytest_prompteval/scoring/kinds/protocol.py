@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_prompteval.core.cases import Case
 from pytest_prompteval.core.prompts import PromptVersion
@@ -17,14 +17,16 @@ from pytest_prompteval.core.request import Request
 from pytest_prompteval.core.response import Response
 from pytest_prompteval.core.result import ExecutionResult, Trajectory
 from pytest_prompteval.providers.ledger import Ledger
-from pytest_prompteval.sandbox.provider import SandboxProvider
 from pytest_prompteval.scoring.assertions import Assertion
 from pytest_prompteval.scoring.automatic import AutomaticScorer
-from pytest_prompteval.scoring.code.runner import CodeRunner
 from pytest_prompteval.scoring.code.spec import CodeSpec
 from pytest_prompteval.scoring.judge import Judge, Verdict
-from pytest_prompteval.scoring.repo import RepoVerdict
 from pytest_prompteval.scoring.score import Score
+
+if TYPE_CHECKING:  # each loads with the first code or repository case that needs it
+    from pytest_prompteval.sandbox.provider import SandboxProvider
+    from pytest_prompteval.scoring.code.runner import CodeRunner
+    from pytest_prompteval.scoring.repo import RepoVerdict
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,11 @@ class Context:
     ledger: Ledger
     options: Options
     automatic: AutomaticScorer
-    #: built on first use, so a run that never judges never needs one
+    #: built on first use, so a run that never judges (runs code, a repository's commands)
+    #: never needs one
     judge: Callable[[], Judge]
     code_runner: Callable[[], CodeRunner]
-    sandboxes: SandboxProvider
+    sandboxes: Callable[[], SandboxProvider]
     #: every sample's text of this case and version, for consistency (none with one sample)
     samples: Callable[[], list[str]]
     #: what was found so far, kept on the result if a later step fails (the automatic
