@@ -199,6 +199,12 @@ def test_the_runs_own_steps_start_no_process_but_mkdir(tmp_path: Path) -> None:
     assert json.loads((folder / "ids.json").read_text()) == ids
 
 
+def test_an_id_without_a_file_adds_no_empty_argument() -> None:
+    # "" would be a path to pytest: the whole repository collected
+    text = script("x", ["::test_t", "a.py::test_t", "-k"], "/tmp/verdict-x", "_reporter")
+    assert "for f in a.py; do" in text
+
+
 def test_the_outputs_end_is_read_whatever_its_size(tmp_path: Path) -> None:
     output = tmp_path / "output"
     for size in (0, 1, TAIL, TAIL + 1, 3 * TAIL + 7, 40 * TAIL):

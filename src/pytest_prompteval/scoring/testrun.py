@@ -90,7 +90,9 @@ def script(command: str, tests: Sequence[str], folder: str, name: str) -> str:
     command with the files of the listed tests that exist, its output to a file whose end
     is shown. One process beside the command: ``mkdir`` (the reporter's folder, fresh, mode
     700); the rest is bash's own."""
-    files = sorted({t.split("::", 1)[0] for t in tests if "\n" not in t and t[:1] != "-"})
+    files = sorted(
+        {t.split("::", 1)[0] for t in tests if "\n" not in t and t[:1] not in ("-", ":")}
+    )
     return "\n".join(
         [
             f"mkdir -m 700 {folder} || exit 125",
