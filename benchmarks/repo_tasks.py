@@ -20,7 +20,10 @@ replayed), one item per ``pytest`` process, against the environment's own ``pyth
 pytest`` on the same tests of a copy; and per item within one run of ``--samples`` items.
 ``--beside-plain-only`` runs this last part alone. Each figure is given in wall seconds and
 in CPU seconds (the process and its children): on a loaded machine the first grows with the
-load, the second much less.
+load, the second much less. pytest rewrites the asserts of every other plugin's modules
+(anyio's, which the SDK brings, above all) and keeps the result as bytecode where bytecode
+is written: the recording runs write it, as a user's first run does; ``--cold`` removes it
+first, as where bytecode was never written (``PYTHONDONTWRITEBYTECODE`` from the start).
 
 The plugin's modules are compiled first, as pip leaves them when it installs the package;
 ``--editable`` leaves them as an editable checkout has them (bytecode an earlier run wrote is
@@ -37,6 +40,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -146,8 +150,22 @@ def whole_run(samples: int) -> None:
         print(f"  {label:16} {statistics.median(values):7.1f} ({max(values):7.1f})")
 
 
-def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
-    """One item per process, and per item within a run, beside plain pytest."""
+def forget_rewrites() -> int:
+    """Remove the rewritten bytecode pytest keeps for other plugins' modules in this
+    interpreter's site-packages (pytest makes it again; a process that writes no bytecode
+    then rewrites them every time): how many files."""
+    tail = f"-pytest-{pytest.__version__}.pyc"
+    found = [p for p in Path(sysconfig.get_paths()["purelib"]).rglob(f"*{tail}")]
+    for path in found:
+        path.unlink()
+    return len(found)
+
+
+def beside_plain_pytest(samples: int, cold: bool, repeat: int = 7) -> None:
+    """One item per process, and per item within a run, beside plain pytest. ``cold``: no
+    rewritten bytecode of the environment's other plugins (anyio's among them) for pytest
+    to read, as where bytecode was never written; else the recording runs write it, as a
+    user's first run does where bytecode is written."""
     project = Path(tempfile.mkdtemp(prefix="prompteval-bench-")) / "repo-tasks"
     shutil.copytree(EXAMPLES, project)
     (project / "prompt_recordings").mkdir(exist_ok=True)
@@ -165,9 +183,13 @@ def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
     item += ["--prompteval-results=none"]
     with AnthropicServer(ScriptedAgent({"to_meters": [["Nothing to change."]]})) as server:
         live = {**env, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "loopback"}
+        if not cold:
+            live.pop("PYTHONDONTWRITEBYTECODE", None)
         for count in (1, samples):
             _timed([*item, f"--prompteval-samples={count}"], project, live)  # recorded
     replay = [*item, "--prompteval-record=none"]
+    if cold:
+        print(f"\n{forget_rewrites()} files of pytest's rewritten bytecode removed")
     tests = [*case.fail_to_pass, *case.pass_to_pass]
     with Copy(snapshot_of(case)) as copy:
         plain_env = {**env, "PYTHONPATH": str(copy.path / "src")}
@@ -182,7 +204,12 @@ def beside_plain_pytest(samples: int, repeat: int = 7) -> None:
                 _timed([*replay, f"--prompteval-samples={samples}"], project, env)
             )
     shutil.rmtree(project.parent)
-    print(f"\nbeside plain pytest (feet_to_meters, in its environment; median of {repeat}, s):")
+    caches = "none" if cold else "written by the first run"
+    print(
+        f"\nbeside plain pytest (feet_to_meters, in its environment; median of {repeat}, s; "
+        f"PYTHONDONTWRITEBYTECODE={env.get('PYTHONDONTWRITEBYTECODE', '')!r}, other plugins' "
+        f"rewritten bytecode: {caches}):"
+    )
     for kind in Timing._fields:
         median = {name: statistics.median(getattr(t, kind) for t in v) for name, v in runs.items()}
         one, many, plain_s = median["one item"], median[f"{samples} items"], median["plain"]
@@ -225,12 +252,17 @@ def main() -> None:
     parser.add_argument(
         "--editable", action="store_true", help="do not compile the plugin's modules first"
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="beside plain pytest with no rewritten bytecode of other plugins (removed first)",
+    )
     options = parser.parse_args()
     samples = options.samples
     if not options.editable:
         compile_plugin()
     if options.beside_plain_only:
-        beside_plain_pytest(samples)
+        beside_plain_pytest(samples, options.cold)
         return
     cases = [
         parse_repo_case(c)
@@ -265,7 +297,7 @@ def main() -> None:
             )
 
     whole_run(samples)
-    beside_plain_pytest(samples)
+    beside_plain_pytest(samples, options.cold)
 
 
 if __name__ == "__main__":
