@@ -468,3 +468,20 @@ def test_a_command_joins_a_v1_cgroup_by_its_one_thread(tmp_path: Path) -> None:
             os.close(fd)
     assert [(v1 / "tasks").read_text(), (v1 / "cgroup.procs").read_text()] == ["0", ""]
     assert (v2 / "cgroup.procs").read_text() == "0"
+
+
+def test_the_verdicts_server_loads_the_settings_parsers_before_it_isolates_itself() -> None:
+    # the restore parses pytest's settings files (iniconfig, tomllib) in a child of the
+    # isolated server: an import there searches the import path, where a folder of the
+    # copy (a project checked out at /repo) could hold a module a command wrote
+    from pytest_prompteval.sandbox.client import server_command
+    from pytest_prompteval.sandbox.restore import TOML
+
+    command = server_command("pytest_prompteval.sandbox.workspace_server")
+    command[3] = (
+        command[3].rstrip().removesuffix("main()")
+        + "import pytest_prompteval.sandbox.workspace_server as server\n"
+        + "server.verdict_jobs()\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert {"iniconfig", TOML} <= set(json.loads(done.stdout))

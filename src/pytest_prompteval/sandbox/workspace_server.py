@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
 import resource
@@ -423,6 +424,9 @@ def verdict_jobs() -> dict[str, Job]:
     and only its server imports their modules, before isolation hides the plugin's folder
     (no import ever runs later: what a command wrote could be on the import path)."""
     from pytest_prompteval.sandbox import filestate, restore, treediff
+
+    for name in restore.PARSERS:  # the restore's child imports them: loaded here, as the rest
+        importlib.import_module(name)
 
     def diff(job: dict[str, Any], timeout: float) -> Any:
         # a fresh sandbox: nothing of the agent's runs while it reads the copy
