@@ -485,3 +485,19 @@ def test_the_verdicts_server_loads_the_settings_parsers_before_it_isolates_itsel
     )
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     assert {"iniconfig", TOML} <= set(json.loads(done.stdout))
+
+
+def test_a_script_the_full_tmp_cannot_hold_is_an_answer_not_a_crash(tmp_path: Path) -> None:
+    # the verdict's install step runs the agent's build code, which may fill the sandbox's
+    # /tmp: the test run's script then cannot be written, and the server died on it (the
+    # item an error, where the agent's own run decides)
+    from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
+
+    with Copy(Snapshot(folder=make_project(tmp_path))) as copy, Workspace(copy.path) as workspace:
+        fill = "for i in 1 2; do head -c 40000000 /dev/zero > /tmp/fill$i; done; true"
+        assert workspace.run(fill, 60.0)["status"] == 0
+        answer = workspace.run("echo ran # " + "x" * 200_000, 10.0)  # the reporter, the ids
+        assert answer["status"] == 125 and "ran" not in answer["output"]
+        assert "cannot write the script to /tmp: No space left on device" in answer["output"]
+        assert os.listdir(copy.path)  # the sandbox still answers, /tmp as the command left it
+        assert workspace.bash("ls /tmp | grep -c script", 10.0)["output"].strip() == "0"

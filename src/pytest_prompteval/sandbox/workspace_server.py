@@ -372,10 +372,17 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
     script is a file of the sandbox's /tmp, not an argument: one argument holds at most
     128 KiB (a test patch, 2,500 test ids)."""
     path = f"/tmp/.script-{os.urandom(8).hex()}.sh"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with open(fd, "w") as file:
-        file.write(script)
-        os.fchmod(fd, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with open(fd, "w") as file:
+            file.write(script)
+            os.fchmod(fd, 0o644)
+    except OSError as exc:  # /tmp full of what an earlier command (the agent's build) left
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        # the run's own set-up failed, as when its folder cannot be made (testrun.script)
+        said = f"cannot write the script to /tmp: {exc.strerror}"
+        return {"output": said, "status": 125, "timed_out": False}
     read, write = os.pipe()
     null = os.open("/dev/null", os.O_RDONLY)
     pid = _spawn(["/bin/bash", "--noprofile", "--norc", path], null, write)
