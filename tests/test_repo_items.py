@@ -359,7 +359,8 @@ def test_the_agents_sandbox_is_closed_when_the_verdicts_cannot_be_started_beside
         running = [w for w in made if w._process.poll() is None]
     finally:
         for workspace in made:
-            workspace.close()
+            if workspace._process.poll() is None:  # left running: closed once, here
+                workspace.close()
     assert len(made) == 1  # the agent's
     assert running == []
     (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
