@@ -322,6 +322,51 @@ def test_the_verdicts_sandbox_starts_while_the_agent_works_and_takes_the_copy_it
     assert "-    return x + x + 1\n+    return x + x" in result["repo"]["diff"]
 
 
+def test_the_agents_sandbox_is_closed_when_the_verdicts_cannot_be_started_beside_it(
+    pytester: pytest.Pytester, anthropic_server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process out of threads (a container's pids limit) cannot start the verdict's
+    sandbox beside the agent's: the item errs, and the agent's sandbox is closed, not left
+    running with its cgroup and folder until pytest ends."""
+    import types
+
+    from pytest_prompteval.pytest.run import RUN_KEY
+    from pytest_prompteval.sandbox import provider
+    from pytest_prompteval.sandbox.workspace import Workspace
+
+    made: list[Workspace] = []
+
+    class Watched(provider.NamespaceSandboxes):
+        def repo_sandbox(self, *args: Any, **kwargs: Any) -> provider.RepoSandbox:
+            workspace = super().repo_sandbox(*args, **kwargs)
+            assert isinstance(workspace, Workspace)
+            made.append(workspace)
+            return workspace
+
+    class Swap:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            session.config.stash[RUN_KEY].engine.sandboxes = Watched()
+
+    def no_thread(*args: Any, **kwargs: Any) -> threading.Thread:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(provider, "threading", types.SimpleNamespace(Thread=no_thread))
+    anthropic_server.responder = AGENT
+    make_project(pytester.path, [("right_fix", "RIGHT", 60)])
+    try:
+        reprec = pytester.inline_run("--prompt=fixer", "-p", "no:randomly", plugins=[Swap()])
+        running = [w for w in made if w._process.poll() is None]
+    finally:
+        for workspace in made:
+            if workspace._process.poll() is None:  # left running: closed once, here
+                workspace.close()
+    assert len(made) == 1  # the agent's
+    assert running == []
+    (report,) = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert "can't start new thread" in str(report.longrepr)
+
+
 def test_the_summary_counts_the_items_whose_test_infrastructure_was_restored(
     pytester: pytest.Pytester, anthropic_server: AnthropicServer
 ) -> None:

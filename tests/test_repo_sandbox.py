@@ -468,3 +468,36 @@ def test_a_command_joins_a_v1_cgroup_by_its_one_thread(tmp_path: Path) -> None:
             os.close(fd)
     assert [(v1 / "tasks").read_text(), (v1 / "cgroup.procs").read_text()] == ["0", ""]
     assert (v2 / "cgroup.procs").read_text() == "0"
+
+
+def test_the_verdicts_server_loads_the_settings_parsers_before_it_isolates_itself() -> None:
+    # the restore parses pytest's settings files (iniconfig, tomllib) in a child of the
+    # isolated server: an import there searches the import path, where a folder of the
+    # copy (a project checked out at /repo) could hold a module a command wrote
+    from pytest_prompteval.sandbox.client import server_command
+    from pytest_prompteval.sandbox.restore import TOML
+
+    command = server_command("pytest_prompteval.sandbox.workspace_server")
+    command[3] = (
+        command[3].rstrip().removesuffix("main()")
+        + "import pytest_prompteval.sandbox.workspace_server as server\n"
+        + "server.verdict_jobs()\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert {"iniconfig", TOML} <= set(json.loads(done.stdout))
+
+
+def test_a_script_the_full_tmp_cannot_hold_is_an_answer_not_a_crash(tmp_path: Path) -> None:
+    # the verdict's install step runs the agent's build code, which may fill the sandbox's
+    # /tmp: the test run's script then cannot be written, and the server died on it (the
+    # item an error, where the agent's own run decides)
+    from pytest_prompteval.sandbox.workspace import Copy, Snapshot, Workspace
+
+    with Copy(Snapshot(folder=make_project(tmp_path))) as copy, Workspace(copy.path) as workspace:
+        fill = "for i in 1 2; do head -c 40000000 /dev/zero > /tmp/fill$i; done; true"
+        assert workspace.run(fill, 60.0)["status"] == 0
+        answer = workspace.run("echo ran # " + "x" * 200_000, 10.0)  # the reporter, the ids
+        assert answer["status"] == 125 and "ran" not in answer["output"]
+        assert "cannot write the script to /tmp: No space left on device" in answer["output"]
+        assert os.listdir(copy.path)  # the sandbox still answers, /tmp as the command left it
+        assert workspace.bash("ls /tmp | grep -c script", 10.0)["output"].strip() == "0"

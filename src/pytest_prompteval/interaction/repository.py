@@ -192,11 +192,11 @@ def run_task(
                 memory_mb=task.case.memory_mb,
                 environment=task.environment,
             )
-        early = Early(
-            lambda: verdict_sandbox(sandboxes, task.case, copy, task.hidden, task.environment)
-        )
         products: frozenset[str] = frozenset()
-        try:
+        try:  # the agent's sandbox is closed whatever fails from here, starting the verdict's too
+            early = Early(
+                lambda: verdict_sandbox(sandboxes, task.case, copy, task.hidden, task.environment)
+            )
             with _sandbox("the repository sandbox"):
                 workspace.run(AS_REPOSITORY, task.case.timeout)
             if task.case.install:  # before any call: a broken environment is an error

@@ -217,9 +217,14 @@ def _section(path: str, name: str) -> object:
         return ("unparsable", data)
 
 
+#: The TOML parser: tomli, pytest's own dependency before 3.11.
+TOML = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+#: The settings files' parsers, which the verdict's server loads before it isolates itself.
+PARSERS = ("iniconfig", TOML)
+
+
 def _toml(text: str) -> dict[str, Any]:
-    # tomli: pytest's own dependency before 3.11
-    parser = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    parser = importlib.import_module(TOML)
     data = parser.loads(text)
     return data if isinstance(data, dict) else {}
 

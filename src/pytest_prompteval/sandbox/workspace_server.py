@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
 import resource
@@ -371,10 +372,17 @@ def run_script(script: str, timeout: float) -> dict[str, Any]:
     script is a file of the sandbox's /tmp, not an argument: one argument holds at most
     128 KiB (a test patch, 2,500 test ids)."""
     path = f"/tmp/.script-{os.urandom(8).hex()}.sh"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with open(fd, "w") as file:
-        file.write(script)
-        os.fchmod(fd, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with open(fd, "w") as file:
+            file.write(script)
+            os.fchmod(fd, 0o644)
+    except OSError as exc:  # /tmp full of what an earlier command (the agent's build) left
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        # the run's own set-up failed, as when its folder cannot be made (testrun.script)
+        said = f"cannot write the script to /tmp: {exc.strerror}"
+        return {"output": said, "status": 125, "timed_out": False}
     read, write = os.pipe()
     null = os.open("/dev/null", os.O_RDONLY)
     pid = _spawn(["/bin/bash", "--noprofile", "--norc", path], null, write)
@@ -423,6 +431,9 @@ def verdict_jobs() -> dict[str, Job]:
     and only its server imports their modules, before isolation hides the plugin's folder
     (no import ever runs later: what a command wrote could be on the import path)."""
     from pytest_prompteval.sandbox import filestate, restore, treediff
+
+    for name in restore.PARSERS:  # the restore's child imports them: loaded here, as the rest
+        importlib.import_module(name)
 
     def diff(job: dict[str, Any], timeout: float) -> Any:
         # a fresh sandbox: nothing of the agent's runs while it reads the copy
