@@ -91,7 +91,11 @@ def script(command: str, tests: Sequence[str], folder: str, name: str) -> str:
     is shown. One process beside the command: ``mkdir`` (the reporter's folder, fresh, mode
     700); the rest is bash's own."""
     files = sorted(
-        {t.split("::", 1)[0] for t in tests if "\n" not in t and t[:1] not in ("-", ":")}
+        {
+            t.split("::", 1)[0]
+            for t in tests
+            if "\n" not in t and "\0" not in t and t[:1] not in ("-", ":")
+        }
     )
     return "\n".join(
         [
