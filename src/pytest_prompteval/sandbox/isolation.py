@@ -79,17 +79,6 @@ SITE_VARIABLE = "PROMPTEVAL_SITE"
 class Isolation:
     """What the server got; ``missing`` names what it did not, and why."""
 
-    FIELDS = (
-        "mode",
-        "network_isolated",
-        "own_pids",
-        "fs_readonly",
-        "fs_private",
-        "fresh_proc",
-        "uid",
-        "missing",
-    )
-
     def __init__(
         self, *, mode: str = "none", uid: int = NOBODY, missing: list[str] | None = None
     ) -> None:
@@ -107,7 +96,7 @@ class Isolation:
         return not self.missing
 
     def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.FIELDS}
+        return dict(vars(self))
 
 
 def _call(result: int, what: str) -> None:
